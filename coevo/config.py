@@ -1,0 +1,200 @@
+"""The run configuration: typed sections, validated before any worker or Ray starts.
+
+Every error names the dotted field and what is allowed, e.g.
+`pool.num_workers: must be an integer >= 1, got 0`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from coevo.errors import ConfigError
+from coevo.evolve.coevolution import EvolutionConfig
+from coevo.evolve.es import ESConfig
+from coevo.pool.pool import Backend
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    name: str = "cartpole"
+    params: dict = field(default_factory=dict)  # per-parameter overrides: low/high/init/step
+    max_episode_steps: int | None = None
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    name: str = "mlp"
+    hidden: tuple[int, ...] = (16,)
+    activation: str = "tanh"
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    backend: str = "ray"
+    num_workers: int = 2
+    envs_per_worker: int = 8
+    address: str | None = None  # an existing Ray cluster ("auto" or host:port)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    seed: int = 0
+    task: TaskConfig = field(default_factory=TaskConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    pool: PoolConfig = field(default_factory=PoolConfig)
+    optimizer: ESConfig = field(default_factory=ESConfig)
+    evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
+    resume: str | None = None
+    checkpoints_kept: int = 3
+
+
+# Ranges: (minimum, maximum); None for open. Integers and floats alike.
+_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "seed": (0, None),
+    "checkpoints_kept": (1, None),
+    "task.max_episode_steps": (1, None),
+    "pool.num_workers": (1, None),
+    "pool.envs_per_worker": (1, None),
+    "optimizer.population": (1, None),
+    "optimizer.episodes": (1, None),
+    "optimizer.sigma": (0.0, None),
+    "optimizer.sigma_decay": (0.0, 1.0),
+    "optimizer.sigma_min": (0.0, None),
+    "optimizer.lr": (0.0, None),
+    "optimizer.lr_decay": (0.0, 1.0),
+    "optimizer.lr_min": (0.0, None),
+    "optimizer.l2": (0.0, None),
+    "optimizer.beta1": (0.0, 1.0),
+    "optimizer.beta2": (0.0, 1.0),
+    "optimizer.epsilon": (0.0, None),
+    "evolution.generations": (1, None),
+    "evolution.initial_pairs": (1, None),
+    "evolution.es_steps": (0, None),
+    "evolution.eval_episodes": (1, None),
+    "evolution.reproduce_every": (1, None),
+    "evolution.max_children": (0, None),
+    "evolution.max_admitted": (0, None),
+    "evolution.max_active": (1, None),
+    "evolution.novelty_k": (1, None),
+    "evolution.transfer_every": (0, None),
+}
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "pool.backend": tuple(b.value for b in Backend),
+    "policy.activation": ("tanh", "relu"),
+}
+
+
+def parse_config(raw: Mapping[str, Any]) -> RunConfig:
+    """Build a validated `RunConfig` from a plain mapping (e.g. a resolved Hydra config)."""
+    config = _build(RunConfig, raw, "")
+    evo, opt = config.evolution, config.optimizer
+    if evo.mc_lower > evo.mc_upper:
+        raise ConfigError(
+            "evolution.mc_lower",
+            f"must be <= evolution.mc_upper ({evo.mc_upper:g}), got {evo.mc_lower:g}",
+        )
+    if opt.sigma_min > opt.sigma:
+        raise ConfigError(
+            "optimizer.sigma_min", f"must be <= optimizer.sigma ({opt.sigma:g}), got {opt.sigma_min:g}"
+        )
+    if opt.lr_min > opt.lr:
+        raise ConfigError(
+            "optimizer.lr_min", f"must be <= optimizer.lr ({opt.lr:g}), got {opt.lr_min:g}"
+        )
+    return config
+
+
+def _build(cls: type, raw: Any, prefix: str) -> Any:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(prefix.rstrip(".") or "config", f"must be a mapping, got {raw!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = [key for key in raw if key not in fields]
+    if unknown:
+        raise ConfigError(
+            f"{prefix}{unknown[0]}", f"unknown key; allowed: {', '.join(fields)}"
+        )
+    values = {}
+    for name, value in raw.items():
+        path = f"{prefix}{name}"
+        hint = hints[name]
+        if dataclasses.is_dataclass(hint):
+            values[name] = _build(hint, value, f"{path}.")
+        else:
+            values[name] = _coerce(path, value, hint)
+    return cls(**values)
+
+
+def _coerce(path: str, value: Any, hint: Any) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(path, value, inner[0])
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(path, f"must be true or false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if not (isinstance(value, float) and value.is_integer()):
+                raise ConfigError(path, f"must be an integer{_range_text(path)}, got {value!r}")
+            value = int(value)
+        _check_range(path, value)
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(path, f"must be a number{_range_text(path)}, got {value!r}")
+        _check_range(path, float(value))
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(path, f"must be a string, got {value!r}")
+        if path in _CHOICES and value not in _CHOICES[path]:
+            raise ConfigError(
+                path, f"unknown value '{value}'; allowed: {', '.join(_CHOICES[path])}"
+            )
+        return value
+    if origin is tuple:
+        if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+            raise ConfigError(path, f"must be a list of positive integers, got {value!r}")
+        items = []
+        for index, item in enumerate(value):
+            if isinstance(item, bool) or not isinstance(item, int) or item < 1:
+                raise ConfigError(
+                    f"{path}[{index}]", f"must be a positive integer, got {item!r}"
+                )
+            items.append(item)
+        return tuple(items)
+    if hint is dict or origin is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(path, f"must be a mapping, got {value!r}")
+        return {str(k): (dict(v) if isinstance(v, Mapping) else v) for k, v in value.items()}
+    return value
+
+
+def _range_text(path: str) -> str:
+    low, high = _RANGES.get(path, (None, None))
+    if low is not None and high is not None:
+        return f" in [{low:g}, {high:g}]"
+    if low is not None:
+        return f" >= {low:g}"
+    if high is not None:
+        return f" <= {high:g}"
+    return ""
+
+
+def _check_range(path: str, value: float) -> None:
+    low, high = _RANGES.get(path, (None, None))
+    if (low is not None and value < low) or (high is not None and value > high):
+        kind = "an integer" if isinstance(value, int) else "a number"
+        raise ConfigError(path, f"must be {kind}{_range_text(path)}, got {value!r}")

@@ -1,0 +1,87 @@
+"""Pairs of (task, policy), the active population, the archive and the lineage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from coevo.evolve.es import ESState
+from coevo.tasks.task import Task
+
+
+@dataclass
+class Pair:
+    """A task with the policy that is being optimized on it."""
+
+    pair_id: int
+    task: Task
+    theta: np.ndarray
+    es_state: ESState
+    parent_id: int | None
+    born: int  # generation at which it was created
+    scores: list[float] = field(default_factory=list)  # evaluation score per generation
+    archived_at: int | None = None
+
+    @property
+    def score(self) -> float:
+        return self.scores[-1] if self.scores else float("nan")
+
+
+class Population:
+    """Active pairs (in order of creation), archived pairs, and who descends from whom."""
+
+    def __init__(self) -> None:
+        self.active: list[Pair] = []
+        self.archive: list[Pair] = []
+        self.next_id = 0
+
+    def add(
+        self,
+        task: Task,
+        theta: np.ndarray,
+        es_state: ESState,
+        parent_id: int | None,
+        generation: int,
+    ) -> Pair:
+        pair = Pair(self.next_id, task, theta.copy(), es_state, parent_id, generation)
+        self.next_id += 1
+        self.active.append(pair)
+        return pair
+
+    def move_to_archive(self, pair: Pair, generation: int) -> None:
+        self.active.remove(pair)
+        pair.archived_at = generation
+        self.archive.append(pair)
+
+    def all_pairs(self) -> list[Pair]:
+        return [*self.active, *self.archive]
+
+    def tasks(self) -> list[Task]:
+        return [pair.task for pair in self.all_pairs()]
+
+    def get(self, pair_id: int) -> Pair:
+        for pair in self.all_pairs():
+            if pair.pair_id == pair_id:
+                return pair
+        raise KeyError(f"no pair with id {pair_id}")
+
+    def to_frame(self) -> pd.DataFrame:
+        rows = []
+        for pair in self.all_pairs():
+            rows.append(
+                {
+                    "pair_id": pair.pair_id,
+                    "status": "archived" if pair.archived_at is not None else "active",
+                    "parent_id": pair.parent_id,
+                    "born": pair.born,
+                    "archived_at": pair.archived_at,
+                    "task_id": pair.task.id,
+                    **{f"task.{k}": v for k, v in pair.task.params},
+                    "score": pair.score,
+                    "best_score": max(pair.scores) if pair.scores else float("nan"),
+                    "es_steps": pair.es_state.t,
+                }
+            )
+        return pd.DataFrame(rows)

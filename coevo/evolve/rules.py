@@ -1,0 +1,87 @@
+"""The rules of a generation as pure functions: each returns its outcome and the reason.
+
+Reasons are written for the eligibility report: they name the number the rule looked at
+and the threshold it was compared with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One row of the eligibility report."""
+
+    generation: int
+    kind: str  # parent, child, transfer, capacity
+    rule: str
+    outcome: str
+    reason: str
+    pair_id: int | None = None
+    parent_id: int | None = None
+    task_id: str = ""
+    task: str = ""
+    score: float = float("nan")
+    threshold: float = float("nan")
+    lower: float = float("nan")
+    upper: float = float("nan")
+    novelty: float = float("nan")
+
+    def as_row(self) -> dict:
+        return asdict(self)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def eligibility(score: float, threshold: float) -> tuple[bool, str]:
+    """May this pair reproduce? Its score must reach `repro_threshold`."""
+    if not np.isfinite(score):
+        return False, f"evaluation failed (score {score}); not eligible"
+    if score >= threshold:
+        return True, f"score {_fmt(score)} ≥ repro_threshold {threshold:g}"
+    return False, f"score {_fmt(score)} < repro_threshold {threshold:g}"
+
+
+def minimal_criterion(score: float, lower: float, upper: float) -> tuple[bool, str]:
+    """Is a child task neither too hard nor too easy for its parent's policy?"""
+    if not np.isfinite(score):
+        return False, f"child rejected: evaluation failed (score {score})"
+    if score < lower:
+        return False, f"child rejected: score {_fmt(score)} < mc_lower {lower:g}"
+    if score > upper:
+        return False, f"child rejected: score {_fmt(score)} > mc_upper {upper:g}"
+    return True, f"passes minimal criterion: {lower:g} ≤ score {_fmt(score)} ≤ {upper:g}"
+
+
+def knn_novelty(candidates: np.ndarray, reference: np.ndarray, k: int) -> np.ndarray:
+    """Mean Euclidean distance from each candidate row to its k nearest reference rows."""
+    if len(reference) == 0:
+        return np.full(len(candidates), np.inf)
+    distances = np.linalg.norm(candidates[:, None, :] - reference[None, :, :], axis=2)
+    k = min(k, reference.shape[0])
+    nearest = np.sort(distances, axis=1)[:, :k]
+    return nearest.mean(axis=1)
+
+
+def admission_order(novelty: Sequence[float]) -> list[int]:
+    """Indices of candidates by novelty, most novel first (ties: earlier candidate first)."""
+    return sorted(range(len(novelty)), key=lambda i: (-novelty[i], i))
+
+
+def admission(rank: int, max_admitted: int, novelty: float) -> tuple[bool, str]:
+    if rank <= max_admitted:
+        return True, f"admitted: novelty rank {rank} ≤ max_admitted {max_admitted} " + (
+            f"(novelty {novelty:.3f})"
+        )
+    return False, f"not admitted: novelty rank {rank} > max_admitted {max_admitted}"
+
+
+def capacity(num_active: int, max_active: int) -> int:
+    """How many of the oldest active pairs must move to the archive."""
+    return max(0, num_active - max_active)

@@ -1,0 +1,265 @@
+"""EvaluationPool: episodes to a set of workers, in-process or as Ray actors."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from coevo.errors import ConfigError
+from coevo.policy import PolicySpec
+from coevo.pool.jobs import EpisodeJob, Stored, weights_key
+from coevo.pool.worker import ChunkResult, Worker
+from coevo.tasks.task import Task, TaskSpace
+
+
+class Backend(str, Enum):
+    LOCAL = "local"
+    RAY = "ray"
+
+
+@dataclass
+class EvalResult:
+    """Per-job returns and lengths in the caller's order; NaN return marks a failed episode."""
+
+    returns: np.ndarray
+    lengths: np.ndarray
+    errors: dict[int, str]
+
+
+# Chunks in flight per worker: one running, one queued, so no worker idles between calls.
+_IN_FLIGHT_PER_WORKER = 2
+_STAT_KEYS = ("episodes", "env_steps", "cache_hits", "cache_misses", "bytes_loaded", "busy_s")
+
+
+class EvaluationPool:
+    """A shared pool of workers that evaluate (parameters, task, seed) episodes.
+
+    Weights are registered once per version (`register`) and referred to by content key;
+    on the Ray backend each version is put in the object store once.
+    """
+
+    def __init__(
+        self,
+        space: TaskSpace,
+        policy: PolicySpec,
+        backend: str | Backend = Backend.RAY,
+        num_workers: int = 2,
+        envs_per_worker: int = 8,
+        address: str | None = None,
+        store_size: int = 4096,
+    ):
+        try:
+            self.backend = Backend(backend)
+        except ValueError:
+            allowed = ", ".join(b.value for b in Backend)
+            raise ConfigError(
+                "pool.backend", f"unknown backend '{backend}'; allowed: {allowed}"
+            ) from None
+        if not isinstance(num_workers, int) or num_workers <= 0:
+            raise ConfigError(
+                "pool.num_workers", f"must be a positive integer, got {num_workers!r}"
+            )
+        if not isinstance(envs_per_worker, int) or envs_per_worker <= 0:
+            raise ConfigError(
+                "pool.envs_per_worker", f"must be a positive integer, got {envs_per_worker!r}"
+            )
+        self.space = space
+        self.policy = policy
+        self.num_workers = num_workers
+        self.envs_per_worker = envs_per_worker
+        self._store: OrderedDict[str, Any] = OrderedDict()
+        self._store_size = store_size
+        self._owns_ray = False
+        self.stats = {key: 0.0 for key in (*_STAT_KEYS, "bytes_shipped", "wall_s")}
+        self.busy_by_worker = np.zeros(num_workers)
+        if self.backend is Backend.LOCAL:
+            self._workers: list[Any] = [
+                Worker(space, policy, envs_per_worker) for _ in range(num_workers)
+            ]
+        else:
+            self._workers = self._start_ray_workers(address)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def _start_ray_workers(self, address: str | None) -> list[Any]:
+        import ray
+
+        if not ray.is_initialized():
+            if address:
+                ray.init(address=address, logging_level="WARNING")
+            else:
+                ray.init(
+                    num_cpus=os.cpu_count() or 1,
+                    include_dashboard=False,
+                    logging_level="WARNING",
+                )
+            self._owns_ray = True
+        total_cpus = ray.cluster_resources().get("CPU", 1.0)
+        cpus_each = min(1.0, total_cpus / self.num_workers)
+        actor = ray.remote(num_cpus=cpus_each, max_restarts=-1, max_task_retries=-1)(Worker)
+        workers = [
+            actor.options(
+                runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}}
+            ).remote(self.space, self.policy, self.envs_per_worker)
+            for _ in range(self.num_workers)
+        ]
+        ray.get([w.ping.remote() for w in workers])
+        return workers
+
+    def close(self) -> None:
+        if self.backend is Backend.RAY:
+            import ray
+
+            for worker in self._workers:
+                ray.kill(worker)
+            if self._owns_ray:
+                ray.shutdown()
+        self._workers = []
+        self._store.clear()
+
+    def __enter__(self) -> EvaluationPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- weights ---------------------------------------------------------------------------
+    def register(self, vector: np.ndarray) -> str:
+        """Register a parameter vector (once per version) and return its key."""
+        vector = np.ascontiguousarray(vector, dtype=np.float32)
+        if vector.shape != (self.policy.num_params,):
+            raise ValueError(
+                f"parameter vector has shape {vector.shape}, policy needs "
+                f"({self.policy.num_params},)"
+            )
+        key = weights_key(vector)
+        if key in self._store:
+            self._store.move_to_end(key)
+            return key
+        if self.backend is Backend.RAY:
+            import ray
+
+            self._store[key] = ray.put(vector)
+        else:
+            self._store[key] = vector.copy()
+        self.stats["bytes_shipped"] += vector.nbytes
+        if len(self._store) > self._store_size:
+            self._store.popitem(last=False)
+        return key
+
+    # -- evaluation ------------------------------------------------------------------------
+    def run(self, jobs: Sequence[EpisodeJob]) -> EvalResult:
+        """Run episode jobs on the workers; results come back in the jobs' order."""
+        n = len(jobs)
+        if n == 0:
+            return EvalResult(np.zeros(0), np.zeros(0, dtype=np.int64), {})
+        started = time.perf_counter()
+        chunk = self._chunk_size(n)
+        chunks = [list(jobs[i : i + chunk]) for i in range(0, n, chunk)]
+        sources_for = [self._sources(c) for c in chunks]
+        if self.backend is Backend.LOCAL:
+            results = []
+            for index, jobs_chunk in enumerate(chunks):
+                worker = index % self.num_workers
+                results.append((worker, self._workers[worker].run(jobs_chunk, sources_for[index])))
+        else:
+            results = self._run_ray(chunks, sources_for)
+        # `results` is in chunk order; chunk i starts at job i * chunk.
+        returns = np.concatenate([result.returns for _, result in results])
+        lengths = np.concatenate([result.lengths for _, result in results])
+        errors: dict[int, str] = {}
+        for index, (worker, result) in enumerate(results):
+            errors.update({index * chunk + i: msg for i, msg in result.errors.items()})
+            for key in _STAT_KEYS:
+                self.stats[key] += result.stats.get(key, 0.0)
+            self.busy_by_worker[worker] += result.stats.get("busy_s", 0.0)
+        self.stats["wall_s"] += time.perf_counter() - started
+        return EvalResult(returns, lengths, errors)
+
+    def _chunk_size(self, n: int) -> int:
+        # At least a full batch per worker, and about four chunks per worker to balance load.
+        per_worker = math.ceil(n / (self.num_workers * 4))
+        return max(self.envs_per_worker * 2, per_worker)
+
+    def _sources(self, jobs: Sequence[EpisodeJob]) -> dict[str, Any]:
+        keys = {job.params.key for job in jobs}
+        missing = keys - self._store.keys()
+        if missing:
+            raise KeyError(f"weights not registered with this pool: {sorted(missing)[:3]}")
+        return {key: self._store[key] for key in keys}
+
+    def _run_ray(self, chunks, sources_for) -> list[tuple[int, ChunkResult]]:
+        import ray
+
+        results: list[tuple[int, ChunkResult] | None] = [None] * len(chunks)
+        pending: dict[Any, tuple[int, int]] = {}
+        next_chunk = 0
+
+        def submit(worker: int) -> None:
+            nonlocal next_chunk
+            ref = self._workers[worker].run.remote(chunks[next_chunk], sources_for[next_chunk])
+            pending[ref] = (next_chunk, worker)
+            next_chunk += 1
+
+        for _ in range(_IN_FLIGHT_PER_WORKER):
+            for worker in range(self.num_workers):
+                if next_chunk < len(chunks):
+                    submit(worker)
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            index, worker = pending.pop(done[0])
+            results[index] = (worker, ray.get(done[0]))
+            if next_chunk < len(chunks):
+                submit(worker)
+        return results  # type: ignore[return-value]
+
+    def evaluate(
+        self,
+        pairs: Sequence[tuple[np.ndarray, Task]],
+        episodes: int = 1,
+        seed: int = 0,
+    ) -> np.ndarray:
+        """Returns [len(pairs), episodes]: each (parameters, task) on seeds seed..seed+K-1."""
+        jobs = []
+        for theta, task in pairs:
+            key = self.register(theta)
+            jobs.extend(EpisodeJob(Stored(key), task, seed + k) for k in range(episodes))
+        return self.run(jobs).returns.reshape(len(pairs), episodes)
+
+    def cross_evaluate(
+        self,
+        policies: Sequence[np.ndarray],
+        tasks: Sequence[Task],
+        episodes: int = 1,
+        seed: int = 0,
+    ) -> np.ndarray:
+        """Mean return of every policy on every task: an array [len(policies), len(tasks)]."""
+        pairs = [(theta, task) for theta in policies for task in tasks]
+        scores = self.evaluate(pairs, episodes, seed).mean(axis=1)
+        return scores.reshape(len(policies), len(tasks))
+
+    def cross_evaluate_frame(
+        self,
+        policies: dict[str, np.ndarray],
+        tasks: dict[str, Task],
+        episodes: int = 1,
+        seed: int = 0,
+    ) -> pd.DataFrame:
+        """`cross_evaluate` as a frame indexed by policy name with one column per task name."""
+        matrix = self.cross_evaluate(list(policies.values()), list(tasks.values()), episodes, seed)
+        return pd.DataFrame(matrix, index=list(policies), columns=list(tasks))
+
+    def stats_snapshot(self) -> dict[str, float]:
+        snapshot = dict(self.stats)
+        wall = snapshot["wall_s"]
+        snapshot["steps_per_s"] = snapshot["env_steps"] / wall if wall > 0 else 0.0
+        return snapshot
+

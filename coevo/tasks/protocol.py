@@ -1,0 +1,46 @@
+"""The task-settable environment protocol (that of RLlib's former `TaskSettableEnv`)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class TaskSettableEnv(Protocol):
+    """A gymnasium env whose task can be read and changed in place.
+
+    `set_task` takes effect at the next `reset`, so an episode never changes task midway.
+    """
+
+    def get_task(self) -> dict[str, float]: ...
+
+    def set_task(self, task: dict[str, float]) -> None: ...
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any: ...
+
+    def step(self, action: Any) -> Any: ...
+
+
+class PendingTaskMixin:
+    """Keeps a task given by `set_task` until the next reset, then applies it.
+
+    Subclasses implement `_apply_task(task)` and call `_apply_pending_task()` in `reset`.
+    """
+
+    _task: dict[str, float]
+    _pending_task: dict[str, float] | None = None
+
+    def get_task(self) -> dict[str, float]:
+        return dict(self._pending_task if self._pending_task is not None else self._task)
+
+    def set_task(self, task: dict[str, float]) -> None:
+        self._pending_task = {k: float(v) for k, v in task.items()}
+
+    def _apply_pending_task(self) -> None:
+        if self._pending_task is not None:
+            self._task = self._pending_task
+            self._pending_task = None
+            self._apply_task(self._task)
+
+    def _apply_task(self, task: dict[str, float]) -> None:
+        raise NotImplementedError

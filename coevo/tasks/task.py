@@ -1,0 +1,190 @@
+"""Tasks (immutable parameter sets) and task spaces (their schema, mutation and distance)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from coevo.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Task:
+    """One environment configuration: a task space name and named float parameters.
+
+    Immutable and hashable; `id` is a content hash so equal tasks share an id everywhere.
+    """
+
+    space: str
+    params: tuple[tuple[str, float], ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "params", tuple(sorted((str(k), float(v)) for k, v in self.params))
+        )
+
+    def __getitem__(self, name: str) -> float:
+        for key, value in self.params:
+            if key == name:
+                return value
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key, _ in self.params)
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self.params)
+
+    @property
+    def id(self) -> str:
+        return hashlib.blake2b(self.to_json().encode(), digest_size=6).hexdigest()
+
+    def to_json(self) -> str:
+        return json.dumps({"space": self.space, "params": self.as_dict()}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Task:
+        data = json.loads(text)
+        return cls(data["space"], tuple(data["params"].items()))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v:g}" for k, v in self.params)
+        return f"Task({self.space}: {inner})"
+
+
+@dataclass(frozen=True)
+class Param:
+    """Schema of one task parameter: bounds, initial value, mutation step, rounding."""
+
+    name: str
+    low: float
+    high: float
+    init: float
+    step: float
+    round_to: float | None = None
+
+    def validate(self, space: str) -> None:
+        where = f"task.params.{self.name}"
+        if not self.low <= self.high:
+            raise ConfigError(
+                where, f"lower bound {self.low:g} > upper bound {self.high:g} in '{space}'"
+            )
+        if not self.low <= self.init <= self.high:
+            raise ConfigError(
+                where, f"init {self.init:g} outside bounds [{self.low:g}, {self.high:g}]"
+            )
+        if self.step < 0:
+            raise ConfigError(where, f"mutation step must be >= 0, got {self.step:g}")
+
+    def clip(self, value: float) -> float:
+        if self.round_to:
+            value = round(value / self.round_to) * self.round_to
+        return float(min(max(value, self.low), self.high))
+
+
+PARAM_FIELDS = ("low", "high", "init", "step", "round_to")
+
+
+@dataclass(frozen=True)
+class TaskSpace:
+    """The parameter schema of a family of tasks and how to build its environment.
+
+    `make_env()` returns a gymnasium env with `get_task()` / `set_task(task_dict)`.
+    `max_episode_steps` bounds every rollout (the worker truncates there).
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    make_env: Callable[[], Any]
+    max_episode_steps: int
+    solved_score: float | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for p in self.params:
+            p.validate(self.name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise ConfigError(
+            f"task.params.{name}",
+            f"unknown parameter of task space '{self.name}'; known: {', '.join(self.names)}",
+        )
+
+    def with_overrides(self, overrides: Mapping[str, Mapping[str, Any]] | None) -> TaskSpace:
+        """A copy with some parameters' bounds/init/step replaced (as given in config)."""
+        if not overrides:
+            return self
+        params = {p.name: p for p in self.params}
+        for name, fields in overrides.items():
+            base = self.param(name)
+            unknown = set(fields) - set(PARAM_FIELDS)
+            if unknown:
+                raise ConfigError(
+                    f"task.params.{name}.{sorted(unknown)[0]}",
+                    f"unknown field; allowed: {', '.join(PARAM_FIELDS)}",
+                )
+            params[name] = replace(base, **{k: _as_float(name, k, v) for k, v in fields.items()})
+        return replace(self, params=tuple(params[p.name] for p in self.params))
+
+    def task(self, **values: float) -> Task:
+        """A task with the given values; parameters not named take their initial value."""
+        for name, value in values.items():
+            p = self.param(name)
+            if not p.low <= float(value) <= p.high:
+                raise ConfigError(
+                    f"task.{name}",
+                    f"{float(value):g} outside bounds [{p.low:g}, {p.high:g}] of '{self.name}'",
+                )
+        return Task(self.name, tuple((p.name, values.get(p.name, p.init)) for p in self.params))
+
+    def initial_task(self) -> Task:
+        return self.task()
+
+    def check(self, task: Task) -> None:
+        if task.space != self.name:
+            raise ConfigError("task.space", f"task of '{task.space}' given to '{self.name}'")
+        if set(task) != set(self.names):
+            raise ConfigError(
+                "task.params", f"expected parameters {', '.join(self.names)}, got {', '.join(task)}"
+            )
+        self.task(**task.as_dict())
+
+    def mutate(self, task: Task, rng: np.random.Generator) -> Task:
+        """Each parameter moves by a uniform draw in ±step, then is rounded and clipped."""
+        values = {}
+        for p in self.params:
+            delta = rng.uniform(-p.step, p.step) if p.step > 0 else 0.0
+            values[p.name] = p.clip(task[p.name] + delta)
+        return Task(self.name, tuple(values.items()))
+
+    def encode(self, task: Task) -> np.ndarray:
+        """Parameters scaled to [0, 1] by their bounds: the POET characterization."""
+        out = np.zeros(len(self.params))
+        for i, p in enumerate(self.params):
+            span = p.high - p.low
+            out[i] = (task[p.name] - p.low) / span if span > 0 else 0.0
+        return out
+
+    def distance(self, a: Task, b: Task) -> float:
+        return float(np.linalg.norm(self.encode(a) - self.encode(b)))
+
+
+def _as_float(name: str, key: str, value: Any) -> float | None:
+    if key == "round_to" and value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"task.params.{name}.{key}", f"must be a number, got {value!r}") from None
