@@ -50,7 +50,9 @@ def load(path: Path) -> dict[str, Any]:
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError) as error:
         raise CheckpointError(f"checkpoint {path} is unreadable: {error}") from error
     if not isinstance(payload, dict) or payload.get("format") != FORMAT_VERSION:
-        raise CheckpointError(f"checkpoint {path} is not a coevo checkpoint (format {FORMAT_VERSION})")
+        raise CheckpointError(
+            f"checkpoint {path} is not a coevo checkpoint (format {FORMAT_VERSION})"
+        )
     return payload["state"]
 
 

@@ -100,7 +100,8 @@ def parse_config(raw: Mapping[str, Any]) -> RunConfig:
         )
     if opt.sigma_min > opt.sigma:
         raise ConfigError(
-            "optimizer.sigma_min", f"must be <= optimizer.sigma ({opt.sigma:g}), got {opt.sigma_min:g}"
+            "optimizer.sigma_min",
+            f"must be <= optimizer.sigma ({opt.sigma:g}), got {opt.sigma_min:g}",
         )
     if opt.lr_min > opt.lr:
         raise ConfigError(
@@ -118,9 +119,7 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = [key for key in raw if key not in fields]
     if unknown:
-        raise ConfigError(
-            f"{prefix}{unknown[0]}", f"unknown key; allowed: {', '.join(fields)}"
-        )
+        raise ConfigError(f"{prefix}{unknown[0]}", f"unknown key; allowed: {', '.join(fields)}")
     values = {}
     for name, value in raw.items():
         path = f"{prefix}{name}"
@@ -170,9 +169,7 @@ def _coerce(path: str, value: Any, hint: Any) -> Any:
         items = []
         for index, item in enumerate(value):
             if isinstance(item, bool) or not isinstance(item, int) or item < 1:
-                raise ConfigError(
-                    f"{path}[{index}]", f"must be a positive integer, got {item!r}"
-                )
+                raise ConfigError(f"{path}[{index}]", f"must be a positive integer, got {item!r}")
             items.append(item)
         return tuple(items)
     if hint is dict or origin is dict:

@@ -99,9 +99,7 @@ class Coevolution:
         counts.update(children_tried=tried, children_passed_mc=passed, admitted=admitted)
         counts["archived_now"] = self._apply_capacity(decisions)
         counts["transfers"] = (
-            self._transfer(decisions)
-            if cfg.transfer_every and gen % cfg.transfer_every == 0
-            else 0
+            self._transfer(decisions) if cfg.transfer_every and gen % cfg.transfer_every == 0 else 0
         )
         summary = self._summary(counts, stats_before, time.perf_counter() - started)
         return GenerationResult(gen, summary, decisions)
@@ -222,7 +220,10 @@ class Coevolution:
                 pair_id = None
                 if ok:
                     pair = self.population.add(
-                        child, parent.theta, self.optimizer.init_state(), parent.pair_id,
+                        child,
+                        parent.theta,
+                        self.optimizer.init_state(),
+                        parent.pair_id,
                         self.generation,
                     )
                     pair_id = pair.pair_id
@@ -310,9 +311,7 @@ class Coevolution:
 
     # -- helpers ---------------------------------------------------------------------------
     def _decision(self, task: Task, **fields: Any) -> Decision:
-        return Decision(
-            generation=self.generation, task_id=task.id, task=task.to_json(), **fields
-        )
+        return Decision(generation=self.generation, task_id=task.id, task=task.to_json(), **fields)
 
     def _summary(self, counts: dict, before: dict, wall_s: float) -> dict[str, Any]:
         after = self.pool.stats_snapshot()

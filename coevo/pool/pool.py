@@ -8,7 +8,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,7 @@ from coevo.pool.worker import ChunkResult, Worker
 from coevo.tasks.task import Task, TaskSpace
 
 
-class Backend(str, Enum):
+class Backend(StrEnum):
     LOCAL = "local"
     RAY = "ray"
 
@@ -262,4 +262,3 @@ class EvaluationPool:
         wall = snapshot["wall_s"]
         snapshot["steps_per_s"] = snapshot["env_steps"] / wall if wall > 0 else 0.0
         return snapshot
-
