@@ -17,6 +17,7 @@ import torch
 
 from coevo.policy import PolicySpec
 from coevo.pool.jobs import EpisodeJob, Perturbed, Stored
+from coevo.pool.slots import EnvSlots, GymSlots
 from coevo.tasks.task import TaskSpace
 
 
@@ -43,10 +44,13 @@ class Worker:
         torch.set_num_threads(1)
         self.space = space
         self.policy = policy
-        self.envs = [space.make_env() for _ in range(num_envs)]
+        self.slots: EnvSlots = (
+            space.make_slots(num_envs)
+            if space.make_slots is not None
+            else GymSlots(space.make_env, num_envs, policy.discrete)
+        )
         self.skeleton = np.zeros((num_envs, policy.num_params), dtype=np.float32)
         self.obs = np.zeros((num_envs, policy.obs_dim), dtype=np.float32)
-        self.slot_task: list[Any] = [None] * num_envs
         self.cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.cache_size = cache_size
         self.pid = _pid()
@@ -81,56 +85,47 @@ class Worker:
         lengths = np.zeros(n, dtype=np.int64)
         errors: dict[int, str] = {}
         max_steps = self.space.max_episode_steps
-        slot_job = np.full(len(self.envs), -1)
+        slot_job = np.full(self.slots.num_slots, -1)
         perturbed: dict[Perturbed, np.ndarray] = {}
         next_job = 0
 
+        def fail(index: int, message: str) -> None:
+            errors[index] = message
+            returns[index] = np.nan
+
         def start(slot: int) -> None:
+            """Give `slot` the next job, or leave it idle when none is left."""
             nonlocal next_job
             while next_job < n:
                 index, job = next_job, jobs[next_job]
                 next_job += 1
                 try:
                     self.skeleton[slot] = self._params(job, sources, counters, perturbed)
-                    env = self.envs[slot]
-                    if self.slot_task[slot] != job.task:
-                        env.set_task(job.task.as_dict())
-                        self.slot_task[slot] = job.task
-                    obs, _ = env.reset(seed=job.seed)
-                    self.obs[slot] = np.asarray(obs, dtype=np.float32).ravel()
-                    slot_job[slot] = index
-                    return
+                    self.obs[slot] = self.slots.reset_slot(slot, job.task, job.seed)
                 except Exception:  # an env that fails on a task fails that episode only
-                    errors[index] = traceback.format_exc(limit=3)
-                    returns[index] = np.nan
-                    self.slot_task[slot] = None
+                    fail(index, traceback.format_exc(limit=3))
+                    continue
+                slot_job[slot] = index
+                return
             slot_job[slot] = -1
 
-        for slot in range(len(self.envs)):
+        for slot in range(self.slots.num_slots):
             start(slot)
         while True:
             active = np.flatnonzero(slot_job >= 0)
             if active.size == 0:
                 break
             actions = self.policy.act(self.skeleton[active], self.obs[active])
-            for action, slot in zip(actions, active, strict=True):
-                index = slot_job[slot]
-                try:
-                    obs, reward, terminated, truncated, _ = self.envs[slot].step(
-                        int(action) if self.policy.discrete else action
-                    )
-                except Exception:
-                    errors[index] = traceback.format_exc(limit=3)
-                    returns[index] = np.nan
-                    self.slot_task[slot] = None
-                    start(slot)
-                    continue
-                returns[index] += float(reward)
-                lengths[index] += 1
-                if terminated or truncated or lengths[index] >= max_steps:
-                    start(slot)
-                else:
-                    self.obs[slot] = np.asarray(obs, dtype=np.float32).ravel()
+            obs, rewards, done, step_errors = self.slots.step_slots(active, actions)
+            indices = slot_job[active]
+            returns[indices] += rewards
+            lengths[indices] += 1
+            self.obs[active] = obs
+            done |= lengths[indices] >= max_steps
+            for position, message in step_errors.items():
+                fail(int(indices[position]), message)
+            for slot in active[done]:
+                start(int(slot))
         counters["episodes"] = float(n)
         counters["env_steps"] = float(lengths.sum())
         counters["busy_s"] = time.perf_counter() - started

@@ -103,6 +103,8 @@ class TaskSpace:
     make_env: Callable[[], Any]
     max_episode_steps: int
     solved_score: float | None = None
+    # Optional batched physics: make_slots(n) -> an EnvSlots stepping n episodes at once.
+    make_slots: Callable[[int], Any] | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
