@@ -1,0 +1,186 @@
+"""coevo-run as a user runs it: a subprocess, a run directory, files with real content."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from coevo.evolve.coevolution import RUNTIME_COLUMNS
+
+ROOT = Path(__file__).resolve().parents[1]
+COEVO_RUN = str(Path(sys.executable).parent / "coevo-run")
+SMALL = [
+    "evolution.generations=4",
+    "evolution.es_steps=3",
+    "evolution.repro_threshold=100",
+    "evolution.reproduce_every=1",
+    "evolution.max_children=4",
+    "optimizer.population=8",
+]
+
+
+def _coevo_run(*args, cwd=ROOT, timeout=300):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(
+        [COEVO_RUN, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env
+    )
+
+
+@pytest.fixture(scope="module")
+def ray_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("runs") / "ray"
+    done = _coevo_run(*SMALL, f"hydra.run.dir={run_dir}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return run_dir, done
+
+
+def test_default_backend_run_writes_the_run_directory(ray_run):
+    run_dir, done = ray_run
+    lines = [line for line in done.stdout.splitlines() if line.startswith("gen ")]
+    assert len(lines) == 4 and lines[-1].startswith("gen   4/4")
+    for name in (
+        "summary.csv",
+        "eligibility.csv",
+        "population.csv",
+        "report.html",
+        "config.yaml",
+        ".hydra/config.yaml",
+    ):
+        assert (run_dir / name).is_file(), name
+    assert len(list((run_dir / "checkpoints").glob("gen_*.pkl"))) == 3  # kept: last three
+
+
+def test_summary_has_a_row_per_generation(ray_run):
+    summary = pd.read_csv(ray_run[0] / "summary.csv")
+    assert summary["generation"].tolist() == [1, 2, 3, 4]
+    for column in (
+        "active",
+        "archived",
+        "eligible",
+        "admitted",
+        "best_score",
+        "median_score",
+        "env_steps",
+        "steps_per_s",
+        "cache_hits",
+        "cache_misses",
+        "worker_busy_s",
+    ):
+        assert column in summary
+    assert (summary["env_steps"] > 0).all() and (summary["steps_per_s"] > 0).all()
+    assert summary["active"].iloc[-1] >= 2  # children were admitted
+
+
+def test_eligibility_rows_explain_every_outcome(ray_run):
+    rows = pd.read_csv(ray_run[0] / "eligibility.csv")
+    for column in (
+        "generation",
+        "kind",
+        "pair_id",
+        "parent_id",
+        "task_id",
+        "task",
+        "score",
+        "threshold",
+        "lower",
+        "upper",
+        "novelty",
+        "rule",
+        "outcome",
+        "reason",
+    ):
+        assert column in rows
+    parents = rows[rows["kind"] == "parent"]
+    summary = pd.read_csv(ray_run[0] / "summary.csv")
+    assert (
+        len(parents)
+        == summary["active"].sum() - summary["admitted"].sum() + summary["archived_now"].sum()
+    )  # every active pair judged each generation
+    eligible = parents[parents["outcome"] == "eligible"]
+    assert (eligible["score"] >= eligible["threshold"]).all()
+    assert eligible["reason"].str.contains("≥ repro_threshold 100").all()
+    children = rows[rows["kind"] == "child"]
+    assert len(children) > 0 and children["parent_id"].notna().all()
+    admitted = children[children["outcome"] == "admitted"]
+    assert (
+        (admitted["score"] >= admitted["lower"]) & (admitted["score"] <= admitted["upper"])
+    ).all()
+    assert admitted["reason"].str.contains("passes minimal criterion").all()
+
+
+def test_population_and_report(ray_run):
+    population = pd.read_csv(ray_run[0] / "population.csv")
+    assert {"pair_id", "status", "parent_id", "task_id", "task.gravity", "score"} <= set(
+        population.columns
+    )
+    assert population["pair_id"].is_unique
+    page = (ray_run[0] / "report.html").read_text()
+    assert "<h2>Summary per generation</h2>" in page and "Eligibility" in page
+    assert 'src="plots/population.png"' in page
+    assert (ray_run[0] / "plots" / "population.png").stat().st_size > 1000
+
+
+def test_local_backend_gives_the_same_tables(ray_run, tmp_path):
+    done = _coevo_run(*SMALL, "pool=local", "pool.num_workers=1", f"hydra.run.dir={tmp_path}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in ("summary.csv", "eligibility.csv"):
+        ray_table = pd.read_csv(ray_run[0] / name)
+        local_table = pd.read_csv(tmp_path / name)
+        drop = [c for c in RUNTIME_COLUMNS if c in ray_table]
+        pd.testing.assert_frame_equal(ray_table.drop(columns=drop), local_table.drop(columns=drop))
+
+
+def test_resume_continues_from_the_last_checkpoint(tmp_path):
+    first = _coevo_run(*SMALL, "pool=local", f"hydra.run.dir={tmp_path / 'a'}")
+    assert first.returncode == 0, first.stderr[-3000:]
+    # A shorter run, then extended by resuming with more generations recorded in its config.
+    short = [arg.replace("generations=4", "generations=2") for arg in SMALL]
+    done = _coevo_run(*short, "pool=local", f"hydra.run.dir={tmp_path / 'b'}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    config = tmp_path / "b" / "config.yaml"
+    config.write_text(config.read_text().replace("generations: 2", "generations: 4"))
+    resumed = _coevo_run(f"resume={tmp_path / 'b'}")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming" in resumed.stdout and "gen   3/4" in resumed.stdout
+    for name in ("summary.csv", "eligibility.csv"):
+        a = pd.read_csv(tmp_path / "a" / name)
+        b = pd.read_csv(tmp_path / "b" / name)
+        drop = [c for c in RUNTIME_COLUMNS if c in a]
+        pd.testing.assert_frame_equal(a.drop(columns=drop), b.drop(columns=drop))
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("task.name=nosuchtask", "task.name: unknown task space 'nosuchtask'; known:"),
+        ("+task.params.gravty.low=1", "task.params.gravty: unknown parameter of task space"),
+        ("+task.params.gravity.low=40", "task.params.gravity: lower bound 40 > upper bound 30"),
+        ("pool.num_workers=0", "pool.num_workers: must be an integer >= 1, got 0"),
+        ("policy.name=transformer", "policy.name: unknown policy 'transformer'; allowed: mlp"),
+    ],
+)
+def test_bad_input_stops_before_ray_with_a_named_field(override, message, tmp_path):
+    code = (
+        "import sys\n"
+        "from coevo import cli\n"
+        f"sys.argv = ['coevo-run', {override!r}, 'hydra.run.dir={tmp_path}']\n"
+        "try:\n    cli.run_main()\n"
+        "except SystemExit as exit:\n"
+        "    print('exit', exit.code, 'ray imported', 'ray' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert "exit 2 ray imported False" in done.stdout, done.stdout + done.stderr
+    assert f"coevo-run: error: {message}" in done.stderr
+    # And from the console script itself: a non-zero exit.
+    assert _coevo_run(override, f"hydra.run.dir={tmp_path}").returncode == 2
+
+
+def test_unknown_override_key_is_refused_by_hydra(tmp_path):
+    done = _coevo_run("pool.num_worker=3", f"hydra.run.dir={tmp_path}")
+    assert done.returncode != 0
+    assert "num_worker" in done.stderr

@@ -1,0 +1,174 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from coevo.errors import ConfigError
+from coevo.pool import EpisodeJob, EvaluationPool, Perturbed, Stored, Worker, perturbation_noise
+from coevo.tasks import Param, TaskSpace
+
+
+@pytest.fixture(scope="module")
+def workload(cartpole, cartpole_policy):
+    rng = np.random.default_rng(7)
+    thetas = [cartpole_policy.init(rng) for _ in range(6)]
+    task_list = [cartpole.mutate(cartpole.initial_task(), rng) for _ in range(6)]
+    return list(zip(thetas, task_list, strict=True))
+
+
+def _returns(space, policy, backend, workers, pairs, envs_per_worker=4):
+    with EvaluationPool(space, policy, backend, workers, envs_per_worker) as pool:
+        return pool.evaluate(pairs, episodes=3, seed=11)
+
+
+def test_returns_are_identical_across_backends_and_worker_counts(
+    ray_session, cartpole, cartpole_policy, workload
+):
+    reference = _returns(cartpole, cartpole_policy, "local", 1, workload)
+    assert reference.shape == (6, 3)
+    assert reference.min() >= 1 and reference.max() <= 500
+    assert len(np.unique(reference)) > 3  # real, varied episodes
+    for backend, workers, envs in [("local", 2, 4), ("local", 1, 1), ("ray", 1, 4), ("ray", 2, 3)]:
+        got = _returns(cartpole, cartpole_policy, backend, workers, workload, envs)
+        np.testing.assert_array_equal(got, reference, err_msg=f"{backend} x{workers}")
+
+
+def test_episode_return_equals_a_plain_gymnasium_rollout(cartpole, cartpole_policy, workload):
+    theta, task = workload[0]
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        got = pool.evaluate([(theta, task)], episodes=1, seed=5)[0, 0]
+    env = cartpole.make_env()
+    env.set_task(task.as_dict())
+    obs, _ = env.reset(seed=5)
+    total = 0.0
+    for _ in range(cartpole.max_episode_steps):
+        action = cartpole_policy.act(theta[None], np.asarray(obs, np.float32)[None])[0]
+        obs, reward, terminated, truncated, _ = env.step(int(action))
+        total += reward
+        if terminated or truncated:
+            break
+    assert got == total
+
+
+def test_worker_keeps_its_envs_and_swaps_tasks_in_place(cartpole, cartpole_policy, workload):
+    worker = Worker(cartpole, cartpole_policy, num_envs=2)
+    envs_before = [id(env) for env in worker.slots.envs]
+    sources = {}
+    jobs = []
+    for theta, task in workload:
+        key = f"k{len(sources)}"
+        sources[key] = theta
+        jobs.append(EpisodeJob(Stored(key), task, 0))
+    worker.run(jobs, sources)
+    assert [id(env) for env in worker.slots.envs] == envs_before
+    tasks_seen = {tuple(sorted(env.get_task().items())) for env in worker.slots.envs}
+    assert tasks_seen <= {tuple(sorted(t.as_dict().items())) for _, t in workload}
+
+
+def test_weights_are_loaded_once_per_worker_and_version(cartpole, cartpole_policy, workload):
+    theta, task = workload[0]
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1, envs_per_worker=2) as pool:
+        pool.evaluate([(theta, task)] * 4, episodes=5, seed=0)
+        assert pool.stats["cache_misses"] == 1
+        assert pool.stats["cache_hits"] == 19
+        assert pool.stats["bytes_shipped"] == theta.nbytes
+        pool.evaluate([(theta, task)], episodes=2, seed=0)
+        assert pool.stats["cache_misses"] == 1  # same version: no new load
+        assert pool.stats["bytes_shipped"] == theta.nbytes
+        assert pool.stats["episodes"] == 22
+        assert pool.stats["env_steps"] > 22
+
+
+def test_perturbed_jobs_equal_explicit_vectors(cartpole, cartpole_policy, workload):
+    theta, task = workload[1]
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        key = pool.register(theta)
+        jobs = [EpisodeJob(Perturbed(key, 99, 0.5, sign), task, 3) for sign in (1, -1)]
+        by_seed = pool.run(jobs).returns
+        explicit = [
+            theta + np.float32(s * 0.5) * perturbation_noise(99, theta.size) for s in (1, -1)
+        ]
+        direct = pool.evaluate([(v, task) for v in explicit], episodes=1, seed=3)[:, 0]
+    np.testing.assert_array_equal(by_seed, direct)
+
+
+def test_cross_evaluation_matrix_and_frame(cartpole, cartpole_policy, workload):
+    thetas = [p for p, _ in workload[:3]]
+    task_list = [t for _, t in workload[:2]]
+    with EvaluationPool(cartpole, cartpole_policy, "local", 2) as pool:
+        matrix = pool.cross_evaluate(thetas, task_list, episodes=2, seed=4)
+        frame = pool.cross_evaluate_frame(
+            {"a": thetas[0], "b": thetas[1], "c": thetas[2]},
+            {"t0": task_list[0], "t1": task_list[1]},
+            episodes=2,
+            seed=4,
+        )
+        single = pool.evaluate([(thetas[2], task_list[1])], episodes=2, seed=4).mean()
+    assert matrix.shape == (3, 2)
+    assert matrix[2, 1] == single
+    assert isinstance(frame, pd.DataFrame) and list(frame.columns) == ["t0", "t1"]
+    np.testing.assert_array_equal(frame.to_numpy(), matrix)
+
+
+class _Explodes:
+    """A task-settable env that raises when its task has boom > 0.5."""
+
+    def __init__(self):
+        import gymnasium as gym
+
+        self.observation_space = gym.spaces.Box(-1, 1, (2,))
+        self.action_space = gym.spaces.Discrete(2)
+        self.task = {"boom": 0.0}
+
+    def get_task(self):
+        return self.task
+
+    def set_task(self, task):
+        self.task = task
+
+    def reset(self, seed=None, options=None):
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        if self.task["boom"] > 0.5 and self.t == 3:
+            raise RuntimeError("physics blew up")
+        return np.zeros(2, np.float32), 1.0, self.t >= 10, False, {}
+
+
+def test_an_env_error_fails_only_that_episode(rng):
+    from coevo.policy import PolicySpec
+
+    space = TaskSpace("explodes", (Param("boom", 0, 1, 0, 0.1),), _Explodes, 50)
+    env = _Explodes()
+    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
+    theta = policy.init(rng)
+    with EvaluationPool(space, policy, "local", 1, envs_per_worker=2) as pool:
+        key = pool.register(theta)
+        jobs = [EpisodeJob(Stored(key), space.task(boom=b), 0) for b in (0.0, 1.0, 0.0)]
+        result = pool.run(jobs)
+    assert result.returns[0] == 10 and result.returns[2] == 10
+    assert np.isnan(result.returns[1])
+    assert list(result.errors) == [1] and "physics blew up" in result.errors[1]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"backend": "spark"}, "pool.backend: unknown backend 'spark'; allowed: local, ray"),
+        ({"num_workers": 0}, "pool.num_workers: must be a positive integer, got 0"),
+        ({"envs_per_worker": -2}, "pool.envs_per_worker: must be a positive integer, got -2"),
+    ],
+)
+def test_bad_pool_arguments_name_the_field(cartpole, cartpole_policy, kwargs, message):
+    with pytest.raises(ConfigError) as info:
+        EvaluationPool(cartpole, cartpole_policy, **{"backend": "local", **kwargs})
+    assert str(info.value) == message
+
+
+def test_unregistered_weights_are_refused(cartpole, cartpole_policy):
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        with pytest.raises(KeyError, match="not registered"):
+            pool.run([EpisodeJob(Stored("missing"), cartpole.initial_task(), 0)])
+        with pytest.raises(ValueError, match=r"shape \(3,\), policy needs \(114,\)"):
+            pool.register(np.zeros(3))
