@@ -11,7 +11,7 @@ from coevo.tasks.task import TaskSpace
 
 _FACTORIES: dict[str, Callable[[], TaskSpace]] = {}
 # Modules that register the built-in spaces; imported on first lookup.
-_BUILTIN_MODULES = ("coevo.tasks.cartpole",)
+_BUILTIN_MODULES = ("coevo.tasks.cartpole", "coevo.tasks.pendulum")
 
 
 def register(name: str) -> Callable[[Callable[[], TaskSpace]], Callable[[], TaskSpace]]:
