@@ -81,11 +81,13 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "evolution.max_admitted": (0, None),
     "evolution.max_active": (1, None),
     "evolution.novelty_k": (1, None),
+    "evolution.transfer_history": (1, None),
     "evolution.transfer_every": (0, None),
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "pool.backend": tuple(b.value for b in Backend),
     "policy.activation": ("tanh", "relu"),
+    "evolution.novelty": ("params", "pata_ec"),
 }
 
 

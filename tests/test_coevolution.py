@@ -161,5 +161,5 @@ def test_transfer_gives_a_task_the_better_policy(cartpole, cartpole_policy, solv
     transfers = {d.pair_id: d for d in result.decisions if d.kind == "transfer"}
     assert transfers[0].outcome == "kept"
     assert transfers[1].outcome == "transferred"
-    assert transfers[1].reason.startswith("policy of pair 0 scores")
+    assert transfers[1].reason.startswith("transferred: policy of pair 0 (direct) scores 500.0 >")
     np.testing.assert_array_equal(co.population.active[1].theta, solver)

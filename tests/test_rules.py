@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from coevo.evolve import rules
+from coevo.evolve.novelty import knn_novelty
 
 
 def test_eligibility_outcome_and_reason():
@@ -35,10 +36,10 @@ def test_knn_novelty_hand_computed():
     candidates = np.array([[0.0, 0.0], [3.0, 4.0]])
     # Candidate 0: distances 0, 1, 2 -> k=2 nearest mean 0.5.
     # Candidate 1: distances 5, sqrt(20), sqrt(13) -> nearest two: sqrt(13), sqrt(20).
-    novelty = rules.knn_novelty(candidates, reference, k=2)
+    novelty = knn_novelty(candidates, reference, k=2)
     np.testing.assert_allclose(novelty, [0.5, (np.sqrt(13) + np.sqrt(20)) / 2])
     # k larger than the reference uses all of it.
-    np.testing.assert_allclose(rules.knn_novelty(candidates[:1], reference, k=10), [1.0])
+    np.testing.assert_allclose(knn_novelty(candidates[:1], reference, k=10), [1.0])
 
 
 def test_admission_order_and_reasons():

@@ -1,4 +1,9 @@
-"""The generation loop: optimize, evaluate, eligibility, reproduce, capacity, transfer."""
+"""The generation loop of POET / Enhanced POET.
+
+Per generation: optimize (ES), evaluate, eligibility, reproduce (mutate, drop duplicates,
+minimal criterion, novelty rank, admit with the best transferred policy, capacity), transfer
+(direct and after one proposal ES step), ANNECS. Every decision becomes a `Decision` row.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,10 @@ import numpy as np
 
 from coevo.evolve import rules
 from coevo.evolve.es import EvolutionStrategy
+from coevo.evolve.novelty import Characterization, ScoreCache, novelty_scores
 from coevo.evolve.population import Pair, Population
 from coevo.evolve.rules import Decision
+from coevo.evolve.transfer import best_policies, pick_best
 from coevo.pool import EvaluationPool
 from coevo.tasks.task import Task, TaskSpace
 
@@ -27,10 +34,14 @@ class EvolutionConfig:
     max_children: int = 8  # mutation trials per reproduction
     max_admitted: int = 1
     mc_lower: float = 50.0
-    mc_upper: float = 450.0
+    mc_upper: float = 475.0
     max_active: int = 6
+    novelty: str = Characterization.PARAMS.value  # params (POET) or pata_ec (Enhanced POET)
     novelty_k: int = 5
     transfer_every: int = 2  # 0 turns transfer off
+    transfer_proposal: bool = True  # also try each policy after one ES step on the task
+    transfer_history: int = 5  # a transfer must beat the best of this many recent scores
+    solved_threshold: float | None = None  # None: the task space's solved score
 
 
 # Columns of summary.csv that measure time or depend on how work was split over workers;
@@ -71,7 +82,16 @@ class Coevolution:
         self.pool = pool
         self.optimizer = optimizer
         self.config = config
+        self.characterization = Characterization(config.novelty)
+        self.solved_threshold = (
+            config.solved_threshold
+            if config.solved_threshold is not None
+            else space.solved_score
+        )
         self.rng = np.random.default_rng(seed)
+        # PATA-EC scores use one fixed seed, so a frozen policy's score on a task never changes.
+        self.pata_seed = int(np.random.default_rng([seed, 1]).integers(0, 2**31 - 1))
+        self.scores = ScoreCache()
         self.generation = 0
         self.population = Population()
         tasks = initial_tasks or [space.initial_task()] * config.initial_pairs
@@ -86,20 +106,32 @@ class Coevolution:
         gen, cfg = self.generation, self.config
         started = time.perf_counter()
         stats_before = self.pool.stats_snapshot()
+        solved_before = self.population.annecs()
         decisions: list[Decision] = []
         counts: dict[str, float] = {}
 
         counts["es_mean_return"] = self._optimize()
-        scores = self._evaluate(self.population.active)
-        eligible = self._eligibility(scores, decisions)
+        self._evaluate(self.population.active)
+        eligible = self._eligibility(decisions)
         counts["eligible"] = len(eligible)
-        tried = passed = admitted = 0
+        tried = passed = admitted = archived = 0
         if eligible and gen % cfg.reproduce_every == 0:
             tried, passed, admitted = self._reproduce(eligible, decisions)
-        counts.update(children_tried=tried, children_passed_mc=passed, admitted=admitted)
-        counts["archived_now"] = self._apply_capacity(decisions)
+            archived = self._apply_capacity(decisions)
+        counts.update(
+            children_tried=tried,
+            children_passed_mc=passed,
+            admitted=admitted,
+            archived_now=archived,
+        )
         counts["transfers"] = (
             self._transfer(decisions) if cfg.transfer_every and gen % cfg.transfer_every == 0 else 0
+        )
+        annecs = self.population.annecs()
+        counts.update(
+            annecs=annecs,
+            newly_solved=annecs - solved_before,
+            admitted_total=sum(p.admitted_by_mc for p in self.population.all_pairs()),
         )
         summary = self._summary(counts, stats_before, time.perf_counter() - started)
         return GenerationResult(gen, summary, decisions)
@@ -128,22 +160,32 @@ class Coevolution:
             mean_return = float(np.nanmean([s.mean_return for s in steps]))
         return mean_return
 
-    def _evaluate(self, pairs: list[Pair]) -> np.ndarray:
+    def _evaluate(self, pairs: list[Pair]) -> None:
         seed = int(self.rng.integers(0, 2**31 - 1))
         returns = self.pool.evaluate(
             [(p.theta, p.task) for p in pairs], self.config.eval_episodes, seed
         )
         # A failed episode makes the pair's score NaN: failures are never scores.
-        scores = returns.mean(axis=1)
-        for pair, score in zip(pairs, scores, strict=True):
+        for pair, score in zip(pairs, returns.mean(axis=1), strict=True):
             pair.scores.append(float(score))
-        return scores
+            self._note_score(pair, float(score))
 
-    def _eligibility(self, scores: np.ndarray, decisions: list[Decision]) -> list[Pair]:
+    def _note_score(self, pair: Pair, score: float) -> None:
+        """ANNECS: the first time some policy reaches the solved threshold on a pair's task."""
+        if (
+            self.solved_threshold is not None
+            and pair.solved_at is None
+            and np.isfinite(score)
+            and score >= self.solved_threshold
+            and (pair.born < self.generation or not pair.admitted_by_mc)
+        ):
+            pair.solved_at = self.generation
+
+    def _eligibility(self, decisions: list[Decision]) -> list[Pair]:
         eligible = []
         threshold = self.config.repro_threshold
-        for pair, score in zip(self.population.active, scores, strict=True):
-            ok, reason = rules.eligibility(float(score), threshold)
+        for pair in self.population.active:
+            ok, reason = rules.eligibility(pair.score, threshold)
             decisions.append(
                 self._decision(
                     pair.task,
@@ -153,7 +195,7 @@ class Coevolution:
                     reason=reason,
                     pair_id=pair.pair_id,
                     parent_id=pair.parent_id,
-                    score=float(score),
+                    score=pair.score,
                     threshold=threshold,
                 )
             )
@@ -161,89 +203,120 @@ class Coevolution:
                 eligible.append(pair)
         return eligible
 
+    # -- reproduction ----------------------------------------------------------------------
     def _reproduce(self, eligible: list[Pair], decisions: list[Decision]) -> tuple[int, int, int]:
         cfg = self.config
-        known = {task: pair.pair_id for pair in self.population.all_pairs() for task in [pair.task]}
-        candidates: list[tuple[Pair, Task]] = []
-        for _ in range(cfg.max_children):
-            parent = eligible[int(self.rng.integers(len(eligible)))]
-            child = self.space.mutate(parent.task, self.rng)
-            if child in known or any(child == task for _, task in candidates):
-                owner = known.get(child)
-                where = f"pair {owner}" if owner is not None else "another child"
-                decisions.append(
-                    self._decision(
-                        child,
-                        kind="child",
-                        rule="duplicate",
-                        outcome="rejected",
-                        reason=f"child rejected: task identical to that of {where}",
-                        parent_id=parent.pair_id,
-                    )
-                )
-                continue
-            candidates.append((parent, child))
+        candidates = self._mutation_trials(eligible, decisions)
         if not candidates:
             return 0, 0, 0
         seed = int(self.rng.integers(0, 2**31 - 1))
         returns = self.pool.evaluate(
             [(parent.theta, child) for parent, child in candidates], cfg.eval_episodes, seed
         )
-        passing: list[tuple[Pair, Task, float]] = []
+        passing: list[tuple[Pair, Task, float, str]] = []
         for (parent, child), score in zip(candidates, returns.mean(axis=1), strict=True):
             ok, reason = rules.minimal_criterion(float(score), cfg.mc_lower, cfg.mc_upper)
             if ok:
-                passing.append((parent, child, float(score)))
+                passing.append((parent, child, float(score), reason))
+                continue
+            decisions.append(
+                self._child_decision(parent, child, "minimal_criterion", "rejected", reason, score)
+            )
+        if not passing:
+            return len(candidates), 0, 0
+        novelty = self._novelty([child for _, child, _, _ in passing])
+        order = rules.admission_order(list(novelty))
+        admit = [index for rank, index in enumerate(order, 1) if rank <= cfg.max_admitted]
+        starts = self._starting_policies([passing[i] for i in admit])
+        for rank, index in enumerate(order, start=1):
+            parent, child, score, mc_reason = passing[index]
+            ok, reason = rules.admission(rank, cfg.max_admitted, float(novelty[index]))
+            pair_id = None
+            if ok:
+                theta, origin = starts[admit.index(index)]
+                pair = self.population.add(
+                    child, theta, self.optimizer.init_state(), parent.pair_id, self.generation
+                )
+                pair.admitted_by_mc = True
+                pair_id = pair.pair_id
+                reason = f"{reason}; starts with {origin}"
+            decisions.append(
+                self._child_decision(
+                    parent,
+                    child,
+                    "novelty",
+                    "admitted" if ok else "not_admitted",
+                    f"{mc_reason}; {reason}",
+                    score,
+                    pair_id=pair_id,
+                    novelty=float(novelty[index]),
+                )
+            )
+        return len(candidates), len(passing), len(admit)
+
+    def _mutation_trials(
+        self, eligible: list[Pair], decisions: list[Decision]
+    ) -> list[tuple[Pair, Task]]:
+        known = {pair.task: pair.pair_id for pair in self.population.all_pairs()}
+        candidates: list[tuple[Pair, Task]] = []
+        for _ in range(self.config.max_children):
+            parent = eligible[int(self.rng.integers(len(eligible)))]
+            child = self.space.mutate(parent.task, self.rng)
+            if child in known or any(child == task for _, task in candidates):
+                owner = known.get(child)
+                where = f"pair {owner}" if owner is not None else "another child"
+                reason = f"child rejected: task identical to that of {where}"
+                decisions.append(
+                    self._child_decision(parent, child, "duplicate", "rejected", reason)
+                )
+                continue
+            candidates.append((parent, child))
+        return candidates
+
+    def _novelty(self, children: list[Task]) -> np.ndarray:
+        cfg = self.config
+        everyone = self.population.all_pairs()
+        return novelty_scores(
+            self.characterization,
+            self.space,
+            children,
+            [p.task for p in everyone],
+            cfg.novelty_k,
+            pool=self.pool,
+            policies=[p.theta for p in everyone],
+            cache=self.scores,
+            episodes=cfg.eval_episodes,
+            seed=self.pata_seed,
+            bounds=(cfg.mc_lower, cfg.mc_upper),
+        )
+
+    def _starting_policies(
+        self, admitted: list[tuple[Pair, Task, float, str]]
+    ) -> list[tuple[np.ndarray, str]]:
+        """Each admitted child starts with the best active policy on it (parent on ties)."""
+        if not admitted:
+            return []
+        active = self.population.active
+        found = best_policies(
+            self.pool,
+            None,
+            [p.theta for p in active],
+            [child for _, child, _, _ in admitted],
+            None,
+            self.config.eval_episodes,
+            self.rng,
+        )
+        starts = []
+        for (parent, _, parent_score, _), candidates in zip(admitted, found, strict=True):
+            best = pick_best(candidates)
+            if np.isfinite(best.score) and best.score > parent_score:
+                source = active[best.source]
+                starts.append(
+                    (best.theta.copy(), f"policy of pair {source.pair_id} ({best.score:.1f})")
+                )
             else:
-                decisions.append(
-                    self._decision(
-                        child,
-                        kind="child",
-                        rule="minimal_criterion",
-                        outcome="rejected",
-                        reason=reason,
-                        parent_id=parent.pair_id,
-                        score=float(score),
-                        lower=cfg.mc_lower,
-                        upper=cfg.mc_upper,
-                    )
-                )
-        admitted = 0
-        if passing:
-            reference = np.stack([self.space.encode(t) for t in self.population.tasks()])
-            encoded = np.stack([self.space.encode(child) for _, child, _ in passing])
-            novelty = rules.knn_novelty(encoded, reference, cfg.novelty_k)
-            for rank, index in enumerate(rules.admission_order(list(novelty)), start=1):
-                parent, child, score = passing[index]
-                ok, admit_reason = rules.admission(rank, cfg.max_admitted, float(novelty[index]))
-                _, mc_reason = rules.minimal_criterion(score, cfg.mc_lower, cfg.mc_upper)
-                pair_id = None
-                if ok:
-                    pair = self.population.add(
-                        child,
-                        parent.theta,
-                        self.optimizer.init_state(),
-                        parent.pair_id,
-                        self.generation,
-                    )
-                    pair_id = pair.pair_id
-                    admitted += 1
-                decisions.append(
-                    self._decision(
-                        child,
-                        kind="child",
-                        rule="novelty",
-                        outcome="admitted" if ok else "not_admitted",
-                        reason=f"{mc_reason}; {admit_reason}",
-                        pair_id=pair_id,
-                        parent_id=parent.pair_id,
-                        score=score,
-                        lower=cfg.mc_lower,
-                        upper=cfg.mc_upper,
-                        novelty=float(novelty[index]),
-                    )
-                )
-        return len(candidates), len(passing), admitted
+                starts.append((parent.theta.copy(), f"parent's policy ({parent_score:.1f})"))
+        return starts
 
     def _apply_capacity(self, decisions: list[Decision]) -> int:
         excess = rules.capacity(len(self.population.active), self.config.max_active)
@@ -268,43 +341,48 @@ class Coevolution:
             )
         return len(oldest)
 
+    # -- transfer --------------------------------------------------------------------------
     def _transfer(self, decisions: list[Decision]) -> int:
-        """Each task takes the best active policy on it when that beats its own."""
+        """Each task tries every other active policy, directly and after one proposal step;
+        the best replaces its own when it beats the best of the task's recent scores."""
         active = self.population.active
         if len(active) < 2:
             return 0
-        seed = int(self.rng.integers(0, 2**31 - 1))
-        matrix = self.pool.cross_evaluate(
-            [p.theta for p in active], [p.task for p in active], self.config.eval_episodes, seed
+        cfg = self.config
+        found = best_policies(
+            self.pool,
+            self.optimizer if cfg.transfer_proposal else None,
+            [p.theta for p in active],
+            [p.task for p in active],
+            [p.es_state for p in active],
+            cfg.eval_episodes,
+            self.rng,
         )
-        thetas = [p.theta.copy() for p in active]
         transfers = 0
-        for column, pair in enumerate(active):
-            scores = np.where(np.isfinite(matrix[:, column]), matrix[:, column], -np.inf)
-            best = int(scores.argmax())
-            own = float(scores[column])
-            if best != column and scores[best] > own:
-                pair.theta = thetas[best]
+        for target, (pair, candidates) in enumerate(zip(active, found, strict=True)):
+            others = [c for c in candidates if c.source != target]
+            best = pick_best(others)
+            source = active[best.source]
+            label = f"policy of pair {source.pair_id} ({best.via})"
+            recent = pair.recent_best(cfg.transfer_history)
+            ok, reason = rules.transfer(best.score, label, recent, cfg.transfer_history)
+            if ok:
+                pair.theta = best.theta.copy()
                 pair.es_state = self.optimizer.init_state()
+                pair.scores.append(best.score)
+                self._note_score(pair, best.score)
                 transfers += 1
-                outcome, reason = (
-                    "transferred",
-                    f"policy of pair {active[best].pair_id} scores {scores[best]:.1f} > "
-                    f"own {own:.1f}",
-                )
-            else:
-                outcome, reason = "kept", f"own policy is best: {own:.1f}"
             decisions.append(
                 self._decision(
                     pair.task,
                     kind="transfer",
                     rule="transfer",
-                    outcome=outcome,
+                    outcome="transferred" if ok else "kept",
                     reason=reason,
                     pair_id=pair.pair_id,
-                    parent_id=active[best].pair_id,
-                    score=float(scores[best]),
-                    threshold=own,
+                    parent_id=source.pair_id,
+                    score=best.score,
+                    threshold=recent,
                 )
             )
         return transfers
@@ -312,6 +390,31 @@ class Coevolution:
     # -- helpers ---------------------------------------------------------------------------
     def _decision(self, task: Task, **fields: Any) -> Decision:
         return Decision(generation=self.generation, task_id=task.id, task=task.to_json(), **fields)
+
+    def _child_decision(
+        self,
+        parent: Pair,
+        child: Task,
+        rule: str,
+        outcome: str,
+        reason: str,
+        score: float = float("nan"),
+        **fields: Any,
+    ) -> Decision:
+        bounds = {}
+        if rule != "duplicate":
+            bounds = {"lower": self.config.mc_lower, "upper": self.config.mc_upper}
+        return self._decision(
+            child,
+            kind="child",
+            rule=rule,
+            outcome=outcome,
+            reason=reason,
+            parent_id=parent.pair_id,
+            score=float(score),
+            **bounds,
+            **fields,
+        )
 
     def _summary(self, counts: dict, before: dict, wall_s: float) -> dict[str, Any]:
         after = self.pool.stats_snapshot()

@@ -23,6 +23,12 @@ class Pair:
     born: int  # generation at which it was created
     scores: list[float] = field(default_factory=list)  # evaluation score per generation
     archived_at: int | None = None
+    admitted_by_mc: bool = False  # created as a child that passed the minimal criterion
+    solved_at: int | None = None  # first generation a policy reached the solved threshold
+
+    def recent_best(self, history: int) -> float:
+        finite = [s for s in self.scores[-history:] if np.isfinite(s)]
+        return max(finite) if finite else float("-inf")
 
     @property
     def score(self) -> float:
@@ -67,6 +73,10 @@ class Population:
                 return pair
         raise KeyError(f"no pair with id {pair_id}")
 
+    def annecs(self) -> int:
+        """Tasks admitted through the minimal criterion and later solved by some policy."""
+        return sum(1 for p in self.all_pairs() if p.admitted_by_mc and p.solved_at is not None)
+
     def to_frame(self) -> pd.DataFrame:
         rows = []
         for pair in self.all_pairs():
@@ -82,6 +92,8 @@ class Population:
                     "score": pair.score,
                     "best_score": max(pair.scores) if pair.scores else float("nan"),
                     "es_steps": pair.es_state.t,
+                    "admitted_by_mc": pair.admitted_by_mc,
+                    "solved_at": pair.solved_at,
                 }
             )
         return pd.DataFrame(rows)

@@ -59,16 +59,6 @@ def minimal_criterion(score: float, lower: float, upper: float) -> tuple[bool, s
     return True, f"passes minimal criterion: {lower:g} ≤ score {_fmt(score)} ≤ {upper:g}"
 
 
-def knn_novelty(candidates: np.ndarray, reference: np.ndarray, k: int) -> np.ndarray:
-    """Mean Euclidean distance from each candidate row to its k nearest reference rows."""
-    if len(reference) == 0:
-        return np.full(len(candidates), np.inf)
-    distances = np.linalg.norm(candidates[:, None, :] - reference[None, :, :], axis=2)
-    k = min(k, reference.shape[0])
-    nearest = np.sort(distances, axis=1)[:, :k]
-    return nearest.mean(axis=1)
-
-
 def admission_order(novelty: Sequence[float]) -> list[int]:
     """Indices of candidates by novelty, most novel first (ties: earlier candidate first)."""
     return sorted(range(len(novelty)), key=lambda i: (-novelty[i], i))
@@ -80,6 +70,21 @@ def admission(rank: int, max_admitted: int, novelty: float) -> tuple[bool, str]:
             f"(novelty {novelty:.3f})"
         )
     return False, f"not admitted: novelty rank {rank} > max_admitted {max_admitted}"
+
+
+def transfer(
+    best_score: float, source: str, recent_best: float, history: int
+) -> tuple[bool, str]:
+    """Does the best transferred policy beat the best of the task's last `history` scores?"""
+    if np.isfinite(best_score) and best_score > recent_best:
+        return True, (
+            f"transferred: {source} scores {_fmt(best_score)} > best of last {history} "
+            f"scores {_fmt(recent_best)}"
+        )
+    return False, (
+        f"kept: best transfer ({source}) {_fmt(best_score)} ≤ best of last {history} "
+        f"scores {_fmt(recent_best)}"
+    )
 
 
 def capacity(num_active: int, max_active: int) -> int:

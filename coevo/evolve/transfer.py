@@ -1,0 +1,69 @@
+"""Transfer: which policy does best on a task, tried directly and after one ES step there."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from coevo.evolve.es import ESState, EvolutionStrategy
+from coevo.pool import EvaluationPool
+from coevo.tasks.task import Task
+
+
+@dataclass(frozen=True)
+class TransferCandidate:
+    """The best policy found for one task, and where it came from."""
+
+    source: int  # index of the source policy
+    via: str  # "direct" or "proposal"
+    score: float
+    theta: np.ndarray
+
+
+def best_policies(
+    pool: EvaluationPool,
+    optimizer: EvolutionStrategy | None,
+    thetas: Sequence[np.ndarray],
+    targets: Sequence[Task],
+    target_states: Sequence[ESState] | None,
+    episodes: int,
+    rng: np.random.Generator,
+) -> list[list[TransferCandidate]]:
+    """For each target task, every source policy tried directly and (when `optimizer` is
+    given) after one proposal ES step on that task; one list of candidates per target.
+
+    The proposal step starts from a copy of the target pair's optimizer state, which is
+    left untouched. Every evaluation of all targets goes to the pool in one call.
+    """
+    n_sources = len(thetas)
+    combos = [(s, t) for t in range(len(targets)) for s in range(n_sources)]
+    proposals: list[np.ndarray] = []
+    if optimizer is not None and target_states is not None:
+        steps = optimizer.step_many(
+            [thetas[s] for s, _ in combos],
+            [target_states[t].copy() for _, t in combos],
+            [targets[t] for _, t in combos],
+            rng,
+        )
+        proposals = [step.theta for step in steps]
+    seed = int(rng.integers(0, 2**31 - 1))
+    pairs = [(thetas[s], targets[t]) for s, t in combos]
+    pairs += [(theta, targets[t]) for theta, (_, t) in zip(proposals, combos, strict=False)]
+    scores = pool.evaluate(pairs, episodes, seed).mean(axis=1)
+    out: list[list[TransferCandidate]] = [[] for _ in targets]
+    for index, (s, t) in enumerate(combos):
+        out[t].append(TransferCandidate(s, "direct", float(scores[index]), thetas[s]))
+        if proposals:
+            score = float(scores[len(combos) + index])
+            out[t].append(TransferCandidate(s, "proposal", score, proposals[index]))
+    return out
+
+
+def pick_best(candidates: Sequence[TransferCandidate]) -> TransferCandidate:
+    """Highest finite score; ties go to the earlier candidate (direct before proposal)."""
+    finite = [c for c in candidates if np.isfinite(c.score)]
+    if not finite:
+        return candidates[0]
+    return max(finite, key=lambda c: c.score)  # max keeps the first of equal scores

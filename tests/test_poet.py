@@ -1,0 +1,176 @@
+"""POET / Enhanced POET rules on constructed populations and hand-computed examples."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from coevo.evolve import Coevolution, ESConfig, EvolutionConfig, EvolutionStrategy
+from coevo.evolve.novelty import Characterization, ScoreCache, knn_novelty, novelty_scores, pata_ec
+from coevo.evolve.population import Population
+from coevo.evolve.rules import transfer
+from coevo.pool import EvaluationPool
+
+BASE = EvolutionConfig(
+    generations=3, es_steps=0, eval_episodes=2, repro_threshold=100, reproduce_every=1,
+    max_children=4, max_admitted=1, mc_lower=20, mc_upper=475, max_active=10,
+    transfer_every=0, solved_threshold=475,
+)
+
+
+@pytest.fixture(scope="module")
+def solver(cartpole, cartpole_policy):
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        es = EvolutionStrategy(ESConfig(population=16, lr=0.1), pool)
+        rng = np.random.default_rng(1)
+        theta, state = cartpole_policy.init(rng), es.init_state()
+        for _ in range(25):
+            theta = es.step_many([theta], [state], [cartpole.initial_task()], rng)[0].theta
+    return theta
+
+
+def _coevolution(space, pool, config, initial_tasks=None):
+    es = EvolutionStrategy(ESConfig(population=8, lr=0.1), pool)
+    return Coevolution(space, pool, es, config, seed=0, initial_tasks=initial_tasks)
+
+
+# -- PATA-EC and novelty, by hand ----------------------------------------------------------
+
+
+def test_pata_ec_clips_then_ranks_with_ties_averaged():
+    # One task (row), four policies: scores clipped to [25, 300] become 25, 25, 300, 100.
+    scores = np.array([[-50.0, 10.0, 900.0, 100.0]])
+    # Ranks of 25, 25, 300, 100: tie at the bottom shares (0+1)/2 = 0.5; then 2 (100), 3 (300).
+    # Centred: r / 3 - 0.5 -> [-1/3, -1/3, 0.5, 1/6].
+    np.testing.assert_allclose(pata_ec(scores, 25, 300), [[-1 / 3, -1 / 3, 0.5, 1 / 6]])
+
+
+def test_pata_ec_of_tasks_that_rank_policies_alike_is_equal():
+    scores = np.array([[1.0, 5.0, 3.0], [10.0, 50.0, 30.0], [3.0, 1.0, 5.0]])
+    vectors = pata_ec(scores, -np.inf, np.inf)
+    np.testing.assert_allclose(vectors[0], vectors[1])  # same order of policies: distance 0
+    assert np.linalg.norm(vectors[0] - vectors[2]) > 0
+
+
+def test_knn_novelty_hand_computed_with_k_larger_than_reference():
+    reference = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    np.testing.assert_allclose(knn_novelty(np.array([[0.0, 0.0]]), reference, k=2), [0.5])
+    np.testing.assert_allclose(knn_novelty(np.array([[0.0, 0.0]]), reference, k=9), [1.0])
+
+
+def test_params_novelty_uses_scaled_parameters(cartpole):
+    base = cartpole.initial_task()
+    far = cartpole.task(gravity=30.0)
+    near = cartpole.task(gravity=9.8 + 2.8)  # a tenth of gravity's span away
+    novelty = novelty_scores(Characterization.PARAMS, cartpole, [near, far], [base], k=5)
+    np.testing.assert_allclose(novelty, [0.1, (30 - 9.8) / 28])
+
+
+def test_pata_ec_novelty_evaluates_frozen_policies_once(cartpole, cartpole_policy, solver):
+    tasks_ = [cartpole.task(gravity=g) for g in (9.8, 20.0, 29.0)]
+    policies = [solver, np.zeros_like(solver)]
+    cache = ScoreCache()
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        kwargs = dict(pool=pool, policies=policies, cache=cache, episodes=2, seed=3,
+                      bounds=(20.0, 475.0))
+        first = novelty_scores(Characterization.PATA_EC, cartpole, tasks_[:1], tasks_[1:], 5,
+                               **kwargs)
+        episodes = pool.stats["episodes"]
+        second = novelty_scores(Characterization.PATA_EC, cartpole, tasks_[:1], tasks_[1:], 5,
+                                **kwargs)
+        assert pool.stats["episodes"] == episodes  # all from the cache
+        matrix = pool.cross_evaluate(policies, tasks_, episodes=2, seed=3)
+    np.testing.assert_array_equal(first, second)
+    vectors = pata_ec(matrix.T, 20.0, 475.0)
+    expected = np.linalg.norm(vectors[1:] - vectors[0], axis=1).mean()
+    np.testing.assert_allclose(first, [expected])
+    assert cache.hits == 6
+
+
+# -- ANNECS on a constructed history --------------------------------------------------------
+
+
+def test_annecs_counts_admitted_children_later_solved(cartpole, cartpole_policy, solver):
+    initial = [cartpole.initial_task()]
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        co = _coevolution(cartpole, pool, BASE, initial)
+        root = co.population.active[0]
+        root.theta = solver.copy()
+        # A constructed history: children admitted through the MC at generation 1.
+        solved_child = co.population.add(cartpole.task(gravity=11.0), solver, co.optimizer
+                                         .init_state(), 0, 1)
+        unsolved_child = co.population.add(cartpole.task(gravity=12.0), np.zeros_like(solver),
+                                           co.optimizer.init_state(), 0, 1)
+        for child in (solved_child, unsolved_child):
+            child.admitted_by_mc = True
+        co.generation = 1
+        config = dataclasses.replace(BASE, max_children=0)
+        co.config = config
+        result = co.step()
+    # The root solves its task but was never admitted by the MC: it does not count.
+    assert root.solved_at == 2 and solved_child.solved_at == 2
+    assert unsolved_child.solved_at is None
+    assert co.population.annecs() == 1
+    assert result.summary["annecs"] == 1 and result.summary["newly_solved"] == 1
+    assert result.summary["admitted_total"] == 2
+
+
+def test_a_child_is_not_solved_in_the_generation_it_is_born(cartpole):
+    population = Population()
+    pair = population.add(cartpole.initial_task(), np.zeros(3, np.float32), None, 0, 5)
+    pair.admitted_by_mc = True
+    assert population.annecs() == 0
+    pair.solved_at = 6
+    assert population.annecs() == 1
+
+
+# -- transfer ---------------------------------------------------------------------------------
+
+
+def test_transfer_rule_compares_with_the_best_recent_score():
+    assert transfer(300.0, "policy of pair 2 (proposal)", 250.0, 5) == (
+        True,
+        "transferred: policy of pair 2 (proposal) scores 300.0 > best of last 5 scores 250.0",
+    )
+    ok, reason = transfer(300.0, "policy of pair 2 (direct)", 300.0, 5)
+    assert not ok and reason.startswith("kept: best transfer")
+    assert not transfer(float("nan"), "x", -np.inf, 5)[0]
+
+
+def test_transfer_must_beat_the_best_of_the_last_five_scores(cartpole, cartpole_policy, solver):
+    config = dataclasses.replace(BASE, max_children=0, transfer_every=1, transfer_proposal=True)
+    initial = [cartpole.initial_task(), cartpole.task(gravity=10.5)]
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        co = _coevolution(cartpole, pool, config, initial)
+        co.population.active[0].theta = solver.copy()
+        weak = co.population.active[1]
+        weak.theta = np.zeros_like(solver)
+        weak.scores = [500.0, 10.0, 10.0, 10.0]  # solved once, four generations ago
+        result = co.step()  # its evaluation makes five scores: 500 is still in the window
+        second = co.step()  # a sixth score: 500 has left the window of five
+    first_decision = {d.pair_id: d for d in result.decisions if d.kind == "transfer"}[1]
+    assert first_decision.outcome == "kept"
+    assert "≤ best of last 5 scores 500.0" in first_decision.reason
+    later = {d.pair_id: d for d in second.decisions if d.kind == "transfer"}[1]
+    assert later.outcome == "transferred" and later.parent_id == 0
+    assert "(direct)" in later.reason or "(proposal)" in later.reason
+
+
+def test_an_admitted_child_starts_with_the_best_active_policy(cartpole, cartpole_policy, solver):
+    # The parent (pair 0) is eligible but mediocre; pair 1 solves nearby tasks.
+    config = dataclasses.replace(BASE, repro_threshold=0, mc_lower=0, mc_upper=500,
+                                 max_children=1)
+    initial = [cartpole.initial_task(), cartpole.task(gravity=15.0)]
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        co = _coevolution(cartpole, pool, config, initial)
+        co.population.active[0].theta = np.zeros_like(solver)
+        co.population.active[1].theta = solver.copy()
+        co.population.active[1].scores = []
+        co.rng = np.random.default_rng(2)  # first mutation trial picks parent 0
+        result = co.step()
+    admitted = [d for d in result.decisions if d.outcome == "admitted"]
+    assert len(admitted) == 1 and admitted[0].parent_id == 0
+    assert "starts with policy of pair 1" in admitted[0].reason
+    child = co.population.get(admitted[0].pair_id)
+    np.testing.assert_array_equal(child.theta, solver)
+    assert child.admitted_by_mc and child.parent_id == 0
