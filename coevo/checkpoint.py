@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,13 +57,18 @@ def load(path: Path) -> dict[str, Any]:
     return payload["state"]
 
 
-def load_latest(directory: Path) -> tuple[int, dict[str, Any]]:
-    """The newest readable checkpoint as (generation, state); unreadable ones are skipped."""
+def load_latest(
+    directory: Path, on_skip: Callable[[str], None] | None = None
+) -> tuple[int, dict[str, Any]]:
+    """The newest readable checkpoint as (generation, state); unreadable ones are skipped
+    (each reported to `on_skip`) in favour of the one before."""
     problems = []
     for path in reversed(list_checkpoints(directory)):
         try:
             return int(_NAME.match(path.name).group(1)), load(path)
         except CheckpointError as error:
             problems.append(str(error))
+            if on_skip:
+                on_skip(f"{error}; trying the previous checkpoint")
     detail = "; ".join(problems) if problems else "none found"
     raise CheckpointError(f"no usable checkpoint in {directory}: {detail}")

@@ -46,7 +46,7 @@ def format_generation(result: GenerationResult, total: int) -> str:
         f"gen {result.generation:>3}/{total} | active {s['active']:>2} archived {s['archived']:>2}"
         f" | eligible {s['eligible']:>2} | children {s['children_tried']:>2} tried "
         f"{s['children_passed_mc']:>2} passed MC {s['admitted']:>2} admitted"
-        f" | transfers {s['transfers']:>2} | best {s['best_score']:7.1f} "
+        f" | transfers {s['transfers']:>2} | ANNECS {s['annecs']:>2} | best {s['best_score']:7.1f} "
         f"median {s['median_score']:7.1f} | {s['steps_per_s'] / 1000:6.1f}k steps/s"
         f" | {s['wall_s']:5.1f}s"
     )
@@ -89,19 +89,22 @@ def run(
         coevolution = Coevolution(space, pool, optimizer, config.evolution, seed=config.seed)
         recorder = RunRecorder(run_dir)
         checkpoints = run_dir / CHECKPOINTS
+
+        def save_checkpoint() -> None:
+            state = {"coevolution": coevolution.state_dict(), "report": recorder.state_dict()}
+            checkpoint.save(checkpoints, coevolution.generation, state, config.checkpoints_kept)
+
         if resume:
-            generation, state = checkpoint.load_latest(checkpoints)
-            coevolution.load_state_dict(state)
-            recorder.truncate_after(generation)
+            generation, state = checkpoint.load_latest(checkpoints, on_skip=echo)
+            coevolution.load_state_dict(state["coevolution"])
+            recorder.load_state_dict(state["report"], coevolution.population)
             echo(f"resuming {run_dir} after generation {generation}")
         else:
-            checkpoint.save(checkpoints, 0, coevolution.state_dict(), config.checkpoints_kept)
+            save_checkpoint()
         while coevolution.generation < total:
             result = coevolution.step()
             recorder.record(result, coevolution.population)
-            checkpoint.save(
-                checkpoints, result.generation, coevolution.state_dict(), config.checkpoints_kept
-            )
+            save_checkpoint()
             write_report(run_dir)
             echo(format_generation(result, total))
             sys.stdout.flush()

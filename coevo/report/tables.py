@@ -1,12 +1,15 @@
 """The run directory's tables: summary.csv, eligibility.csv and population.csv.
 
 Rows are appended every generation, so a crash loses at most the generation in progress.
+The recorder also keeps the rows for the checkpoint: on resume the tables are rewritten
+from the checkpoint, so a line torn by a crash mid-append cannot survive.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -26,23 +29,34 @@ class RunRecorder:
     def __init__(self, run_dir: Path):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.summary_rows: list[dict[str, Any]] = []
+        self.eligibility_rows: list[dict[str, Any]] = []
 
     def record(self, result: GenerationResult, population: Population) -> None:
+        decisions = [d.as_row() for d in result.decisions]
+        self.summary_rows.append(result.summary)
+        self.eligibility_rows.extend(decisions)
         _append(self.run_dir / SUMMARY, [result.summary], list(result.summary))
-        _append(
-            self.run_dir / ELIGIBILITY,
-            [d.as_row() for d in result.decisions],
-            ELIGIBILITY_COLUMNS,
-        )
+        _append(self.run_dir / ELIGIBILITY, decisions, ELIGIBILITY_COLUMNS)
         population.to_frame().to_csv(self.run_dir / POPULATION, index=False)
 
-    def truncate_after(self, generation: int) -> None:
-        """Drop rows of generations after `generation` (used when resuming a run)."""
-        for name in (SUMMARY, ELIGIBILITY):
-            path = self.run_dir / name
-            if path.exists() and path.stat().st_size > 0:
-                frame = pd.read_csv(path)
-                frame[frame["generation"] <= generation].to_csv(path, index=False)
+    def state_dict(self) -> dict[str, Any]:
+        return {"summary": list(self.summary_rows), "eligibility": list(self.eligibility_rows)}
+
+    def load_state_dict(self, state: dict[str, Any], population: Population) -> None:
+        """Rewrite every table from checkpointed rows, dropping anything written after."""
+        self.summary_rows = list(state["summary"])
+        self.eligibility_rows = list(state["eligibility"])
+        columns = list(self.summary_rows[0]) if self.summary_rows else []
+        _write(self.run_dir / SUMMARY, self.summary_rows, columns)
+        _write(self.run_dir / ELIGIBILITY, self.eligibility_rows, ELIGIBILITY_COLUMNS)
+        population.to_frame().to_csv(self.run_dir / POPULATION, index=False)
+
+
+def _write(path: Path, rows: list[dict], columns: list[str]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    pd.DataFrame(rows, columns=columns).to_csv(tmp, index=False)
+    tmp.replace(path)
 
 
 def _append(path: Path, rows: Iterable[dict], columns: list[str]) -> None:
