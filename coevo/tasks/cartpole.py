@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
+from coevo.tasks.batched import BatchedSlots
 from coevo.tasks.protocol import PendingTaskMixin
 from coevo.tasks.registry import register
 from coevo.tasks.task import Param, TaskSpace
@@ -38,6 +42,53 @@ class TaskCartPole(PendingTaskMixin, CartPoleEnv):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         self._apply_pending_task()
         return super().reset(seed=seed, options=options)
+
+
+class CartPoleSlots(BatchedSlots):
+    """N CartPole episodes in numpy, each with its own physics; same arithmetic as gymnasium."""
+
+    param_names = ("pole_length", "pole_mass", "cart_mass", "force_mag", "gravity")
+    state_size = 4
+    # length, masspole, total_mass, polemass_length, force_mag, gravity
+    num_consts = 6
+    tau = 0.02
+    x_threshold = 2.4
+    theta_threshold = 12 * 2 * math.pi / 360
+
+    def constants(self, task):
+        length, masspole, masscart = task["pole_length"], task["pole_mass"], task["cart_mass"]
+        total_mass = masspole + masscart  # as TaskCartPole._apply_task computes them
+        return (length, masspole, total_mass, masspole * length, task["force_mag"], task["gravity"])
+
+    def initial_state(self, rng):
+        return rng.uniform(low=-0.05, high=0.05, size=(4,))
+
+    def observe(self, state):
+        return state.T.astype(np.float32)
+
+    def dynamics(self, state, consts, actions, slots):
+        x, x_dot, theta, theta_dot = state
+        length, masspole, total_mass, polemass_length, force_mag, gravity = consts
+        force = np.where(actions == 1, force_mag, -force_mag)
+        costheta = np.cos(theta)
+        sintheta = np.sin(theta)
+        temp = (force + polemass_length * np.square(theta_dot) * sintheta) / total_mass
+        thetaacc = (gravity * sintheta - costheta * temp) / (
+            length * (4.0 / 3.0 - masspole * np.square(costheta) / total_mass)
+        )
+        xacc = temp - polemass_length * thetaacc * costheta / total_mass
+        new = np.empty_like(state)
+        new[0] = x + self.tau * x_dot
+        new[1] = x_dot + self.tau * xacc
+        new[2] = theta + self.tau * theta_dot
+        new[3] = theta_dot + self.tau * thetaacc
+        terminated = (
+            (new[0] < -self.x_threshold)
+            | (new[0] > self.x_threshold)
+            | (new[2] < -self.theta_threshold)
+            | (new[2] > self.theta_threshold)
+        )
+        return new, np.ones(state.shape[1]), terminated
 
 
 @register("cartpole")

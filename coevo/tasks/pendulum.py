@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 from gymnasium.envs.classic_control.pendulum import PendulumEnv
 
+from coevo.tasks.batched import BatchedSlots
 from coevo.tasks.protocol import PendingTaskMixin
 from coevo.tasks.registry import register
 from coevo.tasks.task import Param, TaskSpace
@@ -29,6 +31,45 @@ class TaskPendulum(PendingTaskMixin, PendulumEnv):
         return super().reset(seed=seed, options=options)
 
 
+class PendulumSlots(BatchedSlots):
+    """N Pendulum episodes in numpy, each with its own physics; same arithmetic as gymnasium.
+
+    gymnasium computes the torque terms in float32 (the action is float32 and Python floats
+    adopt its type), the rest in float64; so does this.
+    """
+
+    param_names = ("gravity", "mass", "length")
+    state_size = 2
+    num_consts = 2  # 3 g / (2 l), 3 / (m l^2)
+    max_speed = 8
+    max_torque = 2.0
+    dt = 0.05
+
+    def constants(self, task):
+        g, m, length = task["gravity"], task["mass"], task["length"]
+        return (3 * g / (2 * length), 3.0 / (m * length**2))
+
+    def initial_state(self, rng):
+        high = np.array([np.pi, 1.0])
+        return rng.uniform(low=-high, high=high)
+
+    def observe(self, state):
+        th, thdot = state
+        return np.stack([np.cos(th), np.sin(th), thdot], axis=1).astype(np.float32)
+
+    def dynamics(self, state, consts, actions, slots):
+        th, thdot = state
+        gravity_term, torque_coef = consts
+        u = np.clip(actions[:, 0].astype(np.float32), -self.max_torque, self.max_torque)
+        normalized = ((th + np.pi) % (2 * np.pi)) - np.pi
+        costs = normalized**2 + 0.1 * thdot**2 + 0.001 * (u**2)
+        torque = torque_coef.astype(np.float32) * u
+        newthdot = thdot + (gravity_term * np.sin(th) + torque) * self.dt
+        newthdot = np.clip(newthdot, -self.max_speed, self.max_speed)
+        newth = th + newthdot * self.dt
+        return np.stack([newth, newthdot]), -costs, np.zeros(state.shape[1], dtype=bool)
+
+
 @register("pendulum")
 def pendulum() -> TaskSpace:
     return TaskSpace(
@@ -41,4 +82,5 @@ def pendulum() -> TaskSpace:
         make_env=TaskPendulum,
         max_episode_steps=200,
         solved_score=-200.0,
+        make_slots=PendulumSlots,
     )

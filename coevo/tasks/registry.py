@@ -6,12 +6,23 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from gymnasium.error import DependencyNotInstalled
+
 from coevo.errors import ConfigError
 from coevo.tasks.task import TaskSpace
 
 _FACTORIES: dict[str, Callable[[], TaskSpace]] = {}
 # Modules that register the built-in spaces; imported on first lookup.
-_BUILTIN_MODULES = ("coevo.tasks.cartpole", "coevo.tasks.pendulum")
+_BUILTIN_MODULES = (
+    "coevo.tasks.cartpole",
+    "coevo.tasks.pendulum",
+    "coevo.tasks.mountain_car",
+    "coevo.tasks.acrobot",
+    "coevo.tasks.lunar_lander",
+    "coevo.tasks.bipedal_terrain",
+)
+# Built-in modules whose optional dependency (Box2D: `pip install gymnasium[box2d]`) is missing.
+_UNAVAILABLE: dict[str, str] = {}
 
 
 def register(name: str) -> Callable[[Callable[[], TaskSpace]], Callable[[], TaskSpace]]:
@@ -26,7 +37,12 @@ def register(name: str) -> Callable[[Callable[[], TaskSpace]], Callable[[], Task
 
 def _load_builtins() -> None:
     for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
+        if module in _UNAVAILABLE:
+            continue
+        try:
+            importlib.import_module(module)
+        except (ImportError, DependencyNotInstalled) as error:  # `get` tells the user why
+            _UNAVAILABLE[module] = str(error)
 
 
 def names() -> list[str]:
@@ -38,5 +54,8 @@ def get(name: str, params: Mapping[str, Mapping[str, Any]] | None = None) -> Tas
     """The registered task space `name`, with per-parameter overrides of bounds/init/step."""
     _load_builtins()
     if name not in _FACTORIES:
-        raise ConfigError("task.name", f"unknown task space '{name}'; known: {', '.join(names())}")
+        missing = "".join(f"; {m} not loaded ({why})" for m, why in _UNAVAILABLE.items())
+        raise ConfigError(
+            "task.name", f"unknown task space '{name}'; known: {', '.join(names())}{missing}"
+        )
     return _FACTORIES[name]().with_overrides(params)

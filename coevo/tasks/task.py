@@ -76,10 +76,11 @@ class Param:
             )
         if not self.low <= self.init <= self.high:
             raise ConfigError(
-                where, f"init {self.init:g} outside bounds [{self.low:g}, {self.high:g}]"
+                where,
+                f"init {self.init:g} outside bounds [{self.low:g}, {self.high:g}] in '{space}'",
             )
         if self.step < 0:
-            raise ConfigError(where, f"mutation step must be >= 0, got {self.step:g}")
+            raise ConfigError(where, f"mutation step must be >= 0 in '{space}', got {self.step:g}")
 
     def clip(self, value: float) -> float:
         if self.round_to:
@@ -96,6 +97,8 @@ class TaskSpace:
 
     `make_env()` returns a gymnasium env with `get_task()` / `set_task(task_dict)`.
     `max_episode_steps` bounds every rollout (the worker truncates there).
+    `ordered` lists (low_name, high_name) pairs that form an interval, e.g. a pit gap drawn
+    from [pit_gap_low, pit_gap_high]: tasks must keep low <= high, and mutation keeps it so.
     """
 
     name: str
@@ -106,10 +109,27 @@ class TaskSpace:
     # Optional batched physics: make_slots(n) -> an EnvSlots stepping n episodes at once.
     make_slots: Callable[[int], Any] | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    ordered: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         for p in self.params:
             p.validate(self.name)
+        for low_name, high_name in self.ordered:
+            lo, hi = self.param(low_name), self.param(high_name)
+            # Mutation swaps a crossed pair and clips each to its own bounds; that keeps
+            # low <= high only if the low parameter's range does not reach above the high one's.
+            if lo.low > hi.low or lo.high > hi.high:
+                raise ConfigError(
+                    f"task.params.{low_name}",
+                    f"bounds [{lo.low:g}, {lo.high:g}] must not exceed those of {high_name} "
+                    f"[{hi.low:g}, {hi.high:g}] in '{self.name}' (they form an interval)",
+                )
+            if lo.init > hi.init:
+                raise ConfigError(
+                    f"task.params.{low_name}",
+                    f"init {lo.init:g} > init of {high_name} {hi.init:g} in '{self.name}' "
+                    "(they form an interval)",
+                )
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -149,7 +169,15 @@ class TaskSpace:
                     f"task.{name}",
                     f"{float(value):g} outside bounds [{p.low:g}, {p.high:g}] of '{self.name}'",
                 )
-        return Task(self.name, tuple((p.name, values.get(p.name, p.init)) for p in self.params))
+        full = {p.name: float(values.get(p.name, p.init)) for p in self.params}
+        for low_name, high_name in self.ordered:
+            if full[low_name] > full[high_name]:
+                raise ConfigError(
+                    f"task.{low_name}",
+                    f"{full[low_name]:g} > {high_name} {full[high_name]:g} in '{self.name}': "
+                    "an interval's lower end must not exceed its upper end",
+                )
+        return Task(self.name, tuple(full.items()))
 
     def initial_task(self) -> Task:
         return self.task()
@@ -164,11 +192,19 @@ class TaskSpace:
         self.task(**task.as_dict())
 
     def mutate(self, task: Task, rng: np.random.Generator) -> Task:
-        """Each parameter moves by a uniform draw in ±step, then is rounded and clipped."""
+        """Each parameter moves by a uniform draw in ±step, then is rounded and clipped.
+
+        An interval whose ends crossed is swapped back (each end clipped to its own bounds).
+        """
         values = {}
         for p in self.params:
             delta = rng.uniform(-p.step, p.step) if p.step > 0 else 0.0
             values[p.name] = p.clip(task[p.name] + delta)
+        for low_name, high_name in self.ordered:
+            low, high = values[low_name], values[high_name]
+            if low > high:
+                values[low_name] = self.param(low_name).clip(high)
+                values[high_name] = self.param(high_name).clip(low)
         return Task(self.name, tuple(values.items()))
 
     def encode(self, task: Task) -> np.ndarray:

@@ -1,0 +1,367 @@
+"""Task spaces defined in config alone: any gymnasium id, or any task-settable class.
+
+- `env_id`: a gymnasium id. Each task parameter maps to a constructor keyword (`kwarg`) or
+  to an attribute of the unwrapped env (`attr`, dotted paths allowed); both apply at the next
+  reset (a changed keyword rebuilds the env).
+- `entry_point`: `package.module:Class` of an env with `get_task()` / `set_task(task)`
+  (RLlib's TaskSettableEnv protocol), used unchanged; `set_task` receives the parameters.
+
+Both are checked when the space is built (before any worker starts): the id or import path
+resolves, every mapping points at something that exists, and one env builds. Errors are
+`ConfigError`s naming the field and what is allowed. The factories are small picklable
+objects (Ray ships the space to its workers).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import gymnasium as gym
+
+from coevo.errors import ConfigError
+from coevo.tasks import registry
+from coevo.tasks.protocol import TaskSettableEnv
+from coevo.tasks.task import PARAM_FIELDS, Param, TaskSpace
+
+MAPPING_FIELDS = ("kwarg", "attr")
+_REQUIRED = ("low", "high", "init", "step")
+
+
+# -- gymnasium ids -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GymTaskEnvFactory:
+    """Builds `GymTaskEnv`s: a gymnasium id, fixed keywords and the parameter mappings."""
+
+    env_id: str
+    env_kwargs: tuple[tuple[str, Any], ...]
+    kwargs: tuple[tuple[str, str], ...]  # (parameter, constructor keyword)
+    attrs: tuple[tuple[str, str], ...]  # (parameter, attribute path of the unwrapped env)
+    initial: tuple[tuple[str, float], ...]
+
+    def __call__(self) -> GymTaskEnv:
+        return GymTaskEnv(self)
+
+
+class GymTaskEnv(gym.Env):
+    """A gymnasium env made task-settable by mapping parameters to keywords and attributes."""
+
+    def __init__(self, factory: GymTaskEnvFactory):
+        self.factory = factory
+        self._task = dict(factory.initial)
+        self._pending: dict[str, float] | None = None
+        self._built_kwargs: dict[str, Any] | None = None
+        self.env: gym.Env | None = None
+        self._apply(self._task)
+
+    def get_task(self) -> dict[str, float]:
+        return dict(self._pending if self._pending is not None else self._task)
+
+    def set_task(self, task: Mapping[str, float]) -> None:
+        self._pending = {k: float(v) for k, v in task.items()}
+
+    def _apply(self, task: Mapping[str, float]) -> None:
+        kwargs = dict(self.factory.env_kwargs)
+        for name, keyword in self.factory.kwargs:
+            kwargs[keyword] = task[name]
+        if kwargs != self._built_kwargs:
+            if self.env is not None:
+                self.env.close()
+            # The worker truncates episodes itself; -1 leaves out gymnasium's TimeLimit.
+            self.env = gym.make(self.factory.env_id, max_episode_steps=-1, **kwargs)
+            self._built_kwargs = kwargs
+            self.observation_space = self.env.observation_space
+            self.action_space = self.env.action_space
+        for name, path in self.factory.attrs:
+            _set_path(self.env.unwrapped, path, task[name])
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if self._pending is not None:
+            self._task, self._pending = self._pending, None
+            self._apply(self._task)
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: Any):
+        return self.env.step(action)
+
+    def render(self):
+        return self.env.render()
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
+
+
+def _get_path(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _set_path(obj: Any, path: str, value: float) -> None:
+    *parents, last = path.split(".")
+    for part in parents:
+        obj = getattr(obj, part)
+    current = getattr(obj, last)
+    # Keep an integer attribute an integer when the value is whole (e.g. a step count).
+    if isinstance(current, int) and not isinstance(current, bool) and float(value).is_integer():
+        value = int(value)
+    setattr(obj, last, value)
+
+
+def gym_task_space(
+    name: str,
+    env_id: str,
+    params: Mapping[str, Mapping[str, Any]],
+    env_kwargs: Mapping[str, Any] | None = None,
+    max_episode_steps: int | None = None,
+) -> TaskSpace:
+    """A task space over gymnasium id `env_id`; checks the id, the mappings and one build."""
+    try:
+        spec = gym.spec(env_id)
+    except gym.error.Error as error:
+        close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ConfigError(
+            "task.env_id", f"'{env_id}' is not a registered gymnasium id ({error}){hint}"
+        ) from None
+    env_kwargs = dict(env_kwargs or {})
+    schema, mappings = _split_params(name, params, MAPPING_FIELDS, required_mapping=True)
+    accepted = _constructor_keywords(spec)
+    kwargs, attrs = [], []
+    for pname, (field, target) in mappings.items():
+        where = f"task.params.{pname}.{field}"
+        if field == "kwarg":
+            if accepted is not None and target not in accepted:
+                raise ConfigError(
+                    where,
+                    f"'{target}' is not a constructor keyword of {env_id}; "
+                    f"allowed: {', '.join(sorted(accepted)) or 'none'}",
+                )
+            if target in env_kwargs:
+                raise ConfigError(where, f"'{target}' is also fixed in task.env_kwargs")
+            kwargs.append((pname, target))
+        else:
+            attrs.append((pname, target))
+    initial = {p.name: p.init for p in schema}
+    init_kwargs = {**env_kwargs, **{keyword: initial[p] for p, keyword in kwargs}}
+    env = _build_checked(lambda: gym.make(env_id, max_episode_steps=-1, **init_kwargs), f"{env_id}")
+    try:
+        for pname, path in attrs:
+            try:
+                current = _get_path(env.unwrapped, path)
+            except AttributeError:
+                raise ConfigError(
+                    f"task.params.{pname}.attr",
+                    f"{type(env.unwrapped).__name__} ({env_id}) has no attribute '{path}'",
+                ) from None
+            if isinstance(current, bool) or not isinstance(current, int | float):
+                raise ConfigError(
+                    f"task.params.{pname}.attr",
+                    f"'{path}' of {env_id} is {type(current).__name__}, not a number",
+                )
+    finally:
+        env.close()
+    factory = GymTaskEnvFactory(
+        env_id, tuple(env_kwargs.items()), tuple(kwargs), tuple(attrs), tuple(initial.items())
+    )
+    steps = max_episode_steps or spec.max_episode_steps
+    if steps is None:
+        raise ConfigError(
+            "task.max_episode_steps", f"required: gymnasium id {env_id} has no time limit"
+        )
+    return TaskSpace(name=name, params=schema, make_env=factory, max_episode_steps=int(steps))
+
+
+def _constructor_keywords(spec: gym.envs.registration.EnvSpec) -> set[str] | None:
+    """Keywords the env's constructor takes; None when it takes any (**kwargs)."""
+    creator = spec.entry_point
+    if isinstance(creator, str):
+        creator = gym.envs.registration.load_env_creator(creator)
+    try:
+        signature = inspect.signature(creator)
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
+        return None
+    return {n for n, p in signature.parameters.items() if p.kind is not p.VAR_POSITIONAL}
+
+
+def _build_checked(factory: Any, what: str) -> Any:
+    try:
+        return factory()
+    except ConfigError:
+        raise
+    except Exception as error:  # the user's constructor: report what it said
+        raise ConfigError(
+            "task", f"building {what} at the parameters' init values failed: {error!r}"
+        ) from None
+
+
+# -- task-settable classes -------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClassEnvFactory:
+    """Builds a user's task-settable env from its import path (resolved where it runs)."""
+
+    entry_point: str
+    env_kwargs: tuple[tuple[str, Any], ...] = ()
+    env_config: tuple[tuple[str, Any], ...] | None = None  # RLlib style: one dict argument
+
+    def __call__(self) -> Any:
+        cls = resolve_entry_point(self.entry_point)
+        if self.env_config is not None:
+            return cls(dict(self.env_config))
+        return cls(**dict(self.env_kwargs))
+
+
+def resolve_entry_point(path: str) -> Any:
+    """`package.module:Name` (or `package.module.Name`) to the object it names."""
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise ConfigError(
+            "task.entry_point", f"'{path}' is not an import path; expected 'package.module:Class'"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(
+            "task.entry_point", f"cannot import module '{module_name}' of '{path}': {error}"
+        ) from None
+    try:
+        return _get_path(module, attr)
+    except AttributeError:
+        raise ConfigError(
+            "task.entry_point", f"module '{module_name}' has no attribute '{attr}'"
+        ) from None
+
+
+def class_task_space(
+    name: str,
+    entry_point: str,
+    params: Mapping[str, Mapping[str, Any]],
+    env_kwargs: Mapping[str, Any] | None = None,
+    env_config: Mapping[str, Any] | None = None,
+    max_episode_steps: int | None = None,
+) -> TaskSpace:
+    """A task space over a user's task-settable env class, given by import path."""
+    if env_kwargs and env_config is not None:
+        raise ConfigError("task.env_config", "give env_config or env_kwargs, not both")
+    cls = resolve_entry_point(entry_point)
+    missing = [m for m in ("get_task", "set_task") if not callable(getattr(cls, m, None))]
+    if missing:
+        raise ConfigError(
+            "task.entry_point",
+            f"{entry_point} has no {' / '.join(missing)}: a task-settable env needs "
+            "get_task() and set_task(task) (RLlib's TaskSettableEnv protocol)",
+        )
+    schema, _ = _split_params(name, params, (), required_mapping=False)
+    factory = ClassEnvFactory(
+        entry_point,
+        tuple(dict(env_kwargs or {}).items()),
+        None if env_config is None else tuple(dict(env_config).items()),
+    )
+    env = _build_checked(factory, entry_point)
+    try:
+        if not isinstance(env, TaskSettableEnv):
+            raise ConfigError(
+                "task.entry_point", f"{entry_point} does not build an env with reset/step"
+            )
+        current = env.get_task()
+        if isinstance(current, Mapping):
+            unknown = [p.name for p in schema if p.name not in current]
+            if unknown:
+                raise ConfigError(
+                    f"task.params.{unknown[0]}",
+                    f"unknown parameter of task space '{name}'; {entry_point}.get_task() has: "
+                    f"{', '.join(map(str, current)) or 'nothing'}",
+                )
+        steps = max_episode_steps or getattr(getattr(env, "spec", None), "max_episode_steps", None)
+    finally:
+        env.close()
+    if steps is None:
+        raise ConfigError("task.max_episode_steps", f"required for entry_point {entry_point}")
+    return TaskSpace(name=name, params=schema, make_env=factory, max_episode_steps=int(steps))
+
+
+# -- shared --------------------------------------------------------------------------------
+def _split_params(
+    space: str,
+    params: Mapping[str, Mapping[str, Any]],
+    mapping_fields: tuple[str, ...],
+    required_mapping: bool,
+) -> tuple[tuple[Param, ...], dict[str, tuple[str, str]]]:
+    """Param schemas and, per parameter, its (mapping field, target)."""
+    if not params:
+        raise ConfigError("task.params", f"task space '{space}' needs at least one parameter")
+    schema, mappings = [], {}
+    allowed = (*PARAM_FIELDS, *mapping_fields)
+    for pname, fields in params.items():
+        where = f"task.params.{pname}"
+        if not isinstance(fields, Mapping):
+            raise ConfigError(where, f"must be a mapping of {', '.join(allowed)}")
+        unknown = [k for k in fields if k not in allowed]
+        if unknown:
+            raise ConfigError(
+                f"{where}.{unknown[0]}", f"unknown field; allowed: {', '.join(allowed)}"
+            )
+        absent = [k for k in _REQUIRED if k not in fields]
+        if absent:
+            raise ConfigError(f"{where}.{absent[0]}", f"required ({', '.join(_REQUIRED)} are)")
+        given = [k for k in mapping_fields if fields.get(k) is not None]
+        if required_mapping and len(given) != 1:
+            raise ConfigError(
+                where,
+                "needs exactly one of 'kwarg' (a constructor keyword) or 'attr' "
+                f"(an attribute of the unwrapped env), got {len(given)}",
+            )
+        if given:
+            target = fields[given[0]]
+            if not isinstance(target, str) or not target:
+                raise ConfigError(f"{where}.{given[0]}", f"must be a name, got {target!r}")
+            mappings[pname] = (given[0], target)
+        numbers = {}
+        for key in PARAM_FIELDS:
+            if key not in fields or (key == "round_to" and fields[key] is None):
+                continue
+            value = fields[key]
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(f"{where}.{key}", f"must be a number, got {value!r}")
+            numbers[key] = float(value)
+        param = Param(str(pname), **numbers)
+        param.validate(space)
+        schema.append(param)
+    return tuple(schema), mappings
+
+
+def space_from_config(config: Any) -> TaskSpace:
+    """The task space a `TaskConfig` describes (fields name, params, max_episode_steps,
+    env_id, entry_point, env_kwargs, env_config): a registered space, or a generic one."""
+    name, params = config.name, dict(config.params or {})
+    steps = config.max_episode_steps
+    if config.env_id is None and config.entry_point is None:
+        for field in ("env_kwargs", "env_config"):
+            if getattr(config, field):
+                raise ConfigError(f"task.{field}", "only for task.env_id or task.entry_point")
+        space = registry.get(name, params)
+        return space if steps is None else replace(space, max_episode_steps=steps)
+    if config.env_id is not None and config.entry_point is not None:
+        raise ConfigError("task.entry_point", "give task.env_id or task.entry_point, not both")
+    if name in registry.names():
+        raise ConfigError(
+            "task.name",
+            f"'{name}' is a registered task space; give a space built from "
+            f"{'env_id' if config.env_id else 'entry_point'} a name of its own",
+        )
+    if config.env_id is not None:
+        if config.env_config is not None:
+            raise ConfigError("task.env_config", "only for task.entry_point; use env_kwargs")
+        return gym_task_space(name, config.env_id, params, config.env_kwargs, steps)
+    return class_task_space(
+        name, config.entry_point, params, config.env_kwargs, config.env_config, steps
+    )
