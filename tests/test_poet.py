@@ -174,3 +174,23 @@ def test_an_admitted_child_starts_with_the_best_active_policy(cartpole, cartpole
     child = co.population.get(admitted[0].pair_id)
     np.testing.assert_array_equal(child.theta, solver)
     assert child.admitted_by_mc and child.parent_id == 0
+
+
+def test_enhanced_poet_loop_runs_with_pata_ec_novelty(cartpole, cartpole_policy, solver):
+    config = dataclasses.replace(BASE, novelty="pata_ec", repro_threshold=0, mc_lower=0,
+                                 mc_upper=500, max_children=4, max_admitted=2)
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        co = _coevolution(cartpole, pool, config)
+        co.population.active[0].theta = solver.copy()
+        result = co.step()
+        hits_after_first = co.scores.hits
+        co.step()
+    ranked = [d for d in result.decisions if d.rule == "novelty"]
+    assert len(ranked) >= 2
+    assert all(np.isfinite(d.novelty) and d.novelty >= 0 for d in ranked)
+    assert sum(d.outcome == "admitted" for d in ranked) == 2
+    # Novelty ranks are in decreasing order of PATA-EC novelty.
+    admitted = [d.novelty for d in ranked if d.outcome == "admitted"]
+    others = [d.novelty for d in ranked if d.outcome != "admitted"]
+    assert not others or min(admitted) >= max(others)
+    assert co.scores.hits >= hits_after_first
