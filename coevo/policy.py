@@ -9,6 +9,7 @@ Measured here: stacked matmul gives each row the same bits whatever the batch ar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -87,25 +88,40 @@ class PolicySpec:
             parts.append(np.zeros(fan_out))
         return np.concatenate(parts).astype(np.float32)
 
-    def _layers(self, params: np.ndarray):
-        """(weight [B, out, in], bias [B, out]) views of a [B, P] parameter stack."""
-        batch, offset = params.shape[0], 0
+    @functools.cached_property
+    def _plan(self) -> tuple[tuple[tuple[int, int, int, int], ...], np.ndarray, np.ndarray]:
+        """Layer slices (offset, fan_in, fan_out, bias offset) and float32 action bounds.
+
+        Computed once per spec (cached on the instance) because `act` runs every env step.
+        """
+        layers, offset = [], 0
         sizes = self.layer_sizes
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True):
-            weight = params[:, offset : offset + fan_out * fan_in].reshape(batch, fan_out, fan_in)
-            offset += fan_out * fan_in
-            bias = params[:, offset : offset + fan_out]
-            offset += fan_out
-            yield weight, bias
+            layers.append((offset, fan_in, fan_out, offset + fan_out * fan_in))
+            offset += fan_out * fan_in + fan_out
+        low = np.asarray(self.act_low, dtype=np.float32)
+        high = np.asarray(self.act_high, dtype=np.float32)
+        return tuple(layers), low, high - low
+
+    def _layers(self, params: np.ndarray):
+        """(weight [B, out, in], bias [B, out]) views of a [B, P] parameter stack."""
+        batch = params.shape[0]
+        for offset, fan_in, fan_out, bias_at in self._plan[0]:
+            weight = params[:, offset:bias_at].reshape(batch, fan_out, fan_in)
+            yield weight, params[:, bias_at : bias_at + fan_out]
 
     def forward(self, params: np.ndarray, obs: np.ndarray) -> np.ndarray:
         """Raw outputs for B policies on B observations: params [B, P], obs [B, obs_dim]."""
         act = ACTIVATIONS[self.activation]
-        h = obs.reshape(obs.shape[0], -1).astype(np.float32, copy=False)
-        layers = list(self._layers(params))
-        for index, (weight, bias) in enumerate(layers):
-            h = np.matmul(weight, h[:, :, None])[:, :, 0] + bias
-            if index < len(layers) - 1:
+        batch = obs.shape[0]
+        h = obs.reshape(batch, -1).astype(np.float32, copy=False)
+        layers = self._plan[0]
+        last = len(layers) - 1
+        for index, (offset, fan_in, fan_out, bias_at) in enumerate(layers):
+            weight = params[:, offset:bias_at].reshape(batch, fan_out, fan_in)
+            # Stacked matmul: each row gets the same bits whatever the batch around it.
+            h = np.matmul(weight, h[:, :, None])[:, :, 0] + params[:, bias_at : bias_at + fan_out]
+            if index < last:
                 h = act(h)
         return h
 
@@ -114,9 +130,8 @@ class PolicySpec:
         out = self.forward(params, obs)
         if self.discrete:
             return out.argmax(axis=1)
-        low = np.asarray(self.act_low, dtype=np.float32)
-        high = np.asarray(self.act_high, dtype=np.float32)
-        return low + (np.tanh(out) + 1.0) * 0.5 * (high - low)
+        _, low, span = self._plan
+        return low + (np.tanh(out) + 1.0) * 0.5 * span
 
     def to_torch(self, theta: np.ndarray) -> torch.nn.Sequential:
         """The policy's network as a torch module (logits or pre-squash outputs)."""

@@ -38,6 +38,9 @@ class GymSlots:
         self.num_slots = num_slots
         self.envs = [make_env() for _ in range(num_slots)]
         self.discrete = discrete
+        shape = self.envs[0].observation_space.shape
+        self.obs_dim = int(np.prod(shape))
+        self._flat_obs = len(shape) == 1  # flat obs are copied as they come, no reshape
         self._tasks: list[Task | None] = [None] * num_slots
 
     def reset_slot(self, slot: int, task: Task, seed: int) -> np.ndarray:
@@ -49,26 +52,29 @@ class GymSlots:
         obs, _ = env.reset(seed=seed)
         return np.asarray(obs, dtype=np.float32).ravel()
 
-    def step_slots(self, slots, actions):
-        obs = []
-        rewards = np.zeros(len(slots))
-        done = np.zeros(len(slots), dtype=bool)
+    def step_slots(
+        self, slots: np.ndarray, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
+        # This loop runs once per env step: plain ints and list lookups, results written
+        # straight into preallocated arrays (the env's own step is the cost to approach).
+        count = len(slots)
+        obs = np.zeros((count, self.obs_dim), dtype=np.float32)
+        rewards = [0.0] * count
+        done = [False] * count
         errors: dict[int, str] = {}
-        for position, (slot, action) in enumerate(zip(slots, actions, strict=True)):
+        envs = self.envs
+        flat = self._flat_obs
+        # Discrete envs get Python ints; continuous ones a float32 row per slot.
+        moves = actions.tolist() if self.discrete else list(actions)
+        for position, slot in enumerate(slots.tolist()):
             try:
-                ob, reward, terminated, truncated, _ = self.envs[slot].step(
-                    int(action) if self.discrete else action
-                )
+                ob, reward, terminated, truncated, _ = envs[slot].step(moves[position])
+                obs[position] = ob if flat else np.ravel(ob)
             except Exception:  # an env that fails on a task fails that episode only
                 errors[position] = traceback.format_exc(limit=3)
                 self._tasks[slot] = None
-                obs.append(None)
                 done[position] = True
                 continue
-            obs.append(np.asarray(ob, dtype=np.float32).ravel())
             rewards[position] = reward
             done[position] = terminated or truncated
-        if errors:
-            width = next((o.size for o in obs if o is not None), 0)
-            obs = [o if o is not None else np.zeros(width, np.float32) for o in obs]
-        return np.stack(obs) if obs else np.zeros((0, 0), np.float32), rewards, done, errors
+        return obs, np.array(rewards, dtype=np.float64), np.array(done, dtype=bool), errors

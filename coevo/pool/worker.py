@@ -85,13 +85,14 @@ class Worker:
         lengths = np.zeros(n, dtype=np.int64)
         errors: dict[int, str] = {}
         max_steps = self.space.max_episode_steps
-        slot_job = np.full(self.slots.num_slots, -1)
+        num_slots = self.slots.num_slots
+        # Per-slot episode state; a job's row is written once, when its episode ends.
+        slot_job = np.full(num_slots, -1, dtype=np.int64)
+        slot_return = np.zeros(num_slots, dtype=np.float64)
+        slot_length = np.zeros(num_slots, dtype=np.int64)
+        slot_failed: dict[int, str] = {}
         perturbed: dict[Perturbed, np.ndarray] = {}
         next_job = 0
-
-        def fail(index: int, message: str) -> None:
-            errors[index] = message
-            returns[index] = np.nan
 
         def start(slot: int) -> None:
             """Give `slot` the next job, or leave it idle when none is left."""
@@ -103,29 +104,58 @@ class Worker:
                     self.skeleton[slot] = self._params(job, sources, counters, perturbed)
                     self.obs[slot] = self.slots.reset_slot(slot, job.task, job.seed)
                 except Exception:  # an env that fails on a task fails that episode only
-                    fail(index, traceback.format_exc(limit=3))
+                    errors[index] = traceback.format_exc(limit=3)
+                    returns[index] = np.nan
                     continue
                 slot_job[slot] = index
+                slot_return[slot] = 0.0
+                slot_length[slot] = 0
                 return
             slot_job[slot] = -1
 
-        for slot in range(self.slots.num_slots):
+        def finish(slot: int) -> None:
+            index = int(slot_job[slot])
+            lengths[index] = slot_length[slot]
+            message = slot_failed.pop(slot, None)
+            if message is None:
+                returns[index] = slot_return[slot]
+            else:
+                errors[index] = message
+                returns[index] = np.nan
+
+        for slot in range(num_slots):
             start(slot)
+        changed = True
         while True:
-            active = np.flatnonzero(slot_job >= 0)
-            if active.size == 0:
-                break
-            actions = self.policy.act(self.skeleton[active], self.obs[active])
+            if changed:
+                # The batch is rebuilt only when an episode ends; while every slot runs,
+                # the skeleton and observations are used in place (no gather copies).
+                active = np.flatnonzero(slot_job >= 0)
+                if active.size == 0:
+                    break
+                full = active.size == num_slots
+                params = self.skeleton if full else self.skeleton[active]
+                changed = False
+            actions = self.policy.act(params, self.obs if full else self.obs[active])
             obs, rewards, done, step_errors = self.slots.step_slots(active, actions)
-            indices = slot_job[active]
-            returns[indices] += rewards
-            lengths[indices] += 1
-            self.obs[active] = obs
-            done |= lengths[indices] >= max_steps
+            if full:
+                self.obs[:] = obs
+                slot_return += rewards
+                slot_length += 1
+                done |= slot_length >= max_steps
+            else:
+                self.obs[active] = obs
+                slot_return[active] += rewards
+                slot_length[active] += 1
+                done |= slot_length[active] >= max_steps
             for position, message in step_errors.items():
-                fail(int(indices[position]), message)
-            for slot in active[done]:
-                start(int(slot))
+                slot_failed[int(active[position])] = message
+                done[position] = True
+            if done.any():
+                for slot in active[done].tolist():
+                    finish(slot)
+                    start(slot)
+                changed = True
         counters["episodes"] = float(n)
         counters["env_steps"] = float(lengths.sum())
         counters["busy_s"] = time.perf_counter() - started
