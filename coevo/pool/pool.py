@@ -37,7 +37,20 @@ class EvalResult:
 
 # Chunks in flight per worker: one running, one queued, so no worker idles between calls.
 _IN_FLIGHT_PER_WORKER = 2
+# Chunks per worker a large job is cut into: enough to even out workers' finishing times.
+_CHUNKS_PER_WORKER = 4
+# Re-runs of one chunk whose worker died; finite so a chunk that kills its worker every time
+# fails the call instead of restarting workers forever.
+_CHUNK_RETRIES = 3
+# Newly registered vectors are put in the object store together, in blocks of at most this
+# many bytes: one put costs ~0.5 ms here, so a put per vector would idle the workers.
+_BLOCK_BYTES = 8 << 20
 _STAT_KEYS = ("episodes", "env_steps", "cache_hits", "cache_misses", "bytes_loaded", "busy_s")
+
+
+def busy_key(worker: int) -> str:
+    """The `stats_snapshot()` key of one worker's cumulative busy seconds."""
+    return f"busy_s_worker_{worker}"
 
 
 class EvaluationPool:
@@ -76,15 +89,23 @@ class EvaluationPool:
         self.policy = policy
         self.num_workers = num_workers
         self.envs_per_worker = envs_per_worker
-        self._store: OrderedDict[str, Any] = OrderedDict()
+        # key -> (block id, block or its ObjectRef, row); `_pending` holds registered
+        # vectors not yet put, shipped together at the next `run`.
+        self._store: OrderedDict[str, tuple[str, Any, int]] = OrderedDict()
+        self._pending: dict[str, np.ndarray] = {}
         self._store_size = store_size
+        self._blocks_made = 0
         self._owns_ray = False
-        self.stats = {key: 0.0 for key in (*_STAT_KEYS, "bytes_shipped", "wall_s")}
+        self.stats = {
+            key: 0.0 for key in (*_STAT_KEYS, "bytes_shipped", "wall_s", "worker_restarts")
+        }
         self.busy_by_worker = np.zeros(num_workers)
+        self._pids: list[int] = []
         if self.backend is Backend.LOCAL:
             self._workers: list[Any] = [
                 Worker(space, policy, envs_per_worker) for _ in range(num_workers)
             ]
+            self._pids = [worker.ping() for worker in self._workers]
         else:
             self._workers = self._start_ray_workers(address)
 
@@ -104,15 +125,32 @@ class EvaluationPool:
             self._owns_ray = True
         total_cpus = ray.cluster_resources().get("CPU", 1.0)
         cpus_each = min(1.0, total_cpus / self.num_workers)
-        actor = ray.remote(num_cpus=cpus_each, max_restarts=-1, max_task_retries=-1)(Worker)
+        # A killed worker process is restarted (its constructor re-run) and the chunks it
+        # held are re-run; results are a function of the jobs, so they come out the same.
+        actor = ray.remote(num_cpus=cpus_each, max_restarts=-1, max_task_retries=_CHUNK_RETRIES)(
+            Worker
+        )
         workers = [
             actor.options(
                 runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}}
             ).remote(self.space, self.policy, self.envs_per_worker)
             for _ in range(self.num_workers)
         ]
-        ray.get([w.ping.remote() for w in workers])
+        self._pids = ray.get([w.ping.remote() for w in workers])
         return workers
+
+    @property
+    def workers(self) -> list[Any]:
+        """The `Worker`s (local backend) or their Ray actor handles, by worker index."""
+        return list(self._workers)
+
+    def worker_info(self) -> list[dict[str, Any]]:
+        """Each worker's pid, slots implementation and number of env slots."""
+        if self.backend is Backend.LOCAL:
+            return [worker.info() for worker in self._workers]
+        import ray
+
+        return ray.get([worker.info.remote() for worker in self._workers])
 
     def close(self) -> None:
         if self.backend is Backend.RAY:
@@ -124,6 +162,7 @@ class EvaluationPool:
                 ray.shutdown()
         self._workers = []
         self._store.clear()
+        self._pending.clear()
 
     def __enter__(self) -> EvaluationPool:
         return self
@@ -133,7 +172,11 @@ class EvaluationPool:
 
     # -- weights ---------------------------------------------------------------------------
     def register(self, vector: np.ndarray) -> str:
-        """Register a parameter vector (once per version) and return its key."""
+        """Register a parameter vector (once per version) and return its key.
+
+        The vector is shipped with the next `run`, together with the other vectors registered
+        since the last one: one object-store put per block of versions, never one per job.
+        """
         vector = np.ascontiguousarray(vector, dtype=np.float32)
         if vector.shape != (self.policy.num_params,):
             raise ValueError(
@@ -143,17 +186,33 @@ class EvaluationPool:
         key = weights_key(vector)
         if key in self._store:
             self._store.move_to_end(key)
-            return key
-        if self.backend is Backend.RAY:
-            import ray
-
-            self._store[key] = ray.put(vector)
-        else:
-            self._store[key] = vector.copy()
-        self.stats["bytes_shipped"] += vector.nbytes
-        if len(self._store) > self._store_size:
-            self._store.popitem(last=False)
+        elif key not in self._pending:
+            self._pending[key] = vector.copy()
         return key
+
+    def _ship_pending(self) -> None:
+        """Put the vectors registered since the last run in the object store, in blocks."""
+        if not self._pending:
+            return
+        keys = list(self._pending)
+        per_block = max(1, _BLOCK_BYTES // (4 * self.policy.num_params))
+        for start in range(0, len(keys), per_block):
+            block_keys = keys[start : start + per_block]
+            block = np.stack([self._pending[key] for key in block_keys])
+            block_id = f"{id(self):x}.{self._blocks_made}"
+            self._blocks_made += 1
+            if self.backend is Backend.RAY:
+                import ray
+
+                handle: Any = ray.put(block)
+            else:
+                handle = block
+            self.stats["bytes_shipped"] += block.nbytes
+            for row, key in enumerate(block_keys):
+                self._store[key] = (block_id, handle, row)
+        self._pending.clear()
+        while len(self._store) > self._store_size:
+            self._store.popitem(last=False)
 
     # -- evaluation ------------------------------------------------------------------------
     def run(self, jobs: Sequence[EpisodeJob]) -> EvalResult:
@@ -162,8 +221,10 @@ class EvaluationPool:
         if n == 0:
             return EvalResult(np.zeros(0), np.zeros(0, dtype=np.int64), {})
         started = time.perf_counter()
-        chunk = self._chunk_size(n)
-        chunks = [list(jobs[i : i + chunk]) for i in range(0, n, chunk)]
+        self._ship_pending()
+        size = self.chunk_size(n)
+        starts = list(range(0, n, size))
+        chunks = [list(jobs[i : i + size]) for i in starts]
         sources_for = [self._sources(c) for c in chunks]
         if self.backend is Backend.LOCAL:
             results = []
@@ -172,24 +233,40 @@ class EvaluationPool:
                 results.append((worker, self._workers[worker].run(jobs_chunk, sources_for[index])))
         else:
             results = self._run_ray(chunks, sources_for)
-        # `results` is in chunk order; chunk i starts at job i * chunk.
+        # `results` is in chunk order; chunk i starts at job starts[i].
         returns = np.concatenate([result.returns for _, result in results])
         lengths = np.concatenate([result.lengths for _, result in results])
         errors: dict[int, str] = {}
-        for index, (worker, result) in enumerate(results):
-            errors.update({index * chunk + i: msg for i, msg in result.errors.items()})
+        for offset, (worker, result) in zip(starts, results, strict=True):
+            errors.update({offset + i: msg for i, msg in result.errors.items()})
             for key in _STAT_KEYS:
                 self.stats[key] += result.stats.get(key, 0.0)
             self.busy_by_worker[worker] += result.stats.get("busy_s", 0.0)
+            self._note_pid(worker, int(result.stats.get("pid", 0)))
         self.stats["wall_s"] += time.perf_counter() - started
         return EvalResult(returns, lengths, errors)
 
-    def _chunk_size(self, n: int) -> int:
-        # At least a full batch per worker, and about four chunks per worker to balance load.
-        per_worker = math.ceil(n / (self.num_workers * 4))
-        return max(self.envs_per_worker * 2, per_worker)
+    def chunk_size(self, n: int) -> int:
+        """Jobs per chunk (one Ray call) for a call of `n` jobs.
 
-    def _sources(self, jobs: Sequence[EpisodeJob]) -> dict[str, Any]:
+        A job that fits in one batch per worker is split evenly, one chunk each. A larger one
+        is cut into about `_CHUNKS_PER_WORKER` chunks per worker (so the last chunks even
+        out finishing times) rounded up to whole batches (so fixed-length episodes never
+        leave a batch half empty), and never smaller than one batch.
+        """
+        per_worker = math.ceil(n / self.num_workers)
+        if per_worker <= self.envs_per_worker:
+            return per_worker
+        target = math.ceil(n / (self.num_workers * _CHUNKS_PER_WORKER))
+        return self.envs_per_worker * math.ceil(target / self.envs_per_worker)
+
+    def _note_pid(self, worker: int, pid: int) -> None:
+        # A chunk answered by another process than the last one means Ray restarted it.
+        if pid and worker < len(self._pids) and pid != self._pids[worker]:
+            self._pids[worker] = pid
+            self.stats["worker_restarts"] += 1
+
+    def _sources(self, jobs: Sequence[EpisodeJob]) -> dict[str, tuple[str, Any, int]]:
         keys = {job.params.key for job in jobs}
         missing = keys - self._store.keys()
         if missing:
@@ -214,6 +291,7 @@ class EvaluationPool:
                 if next_chunk < len(chunks):
                     submit(worker)
         while pending:
+            # The worker that finished first gets the next chunk: each keeps one queued.
             done, _ = ray.wait(list(pending), num_returns=1)
             index, worker = pending.pop(done[0])
             results[index] = (worker, ray.get(done[0]))
@@ -258,7 +336,16 @@ class EvaluationPool:
         return pd.DataFrame(matrix, index=list(policies), columns=list(tasks))
 
     def stats_snapshot(self) -> dict[str, float]:
+        """Cumulative counters since the pool started, plus derived rates.
+
+        Keys: episodes, env_steps, cache_hits, cache_misses (weight-vector cache of the
+        workers, per job), bytes_shipped (driver to object store), bytes_loaded (object store
+        to workers), busy_s (summed over workers) and busy_s_worker_0..N-1 (each worker's
+        time inside `Worker.run`), worker_restarts, wall_s (time inside `run`), steps_per_s.
+        """
         snapshot = dict(self.stats)
+        for worker, busy in enumerate(self.busy_by_worker):
+            snapshot[busy_key(worker)] = float(busy)
         wall = snapshot["wall_s"]
         snapshot["steps_per_s"] = snapshot["env_steps"] / wall if wall > 0 else 0.0
         return snapshot

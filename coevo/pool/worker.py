@@ -20,6 +20,9 @@ from coevo.pool.jobs import EpisodeJob, Perturbed, Stored
 from coevo.pool.slots import EnvSlots, GymSlots
 from coevo.tasks.task import TaskSpace
 
+# Object-store blocks a worker keeps (each at most pool._BLOCK_BYTES).
+_BLOCK_CACHE = 4
+
 
 @dataclass
 class ChunkResult:
@@ -53,10 +56,22 @@ class Worker:
         self.obs = np.zeros((num_envs, policy.obs_dim), dtype=np.float32)
         self.cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.cache_size = cache_size
+        # Blocks of vectors fetched from the object store, so that the other versions in a
+        # block are not fetched again when their turn comes (one fetch per block and worker).
+        self.blocks: OrderedDict[str, np.ndarray] = OrderedDict()
         self.pid = _pid()
 
     def ping(self) -> int:
         return self.pid
+
+    def info(self) -> dict[str, Any]:
+        """pid, the slots implementation (e.g. `coevo.pool.slots.GymSlots`) and slot count."""
+        kind = type(self.slots)
+        return {
+            "pid": self.pid,
+            "slots": f"{kind.__module__}.{kind.__qualname__}",
+            "num_envs": self.slots.num_slots,
+        }
 
     def _weights(self, key: str, sources: Mapping[str, Any], counters: dict[str, float]):
         if key in self.cache:
@@ -65,12 +80,25 @@ class Worker:
             return self.cache[key]
         counters["cache_misses"] += 1
         value = sources[key]
-        if not isinstance(value, np.ndarray):
-            import ray  # only a Ray actor is handed object refs
+        if isinstance(value, np.ndarray):  # a bare vector (direct use of a Worker)
+            vector = np.array(value, dtype=np.float32, copy=True)
+            counters["bytes_loaded"] += vector.nbytes
+        else:
+            block_id, handle, row = value
+            block = self.blocks.get(block_id)
+            if block is None:
+                if not isinstance(handle, np.ndarray):
+                    import ray  # only a Ray actor is handed object refs
 
-            value = ray.get(value)
-        vector = np.array(value, dtype=np.float32, copy=True)
-        counters["bytes_loaded"] += vector.nbytes
+                    handle = ray.get(handle)
+                block = handle
+                counters["bytes_loaded"] += block.nbytes
+                self.blocks[block_id] = block
+                if len(self.blocks) > _BLOCK_CACHE:
+                    self.blocks.popitem(last=False)
+            else:
+                self.blocks.move_to_end(block_id)
+            vector = np.array(block[row], dtype=np.float32, copy=True)
         self.cache[key] = vector
         if len(self.cache) > self.cache_size:
             self.cache.popitem(last=False)
