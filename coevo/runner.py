@@ -12,6 +12,7 @@ import yaml
 
 from coevo import checkpoint, tasks
 from coevo.config import RunConfig, parse_config
+from coevo.errors import ConfigError
 from coevo.evolve import Coevolution, EvolutionStrategy, GenerationResult
 from coevo.policy import PolicySpec, make_policy
 from coevo.pool import EvaluationPool
@@ -38,6 +39,15 @@ def prepare(config: RunConfig) -> tuple[TaskSpace, PolicySpec]:
     finally:
         env.close()
     return space, policy
+
+
+def task_renderer(run_dir: Path):
+    """The run's task-picture function (task dict, PNG path) -> path, if its space has one."""
+    try:
+        space, _ = prepare(load_run_config(run_dir))
+    except (FileNotFoundError, ConfigError):
+        return None
+    return space.metadata.get("render_png")
 
 
 def format_generation(result: GenerationResult, total: int) -> str:
@@ -73,6 +83,7 @@ def run(
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     space, policy = prepare(config)
+    renderer = space.metadata.get("render_png")
     if not resume:
         (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
     pool_cfg = config.pool
@@ -105,9 +116,9 @@ def run(
             result = coevolution.step()
             recorder.record(result, coevolution.population)
             save_checkpoint()
-            write_report(run_dir)
+            write_report(run_dir, renderer)
             echo(format_generation(result, total))
             sys.stdout.flush()
-        write_report(run_dir)
+        write_report(run_dir, renderer)
     echo(f"run directory: {run_dir}")
     return coevolution

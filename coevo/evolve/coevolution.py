@@ -61,6 +61,9 @@ class GenerationResult:
     generation: int
     summary: dict[str, Any]
     decisions: list[Decision] = field(default_factory=list)
+    # Scores of active policies (by pair id) on active tasks (by pair id), when transfer ran:
+    # rows of (policy_pair_id, task_pair_id, score).
+    cross_scores: list[tuple[int, int, float]] = field(default_factory=list)
 
 
 class Coevolution:
@@ -124,8 +127,11 @@ class Coevolution:
             admitted=admitted,
             archived_now=archived,
         )
+        cross_scores: list[tuple[int, int, float]] = []
         counts["transfers"] = (
-            self._transfer(decisions) if cfg.transfer_every and gen % cfg.transfer_every == 0 else 0
+            self._transfer(decisions, cross_scores)
+            if cfg.transfer_every and gen % cfg.transfer_every == 0
+            else 0
         )
         annecs = self.population.annecs()
         counts.update(
@@ -134,7 +140,7 @@ class Coevolution:
             admitted_total=sum(p.admitted_by_mc for p in self.population.all_pairs()),
         )
         summary = self._summary(counts, stats_before, time.perf_counter() - started)
-        return GenerationResult(gen, summary, decisions)
+        return GenerationResult(gen, summary, decisions, cross_scores)
 
     def run(self, generations: int | None = None, callback=None) -> list[GenerationResult]:
         results = []
@@ -342,7 +348,9 @@ class Coevolution:
         return len(oldest)
 
     # -- transfer --------------------------------------------------------------------------
-    def _transfer(self, decisions: list[Decision]) -> int:
+    def _transfer(
+        self, decisions: list[Decision], cross_scores: list[tuple[int, int, float]]
+    ) -> int:
         """Each task tries every other active policy, directly and after one proposal step;
         the best replaces its own when it beats the best of the task's recent scores."""
         active = self.population.active
@@ -360,6 +368,11 @@ class Coevolution:
         )
         transfers = 0
         for target, (pair, candidates) in enumerate(zip(active, found, strict=True)):
+            cross_scores.extend(
+                (active[c.source].pair_id, pair.pair_id, c.score)
+                for c in candidates
+                if c.via == "direct"
+            )
             others = [c for c in candidates if c.source != target]
             best = pick_best(others)
             source = active[best.source]

@@ -1,0 +1,123 @@
+"""Evaluate a saved policy from a run directory or checkpoint, optionally recording a GIF."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from coevo import checkpoint
+from coevo.config import RunConfig
+from coevo.errors import ConfigError
+from coevo.evolve.population import Pair, Population
+from coevo.pool import EvaluationPool
+from coevo.runner import CHECKPOINTS, load_run_config, prepare
+from coevo.tasks.task import Task, TaskSpace
+
+
+@dataclass
+class SavedRun:
+    run_dir: Path
+    config: RunConfig
+    generation: int
+    population: Population
+
+
+def load_saved_run(path: Path) -> SavedRun:
+    """A run directory (its newest readable checkpoint) or one checkpoint file."""
+    path = Path(path)
+    if path.is_dir():
+        run_dir = path
+        generation, state = checkpoint.load_latest(path / CHECKPOINTS)
+    elif path.is_file():
+        run_dir = path.parent.parent  # RUN_DIR/checkpoints/gen_N.pkl
+        state = checkpoint.load(path)
+        generation = state["coevolution"]["generation"]
+    else:
+        raise FileNotFoundError(f"{path} is neither a run directory nor a checkpoint file")
+    return SavedRun(
+        run_dir, load_run_config(run_dir), generation, state["coevolution"]["population"]
+    )
+
+
+def pick_pair(population: Population, pair_id: int | None) -> Pair:
+    """The pair asked for, or the active pair with the best last score."""
+    if pair_id is not None:
+        try:
+            return population.get(pair_id)
+        except KeyError:
+            known = ", ".join(str(p.pair_id) for p in population.all_pairs())
+            raise ConfigError("pair", f"no pair {pair_id} in this run; known: {known}") from None
+    scored = [p for p in population.active if np.isfinite(p.score)] or population.active
+    return max(scored, key=lambda p: p.score if np.isfinite(p.score) else -np.inf)
+
+
+def parse_task(space: TaskSpace, population: Population, text: str | None, default: Task) -> Task:
+    """`None`: the pair's own task; a pair id: that pair's task; or `name=value,...`."""
+    if text is None:
+        return default
+    if text.strip().isdigit():
+        return pick_pair(population, int(text)).task
+    values = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError("task", f"expected a pair id or name=value,...; got '{text}'")
+        try:
+            values[name.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(f"task.{name.strip()}", f"must be a number, got '{value}'") from None
+    return space.task(**{**default.as_dict(), **values})
+
+
+def episode_returns(
+    space: TaskSpace, policy_spec, theta: np.ndarray, task: Task, episodes: int, seed: int
+) -> np.ndarray:
+    with EvaluationPool(space, policy_spec, "local", 1) as pool:
+        return pool.evaluate([(theta, task)], episodes, seed)[0]
+
+
+def record_gif(
+    space: TaskSpace, policy_spec, theta: np.ndarray, task: Task, seed: int, path: Path
+) -> Path:
+    """One episode rendered frame by frame into an animated GIF."""
+    import os
+
+    from PIL import Image
+
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # render off-screen, no display needed
+    env = space.make_env()
+    env.render_mode = "rgb_array"  # classic-control and Box2D envs read this at render()
+    env.set_task(task.as_dict())
+    obs, _ = env.reset(seed=seed)
+    frames = [env.render()]
+    for _ in range(space.max_episode_steps):
+        action = policy_spec.act(theta[None], np.asarray(obs, np.float32).reshape(1, -1))[0]
+        obs, _, terminated, truncated, _ = env.step(int(action) if policy_spec.discrete else action)
+        frames.append(env.render())
+        if terminated or truncated:
+            break
+    env.close()
+    images = [Image.fromarray(np.asarray(frame)) for frame in frames[::2]]  # 25 fps of 50
+    path = Path(path)
+    images[0].save(path, save_all=True, append_images=images[1:], duration=40, loop=0)
+    return path
+
+
+def replay(
+    path: Path,
+    pair_id: int | None = None,
+    task_text: str | None = None,
+    episodes: int = 5,
+    seed: int = 0,
+    video: Path | None = None,
+) -> tuple[Pair, Task, np.ndarray]:
+    saved = load_saved_run(path)
+    space, policy_spec = prepare(saved.config)
+    pair = pick_pair(saved.population, pair_id)
+    task = parse_task(space, saved.population, task_text, pair.task)
+    returns = episode_returns(space, policy_spec, pair.theta, task, episodes, seed)
+    if video is not None:
+        record_gif(space, policy_spec, pair.theta, task, seed, video)
+    return pair, task, returns
