@@ -22,8 +22,15 @@ from coevo.pool.pool import Backend
 @dataclass(frozen=True)
 class TaskConfig:
     name: str = "cartpole"
-    params: dict = field(default_factory=dict)  # per-parameter overrides: low/high/init/step
+    # A registered space: per-parameter overrides of low/high/init/step/round_to. A generic
+    # space (env_id or entry_point): each parameter's full schema, plus `kwarg` or `attr`
+    # for env_id (see coevo/tasks/generic.py).
+    params: dict = field(default_factory=dict)
     max_episode_steps: int | None = None
+    env_id: str | None = None  # any gymnasium id
+    entry_point: str | None = None  # "package.module:Class" with get_task/set_task
+    env_kwargs: dict = field(default_factory=dict)  # fixed constructor keywords
+    env_config: dict | None = None  # entry_point only: one dict argument, as RLlib passes it
 
 
 @dataclass(frozen=True)

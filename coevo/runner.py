@@ -25,9 +25,7 @@ CHECKPOINTS = "checkpoints"
 
 def prepare(config: RunConfig) -> tuple[TaskSpace, PolicySpec]:
     """Build and check the task space and policy spec; raises ConfigError, starts nothing."""
-    space = tasks.get(config.task.name, config.task.params)
-    if config.task.max_episode_steps is not None:
-        space = dataclasses.replace(space, max_episode_steps=config.task.max_episode_steps)
+    space = tasks.space_from_config(config.task)
     env = space.make_env()
     try:
         policy = make_policy(

@@ -1,0 +1,263 @@
+"""Generic task spaces from config: any gymnasium id, any task-settable class."""
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import cloudpickle
+import gymnasium as gym
+import numpy as np
+import pytest
+import yaml
+
+from coevo.config import parse_config
+from coevo.errors import ConfigError
+from coevo.pool import EvaluationPool
+from coevo.runner import prepare
+from coevo.tasks.generic import GymTaskEnv
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "conf" / "task" / "custom_example.yaml"
+PENDULUM_G = {"low": 2.0, "high": 20.0, "init": 10.0, "step": 1.0}
+
+
+class RllibStyleEnv(gym.Env):
+    """An env as RLlib users write them: one config dict argument, get_task / set_task."""
+
+    def __init__(self, config):
+        self.inner = gym.make("CartPole-v1", max_episode_steps=-1).unwrapped
+        self.observation_space = self.inner.observation_space
+        self.action_space = self.inner.action_space
+        self.push = float(config["push"])
+        self.set_task({"gravity": 9.8})
+
+    def get_task(self):
+        return {"gravity": self.inner.gravity}
+
+    def set_task(self, task):
+        self.inner.gravity = task["gravity"]
+        self.inner.force_mag = self.push
+
+    def reset(self, *, seed=None, options=None):
+        return self.inner.reset(seed=seed)
+
+    def step(self, action):
+        return self.inner.step(action)
+
+
+class NotTaskSettable(gym.Env):
+    pass
+
+
+def _space(task):
+    return prepare(parse_config({"task": task, "pool": {"backend": "local"}}))
+
+
+def _rollout(env, task, seed, actions):
+    env.set_task(task)
+    obs, _ = env.reset(seed=seed)
+    trajectory = [obs]
+    for action in actions:
+        obs, *_ = env.step(action)
+        trajectory.append(obs)
+    return np.stack(trajectory)
+
+
+def test_custom_example_maps_kwargs_and_attributes_onto_gymnasium():
+    space, policy = _space(yaml.safe_load(EXAMPLE.read_text()))
+    assert space.name == "pendulum_custom" and space.max_episode_steps == 200
+    assert space.names == ("gravity", "mass", "max_torque")
+    assert policy.act_dim == 1 and not policy.discrete
+    env = space.make_env()
+    assert isinstance(env, GymTaskEnv)
+    actions = [np.array([1.7], np.float32)] * 30
+    task = {"gravity": 4.0, "mass": 1.6, "max_torque": 0.8}
+    got = _rollout(env, task, 3, actions)
+    reference = gym.make("Pendulum-v1", g=4.0).unwrapped
+    reference.m, reference.max_torque = 1.6, 0.8
+    reference.reset(seed=3)
+    expected = [reference._get_obs()] + [reference.step(a)[0] for a in actions]
+    np.testing.assert_array_equal(got, np.stack(expected))
+    # A keyword change rebuilds the env at the next reset; an attribute change does not.
+    inner = env.env
+    env.set_task({**task, "mass": 2.0})
+    assert env.env.unwrapped.m == 1.6  # not mid-episode
+    env.reset(seed=0)
+    assert env.env is inner and env.env.unwrapped.m == 2.0
+    env.set_task({**task, "gravity": 12.0})
+    env.reset(seed=0)
+    assert env.env is not inner and env.env.unwrapped.g == 12.0
+    assert env.get_task() == {**task, "gravity": 12.0}
+
+
+def test_commented_entry_point_example_is_valid():
+    """The entry_point block of custom_example.yaml runs as written once uncommented."""
+    text = EXAMPLE.read_text().split("# --- entry_point example ---\n")[1]
+    block = "\n".join(line[2:] for line in text.splitlines() if line.startswith("# "))
+    space, _ = _space(yaml.safe_load(block))
+    assert space.name == "pendulum_class" and space.names == ("gravity", "mass", "length")
+    env = space.make_env()
+    env.set_task(space.task(gravity=15.0).as_dict())
+    env.reset(seed=0)
+    assert env.g == 15.0
+
+
+def test_generic_spaces_pickle_and_build_after_unpickling():
+    space, _ = _space(yaml.safe_load(EXAMPLE.read_text()))
+    for dumps, loads in ((pickle.dumps, pickle.loads), (cloudpickle.dumps, cloudpickle.loads)):
+        again = loads(dumps(space))
+        assert again.names == space.names
+        obs, _ = again.make_env().reset(seed=1)
+        assert obs.shape == (3,)
+
+
+def test_rllib_style_class_runs_unchanged_in_the_pool():
+    space, policy = _space(
+        {
+            "name": "rllib_cartpole",
+            "entry_point": f"{__name__}:RllibStyleEnv",
+            "env_config": {"push": 14.0},
+            "params": {"gravity": {"low": 5.0, "high": 15.0, "init": 9.8, "step": 1.0}},
+            "max_episode_steps": 200,
+        }
+    )
+    theta = policy.init(np.random.default_rng(0))
+    heavy = space.task(gravity=15.0)
+    with EvaluationPool(space, policy, "local", 1, envs_per_worker=2) as pool:
+        returns = pool.evaluate([(theta, heavy)], episodes=2, seed=4)[0]
+    env = RllibStyleEnv({"push": 14.0})
+    env.set_task({"gravity": 15.0})
+    for episode, got in enumerate(returns):
+        obs, _ = env.reset(seed=4 + episode)  # evaluate's seeds: seed, seed + 1, ...
+        total, done = 0.0, False
+        while not done and total < 200:
+            action = int(policy.act(theta[None], np.asarray(obs, np.float32)[None])[0])
+            obs, reward, done, _, _ = env.step(action)
+            total += reward
+        assert got == total
+
+
+@pytest.mark.parametrize(
+    ("task", "message"),
+    [
+        (
+            {"name": "g", "env_id": "Pendulun-v1", "params": {"g": {**PENDULUM_G, "kwarg": "g"}}},
+            "task.env_id: 'Pendulun-v1' is not a registered gymnasium id",
+        ),
+        (
+            {"name": "g", "env_id": "Pendulum-v1", "params": {"g": {**PENDULUM_G, "kwarg": "gg"}}},
+            "task.params.g.kwarg: 'gg' is not a constructor keyword of Pendulum-v1; "
+            "allowed: g, render_mode",
+        ),
+        (
+            {"name": "g", "env_id": "Pendulum-v1", "params": {"g": {**PENDULUM_G, "attr": "gg"}}},
+            "task.params.g.attr: PendulumEnv (Pendulum-v1) has no attribute 'gg'",
+        ),
+        (
+            {"name": "g", "env_id": "Pendulum-v1", "params": {"g": {**PENDULUM_G, "attr": "spec"}}},
+            "task.params.g.attr: 'spec' of Pendulum-v1 is EnvSpec, not a number",
+        ),
+        (
+            {"name": "g", "env_id": "Pendulum-v1", "params": {"g": PENDULUM_G}},
+            "task.params.g: needs exactly one of 'kwarg' (a constructor keyword) or 'attr'",
+        ),
+        (
+            {"name": "g", "env_id": "Pendulum-v1", "params": {"g": {"low": 1, "attr": "g"}}},
+            "task.params.g.high: required (low, high, init, step are)",
+        ),
+        (
+            {"name": "g", "env_id": "Pendulum-v1", "params": {"g": {**PENDULUM_G, "lo": 1}}},
+            "task.params.g.lo: unknown field; allowed: low, high, init, step, round_to, kwarg",
+        ),
+        (
+            {
+                "name": "g",
+                "env_id": "Pendulum-v1",
+                "params": {"g": {**PENDULUM_G, "init": 30.0, "kwarg": "g"}},
+            },
+            "task.params.g: init 30 outside bounds [2, 20] in 'g'",
+        ),
+        (
+            {"name": "g", "env_id": "Pendulum-v1", "params": {}},
+            "task.params: task space 'g' needs at least one parameter",
+        ),
+        (
+            {"name": "pendulum", "env_id": "Pendulum-v1", "params": {"g": {**PENDULUM_G}}},
+            "task.name: 'pendulum' is a registered task space",
+        ),
+        (
+            {"name": "c", "entry_point": "no_such_package.envs:Env", "params": {"g": PENDULUM_G}},
+            "task.entry_point: cannot import module 'no_such_package.envs'",
+        ),
+        (
+            {"name": "c", "entry_point": "coevo.tasks.pendulum:Nope", "params": {"g": PENDULUM_G}},
+            "task.entry_point: module 'coevo.tasks.pendulum' has no attribute 'Nope'",
+        ),
+        (
+            {"name": "c", "entry_point": "justaname", "params": {"g": PENDULUM_G}},
+            "task.entry_point: 'justaname' is not an import path",
+        ),
+        (
+            {
+                "name": "c",
+                "entry_point": f"{__name__}:NotTaskSettable",
+                "params": {"g": PENDULUM_G},
+            },
+            f"task.entry_point: {__name__}:NotTaskSettable has no get_task / set_task",
+        ),
+        (
+            {
+                "name": "c",
+                "entry_point": "coevo.tasks.pendulum:TaskPendulum",
+                "params": {"g": PENDULUM_G},
+                "max_episode_steps": 100,
+            },
+            "task.params.g: unknown parameter of task space 'c'; "
+            "coevo.tasks.pendulum:TaskPendulum.get_task() has: gravity, mass, length",
+        ),
+        (
+            {
+                "name": "c",
+                "entry_point": "coevo.tasks.pendulum:TaskPendulum",
+                "params": {"gravity": PENDULUM_G},
+            },
+            "task.max_episode_steps: required for entry_point coevo.tasks.pendulum:TaskPendulum",
+        ),
+        (
+            {
+                "name": "c",
+                "entry_point": "coevo.tasks.pendulum:TaskPendulum",
+                "params": {"gravity": {**PENDULUM_G, "attr": "g"}},
+            },
+            "task.params.gravity.attr: unknown field; allowed: low, high, init, step, round_to",
+        ),
+        (
+            {"name": "c", "env_id": "Pendulum-v1", "entry_point": "a:B", "params": {}},
+            "task.entry_point: give task.env_id or task.entry_point, not both",
+        ),
+        ({"name": "cartpole", "env_kwargs": {"x": 1}}, "task.env_kwargs: only for task.env_id"),
+    ],
+)
+def test_bad_generic_config_names_the_field_and_what_is_allowed(task, message):
+    with pytest.raises(ConfigError) as info:
+        _space(task)
+    assert str(info.value).startswith(message), str(info.value)
+
+
+def test_cli_refuses_a_bad_gymnasium_id_before_starting_anything(tmp_path):
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "coevo-run"),
+            "task=custom_example",
+            "task.env_id=NoSuchEnv-v0",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert result.returncode == 2
+    assert "task.env_id: 'NoSuchEnv-v0' is not a registered gymnasium id" in result.stderr
+    assert not (tmp_path / "run" / "summary.csv").exists()
