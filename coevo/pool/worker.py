@@ -5,6 +5,7 @@ The same class runs in-process (local backend) and as a Ray actor.
 
 from __future__ import annotations
 
+import sys
 import time
 import traceback
 from collections import OrderedDict
@@ -13,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import torch
 
 from coevo.policy import PolicySpec
 from coevo.pool.jobs import EpisodeJob, Perturbed, Stored
@@ -44,7 +44,6 @@ class Worker:
     def __init__(
         self, space: TaskSpace, policy: PolicySpec, num_envs: int = 8, cache_size: int = 64
     ):
-        torch.set_num_threads(1)
         self.space = space
         self.policy = policy
         self.slots: EnvSlots = (
@@ -52,6 +51,8 @@ class Worker:
             if space.make_slots is not None
             else GymSlots(space.make_env, num_envs, policy.discrete)
         )
+        if "torch" in sys.modules:  # an env that uses torch: one thread per worker
+            sys.modules["torch"].set_num_threads(1)
         self.skeleton = np.zeros((num_envs, policy.num_params), dtype=np.float32)
         self.obs = np.zeros((num_envs, policy.obs_dim), dtype=np.float32)
         self.cache: OrderedDict[str, np.ndarray] = OrderedDict()
