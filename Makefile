@@ -20,6 +20,7 @@ run: $(STAMP)
 	$(BIN)/coevo-run $(ARGS)
 
 test: $(STAMP)
+	bash tools/ensure-chromium.sh
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 

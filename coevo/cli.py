@@ -31,7 +31,14 @@ def _run_composed(cfg: DictConfig) -> None:
         runner.prepare(config)  # every config error surfaces here, before Ray starts
     except ConfigError as error:
         _fail(str(error))
-    runner.run(config, Path(HydraConfig.get().runtime.output_dir))
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    if config.mode == "eligible_parents":
+        try:
+            runner.run_eligible(config, run_dir)
+        except (ConfigError, CheckpointError) as error:
+            _fail(str(error))
+        return
+    runner.run(config, run_dir)
 
 
 def _resume(run_dir: str) -> None:

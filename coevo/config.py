@@ -49,13 +49,25 @@ class PoolConfig:
 
 
 @dataclass(frozen=True)
+class EligibleConfig:
+    """mode=eligible_parents: evaluate the pairs of a file, K episodes each."""
+
+    pairs_file: str | None = None  # YAML or CSV of tasks and policy paths
+    episodes: int = 5
+    threshold: float = 200.0
+
+
+@dataclass(frozen=True)
 class RunConfig:
+    mode: str = "coevolve"  # coevolve, or eligible_parents
+    logger: str = "none"  # none, or tensorboard (scalars of summary.csv)
     seed: int = 0
     task: TaskConfig = field(default_factory=TaskConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     pool: PoolConfig = field(default_factory=PoolConfig)
     optimizer: ESConfig = field(default_factory=ESConfig)
     evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
+    eligible: EligibleConfig = field(default_factory=EligibleConfig)
     resume: str | None = None
     checkpoints_kept: int = 3
 
@@ -64,6 +76,7 @@ class RunConfig:
 _RANGES: dict[str, tuple[float | None, float | None]] = {
     "seed": (0, None),
     "checkpoints_kept": (1, None),
+    "eligible.episodes": (1, None),
     "task.max_episode_steps": (1, None),
     "pool.num_workers": (1, None),
     "pool.envs_per_worker": (1, None),
@@ -92,6 +105,8 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "evolution.transfer_every": (0, None),
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
+    "mode": ("coevolve", "eligible_parents"),
+    "logger": ("none", "tensorboard"),
     "pool.backend": tuple(b.value for b in Backend),
     "policy.activation": ("tanh", "relu"),
     "evolution.novelty": ("params", "pata_ec"),
@@ -115,6 +130,10 @@ def parse_config(raw: Mapping[str, Any]) -> RunConfig:
     if opt.lr_min > opt.lr:
         raise ConfigError(
             "optimizer.lr_min", f"must be <= optimizer.lr ({opt.lr:g}), got {opt.lr_min:g}"
+        )
+    if config.mode == "eligible_parents" and not config.eligible.pairs_file:
+        raise ConfigError(
+            "eligible.pairs_file", "required with mode=eligible_parents (a YAML or CSV file)"
         )
     return config
 

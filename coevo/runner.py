@@ -5,18 +5,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import yaml
 
 from coevo import checkpoint, tasks
 from coevo.config import RunConfig, parse_config
+from coevo.eligible import judge_pairs, load_pairs
 from coevo.errors import ConfigError
 from coevo.evolve import Coevolution, EvolutionStrategy, GenerationResult
 from coevo.policy import PolicySpec, make_policy
 from coevo.pool import EvaluationPool
-from coevo.report import RunRecorder, write_report
+from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
+from coevo.report.tables import ELIGIBILITY_COLUMNS
 from coevo.tasks.task import TaskSpace
 
 CONFIG_FILE = "config.yaml"
@@ -71,6 +76,67 @@ def load_run_config(run_dir: Path) -> RunConfig:
     return parse_config(yaml.safe_load(path.read_text()))
 
 
+def _pool(config: RunConfig, space: TaskSpace, policy: PolicySpec) -> EvaluationPool:
+    return EvaluationPool(
+        space,
+        policy,
+        backend=config.pool.backend,
+        num_workers=config.pool.num_workers,
+        envs_per_worker=config.pool.envs_per_worker,
+        address=config.pool.address,
+    )
+
+
+def run_eligible(
+    config: RunConfig, run_dir: Path, echo: Callable[[str], None] = print
+) -> pd.DataFrame:
+    """mode=eligible_parents: evaluate the file's pairs on the pool and report who passes."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    space, policy = prepare(config)
+    options = config.eligible
+    pairs = load_pairs(Path(options.pairs_file), space, policy.num_params)
+    (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    started = time.perf_counter()
+    with _pool(config, space, policy) as pool:
+        decisions, returns = judge_pairs(
+            pool, pairs, options.episodes, options.threshold, config.seed
+        )
+        stats = pool.stats_snapshot()
+    frame = pd.DataFrame([d.as_row() for d in decisions], columns=ELIGIBILITY_COLUMNS)
+    frame.to_csv(run_dir / ELIGIBILITY, index=False)
+    per_episode = pd.DataFrame(returns, columns=[f"episode_{k}" for k in range(returns.shape[1])])
+    per_episode.insert(0, "name", [p.name for p in pairs])
+    per_episode.insert(1, "policy", [p.source for p in pairs])
+    per_episode.to_csv(run_dir / "returns.csv", index=False)
+    eligible = int((frame["outcome"] == "eligible").sum())
+    pd.DataFrame(
+        [
+            {
+                "generation": 0,
+                "active": len(pairs),
+                "archived": 0,
+                "eligible": eligible,
+                "best_score": float(np.nanmax(frame["score"])),
+                "median_score": float(np.nanmedian(frame["score"])),
+                "episodes": stats["episodes"],
+                "env_steps": stats["env_steps"],
+                "steps_per_s": stats["steps_per_s"],
+                "wall_s": time.perf_counter() - started,
+            }
+        ]
+    ).to_csv(run_dir / SUMMARY, index=False)
+    write_report(run_dir, space.metadata.get("render_png"))
+    for decision in decisions:
+        echo(f"{decision.outcome:>10}  {decision.reason}")
+    echo(
+        f"{eligible} of {len(pairs)} pairs eligible to reproduce (threshold "
+        f"{options.threshold:g}, {options.episodes} episodes each)"
+    )
+    echo(f"run directory: {run_dir}")
+    return frame
+
+
 def run(
     config: RunConfig,
     run_dir: Path,
@@ -84,16 +150,9 @@ def run(
     renderer = space.metadata.get("render_png")
     if not resume:
         (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
-    pool_cfg = config.pool
     total = config.evolution.generations
-    with EvaluationPool(
-        space,
-        policy,
-        backend=pool_cfg.backend,
-        num_workers=pool_cfg.num_workers,
-        envs_per_worker=pool_cfg.envs_per_worker,
-        address=pool_cfg.address,
-    ) as pool:
+    logger = ScalarLogger(run_dir, config.logger)
+    with _pool(config, space, policy) as pool:
         optimizer = EvolutionStrategy(config.optimizer, pool)
         coevolution = Coevolution(space, pool, optimizer, config.evolution, seed=config.seed)
         recorder = RunRecorder(run_dir)
@@ -113,10 +172,12 @@ def run(
         while coevolution.generation < total:
             result = coevolution.step()
             recorder.record(result, coevolution.population)
+            logger.log(result.summary)
             save_checkpoint()
             write_report(run_dir, renderer)
             echo(format_generation(result, total))
             sys.stdout.flush()
         write_report(run_dir, renderer)
+    logger.close()
     echo(f"run directory: {run_dir}")
     return coevolution

@@ -39,8 +39,8 @@ def test_values_are_typed():
         ),
         (
             {"bogus": 1},
-            "bogus: unknown key; allowed: seed, task, policy, pool, optimizer, "
-            "evolution, resume, checkpoints_kept",
+            "bogus: unknown key; allowed: mode, logger, seed, task, policy, pool, "
+            "optimizer, evolution, eligible, resume, checkpoints_kept",
         ),
         ({"evolution": {"generations": 0}}, "evolution.generations: must be an integer >= 1"),
         (

@@ -87,9 +87,7 @@ class Coevolution:
         self.config = config
         self.characterization = Characterization(config.novelty)
         self.solved_threshold = (
-            config.solved_threshold
-            if config.solved_threshold is not None
-            else space.solved_score
+            config.solved_threshold if config.solved_threshold is not None else space.solved_score
         )
         self.rng = np.random.default_rng(seed)
         # PATA-EC scores use one fixed seed, so a frozen policy's score on a task never changes.

@@ -72,9 +72,7 @@ def admission(rank: int, max_admitted: int, novelty: float) -> tuple[bool, str]:
     return False, f"not admitted: novelty rank {rank} > max_admitted {max_admitted}"
 
 
-def transfer(
-    best_score: float, source: str, recent_best: float, history: int
-) -> tuple[bool, str]:
+def transfer(best_score: float, source: str, recent_best: float, history: int) -> tuple[bool, str]:
     """Does the best transferred policy beat the best of the task's last `history` scores?"""
     if np.isfinite(best_score) and best_score > recent_best:
         return True, (

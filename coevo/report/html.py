@@ -7,6 +7,7 @@ that crashed. Plots are PNG files in `plots/` beside the page.
 from __future__ import annotations
 
 import html
+import io
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,7 @@ td.text { text-align: left; }
 tr.eligible, tr.admitted, tr.transferred { background: #e6f6e6; }
 tr.ineligible, tr.rejected, tr.not_admitted, tr.archived { background: #fbeaea; }
 .filters { margin: 0.5em 0; } .filters * { margin-right: 0.8em; }
+.scroll { overflow-x: auto; }
 figure { display: inline-block; margin: 0 1em 1em 0; vertical-align: top; }
 """
 _FILTER_SCRIPT = """
@@ -88,10 +90,12 @@ def write_report(run_dir: Path, render_task: TaskRenderer | None = None) -> Path
         parts.append(_task_pictures(run_dir, population, render_task))
     if not summary.empty:
         parts.append("<h2>Summary per generation</h2>")
-        parts.append(summary.to_html(index=False, float_format=lambda v: f"{v:.1f}"))
+        table = summary.to_html(index=False, float_format=lambda v: f"{v:.1f}")
+        parts.append(f'<div class="scroll">{table}</div>')
     if not population.empty:
         parts.append("<h2>Population</h2>")
-        parts.append(population.to_html(index=False, float_format=lambda v: f"{v:.2f}"))
+        table = population.to_html(index=False, float_format=lambda v: f"{v:.2f}")
+        parts.append(f'<div class="scroll">{table}</div>')
     if not eligibility.empty:
         parts.append("<h2>Eligibility and rule outcomes</h2>")
         parts.append(_eligibility_table(eligibility))
@@ -192,8 +196,10 @@ def _cell(column: str, value: object) -> str:
 def _read(path: Path) -> pd.DataFrame:
     if not path.exists() or path.stat().st_size == 0:
         return pd.DataFrame()
-    try:
-        return pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError):
-        # A crash mid-append may tear the last line: keep the rows before it.
-        return pd.read_csv(path, on_bad_lines="skip")
+    text = path.read_text(encoding="utf-8")
+    if not text.endswith("\n"):
+        # A crash mid-append leaves the last line unterminated: keep the rows before it.
+        text = text[: text.rfind("\n") + 1]
+    if not text.strip():
+        return pd.DataFrame()
+    return pd.read_csv(io.StringIO(text))

@@ -1,0 +1,189 @@
+"""The user's side: eligible-parents mode, coevo-report, coevo-eval, TensorBoard, the page."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SMALL = [
+    "pool=local",
+    "evolution.generations=4",
+    "evolution.es_steps=3",
+    "evolution.repro_threshold=100",
+    "evolution.reproduce_every=1",
+    "evolution.max_children=4",
+    "evolution.transfer_every=2",
+    "optimizer.population=8",
+]
+
+
+def _run(program, *args, timeout=300):
+    return subprocess.run(
+        [str(BIN / program), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("run") / "r"
+    done = _run("coevo-run", *SMALL, "logger=tensorboard", f"hydra.run.dir={path}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return path
+
+
+def test_eligible_parents_mode_reports_who_passes(tmp_path):
+    done = _run(
+        "coevo-run", "experiment=eligible_parents", "pool=local", f"hydra.run.dir={tmp_path}"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = pd.read_csv(tmp_path / "eligibility.csv")
+    assert len(rows) == 8 and set(rows["kind"]) == {"pair"}
+    by_name = {r.split(":")[0]: o for r, o in zip(rows["reason"], rows["outcome"], strict=True)}
+    assert by_name["balancer-default"] == "eligible"
+    assert by_name["random-default"] == "ineligible"
+    assert ((rows["score"] >= 200) == (rows["outcome"] == "eligible")).all()
+    returns = pd.read_csv(tmp_path / "returns.csv")
+    assert list(returns.columns) == ["name", "policy", *[f"episode_{k}" for k in range(5)]]
+    count = int((rows["outcome"] == "eligible").sum())
+    assert f"{count} of 8 pairs eligible to reproduce" in done.stdout
+    assert (tmp_path / "report.html").is_file()
+
+
+def test_eligible_parents_bad_pairs_file_names_the_field(tmp_path):
+    bad = tmp_path / "pairs.yaml"
+    bad.write_text("pairs:\n  - task: {gravty: 3}\n    policy: x.npy\n")
+    done = _run(
+        "coevo-run",
+        "experiment=eligible_parents",
+        f"eligible.pairs_file={bad}",
+        f"hydra.run.dir={tmp_path / 'out'}",
+    )
+    assert done.returncode == 2
+    assert "task.params.gravty: unknown parameter of task space 'cartpole'" in done.stderr
+
+
+def test_coevo_report_rebuilds_the_page_from_files(run_dir):
+    (run_dir / "report.html").unlink()
+    shutil.rmtree(run_dir / "plots")
+    done = _run("coevo-report", run_dir)
+    assert done.returncode == 0, done.stderr
+    page = (run_dir / "report.html").read_text()
+    for image in ("plots/curves.png", "plots/lineage.png", "plots/heatmap.png"):
+        assert f'src="{image}"' in page and (run_dir / image).stat().st_size > 2000
+    assert 'id="eligibility"' in page and "filterRows" in page
+    assert _run("coevo-report", run_dir / "nope").returncode == 2
+
+
+def test_coevo_report_works_on_a_crashed_run_with_a_torn_line(run_dir, tmp_path):
+    crashed = tmp_path / "crashed"
+    shutil.copytree(run_dir, crashed)
+    with open(crashed / "eligibility.csv", "a") as handle:
+        handle.write("5,parent,eligibility,eligi")  # killed mid-append
+    done = _run("coevo-report", crashed)
+    assert done.returncode == 0, done.stderr
+    rows = pd.read_csv(run_dir / "eligibility.csv")
+    page = (crashed / "report.html").read_text()
+    table = page.split('id="eligibility"')[1]
+    assert table.count("<tr class=") == len(rows)  # every whole row, not the torn one
+    assert 'data-generation="5"' not in table
+
+
+def test_coevo_eval_prints_episode_returns_and_writes_a_gif(run_dir, tmp_path):
+    gif = tmp_path / "episode.gif"
+    done = _run("coevo-eval", run_dir, "pair=0", "episodes=3", f"video={gif}")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("pair 0 policy on Task(cartpole")
+    assert [line.split(":")[0] for line in lines[1:4]] == ["episode 0", "episode 1", "episode 2"]
+    from PIL import Image
+
+    with Image.open(gif) as image:
+        assert image.n_frames > 5 and image.size[0] >= 300
+
+
+def test_coevo_eval_on_another_task_and_bad_arguments(run_dir):
+    checkpoint = sorted((run_dir / "checkpoints").glob("gen_*.pkl"))[-1]
+    done = _run("coevo-eval", checkpoint, "pair=0", "task=gravity=25,force_mag=4", "episodes=2")
+    assert done.returncode == 0, done.stderr
+    assert "force_mag=4, gravity=25" in done.stdout
+    bad = _run("coevo-eval", run_dir, "pair=999")
+    assert bad.returncode == 2 and "no pair 999 in this run; known: 0" in bad.stderr
+    bad = _run("coevo-eval", run_dir, "task=gravity=99")
+    assert bad.returncode == 2 and "task.gravity: 99 outside bounds [2, 30]" in bad.stderr
+    bad = _run("coevo-eval", run_dir, "colour=red")
+    assert bad.returncode == 2 and "unknown argument 'colour=red'" in bad.stderr
+
+
+def test_tensorboard_scalars_match_the_summary(run_dir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir / "tensorboard"))
+    events.Reload()
+    active = [(e.step, e.value) for e in events.Scalars("coevo/active")]
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert active == list(zip(summary["generation"], summary["active"].astype(float), strict=True))
+    assert "coevo/annecs" in events.Tags()["scalars"]
+
+
+def test_the_page_loads_in_headless_chromium_and_shows_its_images(run_dir, tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (make test installs it where apt-get works)")
+    probe = tmp_path / "probe.html"
+    # Load the report in a frame-free copy that reports image sizes and script errors.
+    page = (run_dir / "report.html").read_text()
+    page = page.replace(
+        "</body>",
+        """<script>
+window.onerror = (m) => { document.title = 'ERROR ' + m; };
+window.addEventListener('load', () => {
+  const imgs = [...document.images];
+  const broken = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length;
+  document.getElementById('f-kind').value = 'parent'; filterRows();
+  const shown = [...document.querySelectorAll('#eligibility tbody tr')]
+    .filter(r => r.style.display !== 'none');
+  const onlyParents = shown.every(r => r.dataset.kind === 'parent');
+  document.body.setAttribute('data-result',
+    `images=${imgs.length} broken=${broken} shown=${shown.length} parents=${onlyParents}`);
+});
+</script></body>""",
+    )
+    probe.write_text(page)
+    for name in ("plots",):
+        shutil.copytree(run_dir / name, tmp_path / name)
+    done = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--allow-file-access-from-files",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            probe.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    dom = done.stdout
+    assert "ERROR" not in dom.split("<title>")[1].split("</title>")[0], dom[:500]
+    result = dom.split('data-result="')[1].split('"')[0]
+    fields = dict(item.split("=") for item in result.split())
+    assert int(fields["images"]) >= 3 and fields["broken"] == "0"
+    assert int(fields["shown"]) > 0 and fields["parents"] == "true"
