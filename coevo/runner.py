@@ -21,6 +21,7 @@ from coevo.evolve import Coevolution, EvolutionStrategy, GenerationResult
 from coevo.policy import PolicySpec, make_policy
 from coevo.pool import EvaluationPool
 from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
+from coevo.report.progress import GenerationProgress
 from coevo.report.tables import ELIGIBILITY_COLUMNS
 from coevo.tasks.task import TaskSpace
 
@@ -169,8 +170,12 @@ def run(
             echo(f"resuming {run_dir} after generation {generation}")
         else:
             save_checkpoint()
+        progress = GenerationProgress()
+        pool.progress = progress
         while coevolution.generation < total:
+            progress.start(coevolution.generation + 1, total)
             result = coevolution.step()
+            progress.finish()
             recorder.record(result, coevolution.population)
             logger.log(result.summary)
             save_checkpoint()

@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -51,6 +51,14 @@ _STAT_KEYS = ("episodes", "env_steps", "cache_hits", "cache_misses", "bytes_load
 def busy_key(worker: int) -> str:
     """The `stats_snapshot()` key of one worker's cumulative busy seconds."""
     return f"busy_s_worker_{worker}"
+
+
+class ProgressListener(Protocol):
+    """Told how many episodes a call plans and, chunk by chunk, how many are done."""
+
+    def planned(self, episodes: int) -> None: ...
+
+    def done(self, episodes: int, env_steps: float) -> None: ...
 
 
 class EvaluationPool:
@@ -100,6 +108,8 @@ class EvaluationPool:
             key: 0.0 for key in (*_STAT_KEYS, "bytes_shipped", "wall_s", "worker_restarts")
         }
         self.busy_by_worker = np.zeros(num_workers)
+        # Optional listener for progress displays: planned(n) per call, done(n, steps) per chunk.
+        self.progress: ProgressListener | None = None
         self._pids: list[int] = []
         if self.backend is Backend.LOCAL:
             self._workers: list[Any] = [
@@ -226,11 +236,15 @@ class EvaluationPool:
         starts = list(range(0, n, size))
         chunks = [list(jobs[i : i + size]) for i in starts]
         sources_for = [self._sources(c) for c in chunks]
+        if self.progress is not None:
+            self.progress.planned(n)
         if self.backend is Backend.LOCAL:
             results = []
             for index, jobs_chunk in enumerate(chunks):
                 worker = index % self.num_workers
-                results.append((worker, self._workers[worker].run(jobs_chunk, sources_for[index])))
+                result = self._workers[worker].run(jobs_chunk, sources_for[index])
+                self._report(result)
+                results.append((worker, result))
         else:
             results = self._run_ray(chunks, sources_for)
         # `results` is in chunk order; chunk i starts at job starts[i].
@@ -259,6 +273,10 @@ class EvaluationPool:
             return per_worker
         target = math.ceil(n / (self.num_workers * _CHUNKS_PER_WORKER))
         return self.envs_per_worker * math.ceil(target / self.envs_per_worker)
+
+    def _report(self, result: ChunkResult) -> None:
+        if self.progress is not None:
+            self.progress.done(len(result.returns), float(result.lengths.sum()))
 
     def _note_pid(self, worker: int, pid: int) -> None:
         # A chunk answered by another process than the last one means Ray restarted it.
@@ -295,6 +313,7 @@ class EvaluationPool:
             done, _ = ray.wait(list(pending), num_returns=1)
             index, worker = pending.pop(done[0])
             results[index] = (worker, ray.get(done[0]))
+            self._report(results[index][1])
             if next_chunk < len(chunks):
                 submit(worker)
         return results  # type: ignore[return-value]
