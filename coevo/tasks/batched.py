@@ -90,10 +90,16 @@ class BatchedSlots:
         self, slots: np.ndarray, actions: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
         slots = np.asarray(slots)
-        state, rewards, terminated = self.dynamics(
-            self.state[:, slots], self.consts[:, slots], np.asarray(actions), slots
-        )
-        self.state[:, slots] = state
+        actions = np.asarray(actions)
+        if len(slots) == self.num_slots:
+            # Every slot steps (the worker passes sorted slot numbers): no gather or scatter.
+            state, rewards, terminated = self.dynamics(self.state, self.consts, actions, slots)
+            self.state = state
+        else:
+            state, rewards, terminated = self.dynamics(
+                self.state[:, slots], self.consts[:, slots], actions, slots
+            )
+            self.state[:, slots] = state
         return self.observe(state), rewards, terminated, {}
 
     def _initial_state(self, seed: int) -> np.ndarray:

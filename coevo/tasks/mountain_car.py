@@ -40,7 +40,7 @@ class MountainCarContinuousSlots(BatchedSlots):
 
     gymnasium keeps the state in float32 after the first step, but the first step starts from
     a float64 position: Python constants then adopt float64 in the first step and float32
-    after it. Both paths are computed and each slot takes the one its step number calls for.
+    after it. Slots at their first step take the float64 path, the others the float32 one.
     Actions are assumed inside [-1, 1] (the policy's tanh head guarantees it).
     """
 
@@ -71,17 +71,20 @@ class MountainCarContinuousSlots(BatchedSlots):
         power, max_speed, goal_position = consts
         force = np.clip(actions[:, 0].astype(np.float32), -1.0, 1.0)
         push = force * power.astype(np.float32)  # float32 * Python float stays float32
-        first = self.first_step[slots]
-        wide = self._path(state, push, max_speed, goal_position, np.float64)
-        narrow = self._path(state, push, max_speed, goal_position, np.float32)
-        position, velocity, terminated = (
-            np.where(first, w, n) for w, n in zip(wide, narrow, strict=True)
+        position, velocity, terminated = self._path(
+            state, push, max_speed, goal_position, np.float32
         )
-        self.first_step[slots] = False
+        first = np.flatnonzero(self.first_step[slots])
+        if first.size:  # episodes at their first step take the float64 path
+            wide = self._path(
+                state[:, first], push[first], max_speed[first], goal_position[first], np.float64
+            )
+            position[first], velocity[first], terminated[first] = wide
+            self.first_step[slots[first]] = False
         action64 = actions[:, 0].astype(np.float64)
         rewards = np.where(terminated, 100.0, 0.0) - action64 * action64 * 0.1
         new = np.stack([position, velocity]).astype(np.float32).astype(np.float64)
-        return new, rewards, terminated.astype(bool)
+        return new, rewards, terminated
 
     def _path(self, state, push, max_speed, goal_position, dtype):
         """gymnasium's step with position/velocity of `dtype` (constants adopt that dtype)."""
