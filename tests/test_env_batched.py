@@ -1,6 +1,7 @@
 """Batched numpy physics: agreement with gymnasium's single envs, and batch independence."""
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -249,3 +250,30 @@ def test_registered_spaces_run_on_batched_slots_in_the_worker(name):
     np.testing.assert_allclose(gym.returns, expected.returns, rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(gym.lengths, expected.lengths)
     assert len(np.unique(expected.returns)) > 2  # real, varied episodes
+
+
+def test_batched_and_config_spaces_are_identical_on_ray_and_local(ray_session):
+    """Ray ships the spaces to its workers: batched physics and a gymnasium-id space built
+    from config give the local backend's returns, bit for bit, with 2 workers."""
+    import yaml
+
+    from coevo.config import parse_config
+    from coevo.pool import EvaluationPool
+    from coevo.runner import prepare
+
+    example = yaml.safe_load(
+        (Path(__file__).resolve().parent.parent / "conf/task/custom_example.yaml").read_text()
+    )
+    custom, _ = prepare(parse_config({"task": example}))
+    for space in (tasks.get("pendulum"), custom):
+        space = dataclasses.replace(space, max_episode_steps=60)
+        env = space.make_env()
+        policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+        rng = np.random.default_rng(2)
+        pairs = [(policy.init(rng), task) for task in _mixed_tasks(space, 4, seed=1)]
+        with EvaluationPool(space, policy, "local", 1, envs_per_worker=3) as pool:
+            expected = pool.evaluate(pairs, episodes=2, seed=8)
+        with EvaluationPool(space, policy, "ray", 2, envs_per_worker=4) as pool:
+            got = pool.evaluate(pairs, episodes=2, seed=8)
+        np.testing.assert_array_equal(got, expected)
+        assert len(np.unique(expected)) == expected.size

@@ -38,6 +38,7 @@ def test_config_file_builds_the_space_and_the_env_takes_its_tasks(name):
     assert space.name == name and space.max_episode_steps == raw["max_episode_steps"]
     env = space.make_env()
     assert isinstance(env, TaskSettableEnv)
+    assert env.get_task() == space.initial_task().as_dict()  # a fresh env holds the init
     assert policy.obs_dim == int(np.prod(env.observation_space.shape))
     rng = np.random.default_rng(0)
     task = space.initial_task()

@@ -8,6 +8,7 @@ termination test uses unit link lengths whatever these are; we keep that rule.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 from gymnasium.envs.classic_control.acrobot import AcrobotEnv
@@ -61,7 +62,7 @@ class AcrobotSlots(BatchedSlots):
     max_vel_1 = 4 * math.pi
     max_vel_2 = 9 * math.pi
 
-    def constants(self, task):
+    def constants(self, task: Mapping[str, float]) -> tuple[float, ...]:
         # Each is a parameter-only subexpression of AcrobotEnv._dsdt, in its evaluation order.
         m1, m2 = task["link_mass_1"], task["link_mass_2"]
         l1 = task["link_length_1"]
@@ -84,20 +85,20 @@ class AcrobotSlots(BatchedSlots):
             task["torque"],
         )
 
-    def initial_state(self, rng):
+    def initial_state(self, rng: np.random.Generator) -> np.ndarray:
         return rng.uniform(low=-0.1, high=0.1, size=(4,)).astype(np.float32)
 
-    def observe(self, state):
+    def observe(self, state: np.ndarray) -> np.ndarray:
         s0, s1, s2, s3 = state
         return np.stack([np.cos(s0), np.sin(s0), np.cos(s1), np.sin(s1), s2, s3], axis=1).astype(
             np.float32
         )
 
-    def initial_observation(self, state):
+    def initial_observation(self, state: np.ndarray) -> np.ndarray:
         # gymnasium's reset state is float32, so its first cos/sin are float32 ones.
         return self.observe(state.astype(np.float32))
 
-    def _derivs(self, s, torque, c):
+    def _derivs(self, s: np.ndarray, torque: np.ndarray, c: np.ndarray) -> np.ndarray:
         theta1, theta2, dtheta1, dtheta2 = s
         m1_lc1_sq, m2, l1_sq_lc2_sq, two_l1_lc2, inertia, lc2_sq, l1_lc2 = c[:7]
         m2_lc2_g, neg_m2_l1_lc2, two_m2_l1_lc2, phi1_g, m2_l1_lc2, ddtheta2_den = c[7:13]
@@ -117,7 +118,9 @@ class AcrobotSlots(BatchedSlots):
         ddtheta1 = -(d2 * ddtheta2 + phi1) / d1
         return np.stack([dtheta1, dtheta2, ddtheta1, ddtheta2])
 
-    def dynamics(self, state, consts, actions, slots):
+    def dynamics(
+        self, state: np.ndarray, consts: np.ndarray, actions: np.ndarray, slots: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         torque_mag = consts[13]
         torque = np.where(actions == 0, -torque_mag, np.where(actions == 2, torque_mag, 0.0))
         # One RK4 step over [0, dt]; the torque is constant over the step.

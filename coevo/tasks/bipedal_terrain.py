@@ -16,7 +16,7 @@ from coevo.tasks.registry import register
 from coevo.tasks.task import Param, TaskSpace
 from coevo.tasks.terrain import Terrain, generate_terrain, render_terrain_png
 
-__all__ = ["TaskBipedalWalker", "generate_terrain", "render_terrain_png"]
+__all__ = ["TaskBipedalWalker", "TaskBipedalWalkerStairs", "generate_terrain", "render_terrain_png"]
 
 FLAT = {
     "roughness": 0.0,
@@ -25,15 +25,18 @@ FLAT = {
     "stump_height_low": 0.0,
     "stump_height_high": 0.0,
 }
+FLAT_WITH_STAIRS = {**FLAT, "stair_height_low": 0.0, "stair_height_high": 0.0, "stair_steps": 2.0}
 _GROUND_COLOR = (102, 153, 76)
 
 
 class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
     """gymnasium's BipedalWalker whose terrain comes from the task and the reset seed."""
 
+    initial_task: dict[str, float] = FLAT
+
     def __init__(self, task: dict[str, float] | None = None, render_mode: str | None = None):
         super().__init__(render_mode=render_mode, hardcore=False)
-        self._task = dict(FLAT)
+        self._task = dict(self.initial_task)
         self._terrain_seed: int | None = None
         self.course: Terrain | None = None
         if task:
@@ -73,6 +76,12 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
         self.terrain_y = [p[1] for p in points]
 
 
+class TaskBipedalWalkerStairs(TaskBipedalWalker):
+    """The same walker; its task also has stairs (flat until stair_height_high > 0)."""
+
+    initial_task = FLAT_WITH_STAIRS
+
+
 def _base_params() -> tuple[Param, ...]:
     return (
         Param("roughness", low=0.0, high=10.0, init=0.0, step=0.6, round_to=0.1),
@@ -110,7 +119,7 @@ def bipedal_terrain_stairs() -> TaskSpace:
             Param("stair_height_high", low=0.0, high=2.0, init=0.0, step=0.2, round_to=0.1),
             Param("stair_steps", low=1.0, high=5.0, init=2.0, step=1.0, round_to=1.0),
         ),
-        make_env=TaskBipedalWalker,
+        make_env=TaskBipedalWalkerStairs,
         max_episode_steps=2000,
         solved_score=230.0,
         ordered=(*_INTERVALS, ("stair_height_low", "stair_height_high")),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
@@ -55,19 +56,21 @@ class CartPoleSlots(BatchedSlots):
     x_threshold = 2.4
     theta_threshold = 12 * 2 * math.pi / 360
 
-    def constants(self, task):
+    def constants(self, task: Mapping[str, float]) -> tuple[float, ...]:
         length, masspole, masscart = task["pole_length"], task["pole_mass"], task["cart_mass"]
         total_mass = masspole + masscart  # as TaskCartPole._apply_task computes them
         force = task["force_mag"]
         return (length, masspole, total_mass, masspole * length, force, -force, task["gravity"])
 
-    def initial_state(self, rng):
+    def initial_state(self, rng: np.random.Generator) -> np.ndarray:
         return rng.uniform(low=-0.05, high=0.05, size=(4,))
 
-    def observe(self, state):
+    def observe(self, state: np.ndarray) -> np.ndarray:
         return state.T.astype(np.float32)
 
-    def dynamics(self, state, consts, actions, slots):
+    def dynamics(
+        self, state: np.ndarray, consts: np.ndarray, actions: np.ndarray, slots: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # Fewer, larger numpy calls where the bits allow it: numpy's per-call cost is what
         # a small batch pays for.
         x_dot, theta, theta_dot = state[1], state[2], state[3]

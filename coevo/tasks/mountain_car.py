@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 from gymnasium.envs.classic_control.continuous_mountain_car import Continuous_MountainCarEnv
 
@@ -55,19 +57,21 @@ class MountainCarContinuousSlots(BatchedSlots):
         super().__init__(num_slots)
         self.first_step = np.zeros(num_slots, dtype=bool)
 
-    def constants(self, task):
+    def constants(self, task: Mapping[str, float]) -> tuple[float, ...]:
         return (task["power"], task["max_speed"], task["goal_position"])
 
-    def initial_state(self, rng):
+    def initial_state(self, rng: np.random.Generator) -> np.ndarray:
         return np.array([rng.uniform(low=-0.6, high=-0.4), 0.0])
 
-    def on_reset(self, slot):
+    def on_reset(self, slot: int) -> None:
         self.first_step[slot] = True
 
-    def observe(self, state):
+    def observe(self, state: np.ndarray) -> np.ndarray:
         return state.T.astype(np.float32)
 
-    def dynamics(self, state, consts, actions, slots):
+    def dynamics(
+        self, state: np.ndarray, consts: np.ndarray, actions: np.ndarray, slots: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         power, max_speed, goal_position = consts
         force = np.clip(actions[:, 0].astype(np.float32), -1.0, 1.0)
         push = force * power.astype(np.float32)  # float32 * Python float stays float32
@@ -86,7 +90,14 @@ class MountainCarContinuousSlots(BatchedSlots):
         new = np.stack([position, velocity]).astype(np.float32).astype(np.float64)
         return new, rewards, terminated
 
-    def _path(self, state, push, max_speed, goal_position, dtype):
+    def _path(
+        self,
+        state: np.ndarray,
+        push: np.ndarray,
+        max_speed: np.ndarray,
+        goal_position: np.ndarray,
+        dtype: type,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """gymnasium's step with position/velocity of `dtype` (constants adopt that dtype)."""
         position = state[0].astype(dtype)
         velocity = state[1].astype(dtype)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 from gymnasium.envs.classic_control.pendulum import PendulumEnv
 
@@ -45,19 +47,21 @@ class PendulumSlots(BatchedSlots):
     max_torque = 2.0
     dt = 0.05
 
-    def constants(self, task):
+    def constants(self, task: Mapping[str, float]) -> tuple[float, ...]:
         g, m, length = task["gravity"], task["mass"], task["length"]
         return (3 * g / (2 * length), 3.0 / (m * length**2))
 
-    def initial_state(self, rng):
+    def initial_state(self, rng: np.random.Generator) -> np.ndarray:
         high = np.array([np.pi, 1.0])
         return rng.uniform(low=-high, high=high)
 
-    def observe(self, state):
+    def observe(self, state: np.ndarray) -> np.ndarray:
         th, thdot = state
         return np.stack([np.cos(th), np.sin(th), thdot], axis=1).astype(np.float32)
 
-    def dynamics(self, state, consts, actions, slots):
+    def dynamics(
+        self, state: np.ndarray, consts: np.ndarray, actions: np.ndarray, slots: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         th, thdot = state
         gravity_term, torque_coef = consts
         u = np.clip(actions[:, 0].astype(np.float32), -self.max_torque, self.max_torque)
