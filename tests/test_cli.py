@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from coevo.evolve.coevolution import RUNTIME_COLUMNS
+from coevo.evolve.coevolution import is_runtime_column
 
 ROOT = Path(__file__).resolve().parents[1]
 COEVO_RUN = str(Path(sys.executable).parent / "coevo-run")
@@ -119,8 +119,8 @@ def test_population_and_report(ray_run):
     assert population["pair_id"].is_unique
     page = (ray_run[0] / "report.html").read_text()
     assert "<h2>Summary per generation</h2>" in page and "Eligibility" in page
-    assert 'src="plots/population.png"' in page
-    assert (ray_run[0] / "plots" / "population.png").stat().st_size > 1000
+    assert 'src="plots/curves.png"' in page
+    assert (ray_run[0] / "plots" / "curves.png").stat().st_size > 1000
 
 
 def test_local_backend_gives_the_same_tables(ray_run, tmp_path):
@@ -129,8 +129,9 @@ def test_local_backend_gives_the_same_tables(ray_run, tmp_path):
     for name in ("summary.csv", "eligibility.csv"):
         ray_table = pd.read_csv(ray_run[0] / name)
         local_table = pd.read_csv(tmp_path / name)
-        drop = [c for c in RUNTIME_COLUMNS if c in ray_table]
-        pd.testing.assert_frame_equal(ray_table.drop(columns=drop), local_table.drop(columns=drop))
+        ray_table = ray_table.drop(columns=[c for c in ray_table if is_runtime_column(c)])
+        local_table = local_table.drop(columns=[c for c in local_table if is_runtime_column(c)])
+        pd.testing.assert_frame_equal(ray_table, local_table)
 
 
 def test_resume_continues_from_the_last_checkpoint(tmp_path):
@@ -148,7 +149,7 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path):
     for name in ("summary.csv", "eligibility.csv"):
         a = pd.read_csv(tmp_path / "a" / name)
         b = pd.read_csv(tmp_path / "b" / name)
-        drop = [c for c in RUNTIME_COLUMNS if c in a]
+        drop = [c for c in a if is_runtime_column(c)]
         pd.testing.assert_frame_equal(a.drop(columns=drop), b.drop(columns=drop))
 
 

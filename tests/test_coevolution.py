@@ -6,7 +6,7 @@ import pytest
 
 from coevo import tasks
 from coevo.evolve import Coevolution, ESConfig, EvolutionConfig, EvolutionStrategy
-from coevo.evolve.coevolution import RUNTIME_COLUMNS
+from coevo.evolve.coevolution import is_runtime_column
 from coevo.pool import EvaluationPool
 
 SMALL = EvolutionConfig(
@@ -46,7 +46,8 @@ def _run(space, policy, backend, workers, config=SMALL, seed=3):
     with EvaluationPool(space, policy, backend, workers, envs_per_worker=4) as pool:
         co = _make(space, policy, pool, config, seed)
         results = co.run()
-    summary = pd.DataFrame([r.summary for r in results]).drop(columns=list(RUNTIME_COLUMNS))
+    summary = pd.DataFrame([r.summary for r in results])
+    summary = summary.drop(columns=[c for c in summary if is_runtime_column(c)])
     decisions = pd.DataFrame([d.as_row() for r in results for d in r.decisions])
     thetas = [p.theta for p in co.population.all_pairs()]
     return summary, decisions, thetas

@@ -9,15 +9,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from coevo.evolve.coevolution import RUNTIME_COLUMNS
+from coevo.evolve.coevolution import is_runtime_column
 
 ROOT = Path(__file__).resolve().parents[1]
 COEVO_RUN = str(Path(sys.executable).parent / "coevo-run")
 # Each generation takes long enough (a second or so) to be killed inside it.
 ARGS = [
-    "pool=local", "evolution.generations=6", "evolution.es_steps=3",
-    "evolution.repro_threshold=100", "evolution.reproduce_every=1", "evolution.max_children=6",
-    "evolution.transfer_every=2", "optimizer.population=12", "seed=5",
+    "pool=local",
+    "evolution.generations=6",
+    "evolution.es_steps=3",
+    "evolution.repro_threshold=100",
+    "evolution.reproduce_every=1",
+    "evolution.max_children=6",
+    "evolution.transfer_every=2",
+    "optimizer.population=12",
+    "seed=5",
 ]
 
 
@@ -25,20 +31,29 @@ def _tables(run_dir: Path) -> dict[str, pd.DataFrame]:
     tables = {}
     for name in ("summary.csv", "eligibility.csv", "population.csv"):
         frame = pd.read_csv(run_dir / name)
-        tables[name] = frame.drop(columns=[c for c in RUNTIME_COLUMNS if c in frame])
+        tables[name] = frame.drop(columns=[c for c in frame if is_runtime_column(c)])
     return tables
 
 
 def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path):
     clean = tmp_path / "clean"
-    done = subprocess.run([COEVO_RUN, *ARGS, f"hydra.run.dir={clean}"], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
+    done = subprocess.run(
+        [COEVO_RUN, *ARGS, f"hydra.run.dir={clean}"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
     killed = tmp_path / "killed"
-    process = subprocess.Popen([COEVO_RUN, *ARGS, f"hydra.run.dir={killed}"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               cwd=ROOT)
+    process = subprocess.Popen(
+        [COEVO_RUN, *ARGS, f"hydra.run.dir={killed}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     third = killed / "checkpoints" / "gen_000003.pkl"
     deadline = time.monotonic() + 240
     while not third.exists():
@@ -53,8 +68,9 @@ def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path)
     summary_at_kill = pd.read_csv(killed / "summary.csv")
     assert summary_at_kill["generation"].max() < 6
 
-    resumed = subprocess.run([COEVO_RUN, f"resume={killed}"], capture_output=True, text=True,
-                             cwd=ROOT, timeout=300)
+    resumed = subprocess.run(
+        [COEVO_RUN, f"resume={killed}"], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout and "gen   6/6" in resumed.stdout
 
@@ -67,13 +83,19 @@ def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path)
 def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous_one(tmp_path):
     run = tmp_path / "run"
     args = [a.replace("generations=6", "generations=3") for a in ARGS]
-    done = subprocess.run([COEVO_RUN, *args, f"hydra.run.dir={run}"], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
+    done = subprocess.run(
+        [COEVO_RUN, *args, f"hydra.run.dir={run}"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     newest = run / "checkpoints" / "gen_000003.pkl"
     newest.write_bytes(newest.read_bytes()[:100])  # truncated, as by a full disk
-    resumed = subprocess.run([COEVO_RUN, f"resume={run}"], capture_output=True, text=True,
-                             cwd=ROOT, timeout=300)
+    resumed = subprocess.run(
+        [COEVO_RUN, f"resume={run}"], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "gen_000003.pkl is unreadable" in resumed.stdout + resumed.stderr
     assert "resuming" in resumed.stdout and "after generation 2" in resumed.stdout

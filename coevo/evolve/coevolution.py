@@ -53,7 +53,14 @@ RUNTIME_COLUMNS = (
     "cache_misses",
     "bytes_shipped",
     "worker_busy_s",
+    "worker_restarts",
 )
+_PER_WORKER_PREFIX = "busy_s_worker_"
+
+
+def is_runtime_column(name: str) -> bool:
+    """True for summary columns that vary with machine, timing or number of workers."""
+    return name in RUNTIME_COLUMNS or name.startswith(_PER_WORKER_PREFIX)
 
 
 @dataclass
@@ -447,6 +454,13 @@ class Coevolution:
             "cache_misses": after["cache_misses"] - before["cache_misses"],
             "bytes_shipped": after["bytes_shipped"] - before["bytes_shipped"],
             "worker_busy_s": after["busy_s"] - before["busy_s"],
+            **{
+                key: after[key] - before.get(key, 0.0)
+                for key in after
+                if key.startswith(_PER_WORKER_PREFIX)
+            },
+            "worker_restarts": after.get("worker_restarts", 0.0)
+            - before.get("worker_restarts", 0.0),
             "wall_s": wall_s,
         }
 
