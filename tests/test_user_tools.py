@@ -187,3 +187,21 @@ window.addEventListener('load', () => {
     fields = dict(item.split("=") for item in result.split())
     assert int(fields["images"]) >= 3 and fields["broken"] == "0"
     assert int(fields["shown"]) > 0 and fields["parents"] == "true"
+
+
+def test_hydra_multirun_sweeps_a_rule_parameter(tmp_path):
+    done = _run(
+        "coevo-run",
+        "-m",
+        "pool=local",
+        "evolution.generations=2",
+        "evolution.mc_lower=25,50",
+        f"hydra.sweep.dir={tmp_path}",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    import yaml
+
+    for job, value in ((0, 25.0), (1, 50.0)):
+        config = yaml.safe_load((tmp_path / str(job) / "config.yaml").read_text())
+        assert config["evolution"]["mc_lower"] == value
+        assert len(pd.read_csv(tmp_path / str(job) / "summary.csv")) == 2
