@@ -89,6 +89,12 @@ def test_custom_example_maps_kwargs_and_attributes_onto_gymnasium():
     env.reset(seed=0)
     assert env.env is not inner and env.env.unwrapped.g == 12.0
     assert env.get_task() == {**task, "gravity": 12.0}
+    # Rendering set after construction (as coevo-eval does) reaches the inner env.
+    env.render_mode = "rgb_array"
+    env.set_task({**task, "gravity": 14.0})
+    env.reset(seed=0)
+    frame = env.render()
+    assert frame.shape[2] == 3 and len(np.unique(frame.reshape(-1, 3), axis=0)) > 2
 
 
 def test_commented_entry_point_example_is_valid():

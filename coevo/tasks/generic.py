@@ -52,11 +52,23 @@ class GymTaskEnv(gym.Env):
 
     def __init__(self, factory: GymTaskEnvFactory):
         self.factory = factory
+        self._render_mode: str | None = None
         self._task = dict(factory.initial)
         self._pending: dict[str, float] | None = None
         self._built_kwargs: dict[str, Any] | None = None
         self.env: gym.Env | None = None
         self._apply(self._task)
+
+    @property
+    def render_mode(self) -> str | None:
+        return self._render_mode
+
+    @render_mode.setter
+    def render_mode(self, mode: str | None) -> None:
+        # Set after construction (e.g. to record a GIF): passed on to the env that renders.
+        self._render_mode = mode
+        if getattr(self, "env", None) is not None:
+            self.env.unwrapped.render_mode = mode
 
     def get_task(self) -> dict[str, float]:
         return dict(self._pending if self._pending is not None else self._task)
@@ -76,6 +88,8 @@ class GymTaskEnv(gym.Env):
             self._built_kwargs = kwargs
             self.observation_space = self.env.observation_space
             self.action_space = self.env.action_space
+            if self._render_mode is not None:
+                self.env.unwrapped.render_mode = self._render_mode
         for name, path in self.factory.attrs:
             _set_path(self.env.unwrapped, path, task[name])
 
