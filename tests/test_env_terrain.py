@@ -192,3 +192,10 @@ def test_terrain_png(tmp_path, stairs_space):
     image = imread(path)
     assert image.shape[0] > 200 and image.shape[1] > 1000
     assert len(np.unique(image.reshape(-1, image.shape[-1]), axis=0)) > 10  # not blank
+
+
+def test_report_draws_bipedal_tasks_with_the_terrain_png(tmp_path, space):
+    """The report's task-picture hook (space.metadata['render_png']) is the terrain PNG."""
+    render = space.metadata["render_png"]
+    path = render(space.task(stump_height_high=2.0).as_dict(), tmp_path / "task_x.png")
+    assert path.exists() and path.read_bytes()[:4] == b"\x89PNG"

@@ -105,6 +105,7 @@ def bipedal_terrain() -> TaskSpace:
         max_episode_steps=2000,
         solved_score=230.0,  # POET's repro threshold for the walker
         ordered=_INTERVALS,
+        metadata={"render_png": render_terrain_png},  # the report draws each task's course
     )
 
 
@@ -123,4 +124,5 @@ def bipedal_terrain_stairs() -> TaskSpace:
         max_episode_steps=2000,
         solved_score=230.0,
         ordered=(*_INTERVALS, ("stair_height_low", "stair_height_high")),
+        metadata={"render_png": render_terrain_png},
     )
