@@ -20,9 +20,7 @@ def test_a_killed_worker_is_restarted_and_the_results_equal_an_undisturbed_run(r
     env = space.make_env()
     policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
     rng = np.random.default_rng(3)
-    pairs = [
-        (policy.init(rng), space.task(gravity=float(g))) for g in np.linspace(4.0, 16.0, 60)
-    ]
+    pairs = [(policy.init(rng), space.task(gravity=float(g))) for g in np.linspace(4.0, 16.0, 60)]
     with EvaluationPool(space, policy, "ray", num_workers=2, envs_per_worker=4) as pool:
         started = time.perf_counter()
         undisturbed = pool.evaluate(pairs, episodes=6, seed=21)

@@ -69,13 +69,19 @@ def test_an_es_step_ships_the_centres_only(cartpole, cartpole_policy, pairs):
 def test_chunks_feed_every_worker_and_fill_whole_batches(cartpole, cartpole_policy, workers, envs):
     pool = EvaluationPool(cartpole, cartpole_policy, "local", workers, envs_per_worker=envs)
     for n in [1, 2, 5, 16, 64, 100, 1280, 5000]:
-        size = pool.chunk_size(n)
-        chunks = math.ceil(n / size)
-        assert chunks >= min(n, workers)  # no worker left out while there are jobs
-        assert size >= min(envs, math.ceil(n / workers))  # a full batch whenever possible
-        if n > workers * envs:
-            assert size % envs == 0
-            assert chunks <= 4 * workers  # large calls: a few chunks per worker, not more
+        sizes = pool.chunk_sizes(n)
+        assert sum(sizes) == n and min(sizes) > 0
+        assert len(sizes) >= min(n, workers)  # no worker left out while there are jobs
+        if n <= workers * envs:
+            assert len(sizes) == min(n, workers)  # one chunk per worker, evenly split
+            assert max(sizes) - min(sizes) <= 1
+        else:
+            # Whole batches, large first (amortized calls), one batch last (even finish).
+            assert all(size % envs == 0 for size in sizes[:-1])
+            assert sizes == sorted(sizes, reverse=True)
+            assert sizes[0] >= math.ceil(n / (2 * workers))
+            assert sizes[-1] <= envs
+            assert len(sizes) <= 2 * workers * (1 + math.log(n)) + 4  # not one per batch
     pool.close()
 
 

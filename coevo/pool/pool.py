@@ -37,15 +37,23 @@ class EvalResult:
 
 # Chunks in flight per worker: one running, one queued, so no worker idles between calls.
 _IN_FLIGHT_PER_WORKER = 2
-# Chunks per worker a large job is cut into: enough to even out workers' finishing times.
-_CHUNKS_PER_WORKER = 4
+# Guided chunking: each chunk takes 1 / (_GUIDED_SHARE x workers) of the unassigned jobs.
+_GUIDED_SHARE = 2
 # Re-runs of one chunk whose worker died; finite so a chunk that kills its worker every time
 # fails the call instead of restarting workers forever.
 _CHUNK_RETRIES = 3
 # Newly registered vectors are put in the object store together, in blocks of at most this
 # many bytes: one put costs ~0.5 ms here, so a put per vector would idle the workers.
 _BLOCK_BYTES = 8 << 20
-_STAT_KEYS = ("episodes", "env_steps", "cache_hits", "cache_misses", "bytes_loaded", "busy_s")
+_STAT_KEYS = (
+    "episodes",
+    "env_steps",
+    "cache_hits",
+    "cache_misses",
+    "bytes_loaded",
+    "busy_s",
+    "cpu_s",
+)
 
 
 def busy_key(worker: int) -> str:
@@ -232,9 +240,9 @@ class EvaluationPool:
             return EvalResult(np.zeros(0), np.zeros(0, dtype=np.int64), {})
         started = time.perf_counter()
         self._ship_pending()
-        size = self.chunk_size(n)
-        starts = list(range(0, n, size))
-        chunks = [list(jobs[i : i + size]) for i in starts]
+        sizes = self.chunk_sizes(n)
+        starts = [0, *np.cumsum(sizes)[:-1].tolist()]
+        chunks = [list(jobs[i : i + size]) for i, size in zip(starts, sizes, strict=True)]
         sources_for = [self._sources(c) for c in chunks]
         if self.progress is not None:
             self.progress.planned(n)
@@ -260,19 +268,27 @@ class EvaluationPool:
         self.stats["wall_s"] += time.perf_counter() - started
         return EvalResult(returns, lengths, errors)
 
-    def chunk_size(self, n: int) -> int:
-        """Jobs per chunk (one Ray call) for a call of `n` jobs.
+    def chunk_sizes(self, n: int) -> list[int]:
+        """How a call of `n` jobs is cut into chunks (one Ray call each), in job order.
 
-        A job that fits in one batch per worker is split evenly, one chunk each. A larger one
-        is cut into about `_CHUNKS_PER_WORKER` chunks per worker (so the last chunks even
-        out finishing times) rounded up to whole batches (so fixed-length episodes never
-        leave a batch half empty), and never smaller than one batch.
+        A call that fits in one batch per worker is split evenly, one chunk per worker.
+        A larger one is cut in decreasing chunks (guided scheduling): each takes
+        1 / (2 x workers) of the jobs still unassigned, rounded up to whole batches, and at
+        least one batch. The first chunks are large (a Ray call is amortized over many
+        episodes), the last ones small (workers finish together even when episodes or
+        cores differ in speed), and fixed-length episodes never leave a batch half empty.
         """
-        per_worker = math.ceil(n / self.num_workers)
-        if per_worker <= self.envs_per_worker:
-            return per_worker
-        target = math.ceil(n / (self.num_workers * _CHUNKS_PER_WORKER))
-        return self.envs_per_worker * math.ceil(target / self.envs_per_worker)
+        workers, batch = self.num_workers, self.envs_per_worker
+        if math.ceil(n / workers) <= batch:
+            even, extra = divmod(n, workers)
+            return [even + (i < extra) for i in range(workers) if even + (i < extra) > 0]
+        sizes: list[int] = []
+        remaining = n
+        while remaining > 0:
+            size = batch * math.ceil(remaining / (_GUIDED_SHARE * workers * batch))
+            sizes.append(min(size, remaining))
+            remaining -= sizes[-1]
+        return sizes
 
     def _report(self, result: ChunkResult) -> None:
         if self.progress is not None:
@@ -360,7 +376,8 @@ class EvaluationPool:
         Keys: episodes, env_steps, cache_hits, cache_misses (weight-vector cache of the
         workers, per job), bytes_shipped (driver to object store), bytes_loaded (object store
         to workers), busy_s (summed over workers) and busy_s_worker_0..N-1 (each worker's
-        time inside `Worker.run`), worker_restarts, wall_s (time inside `run`), steps_per_s.
+        time inside `Worker.run`), cpu_s (the workers' CPU time meanwhile), worker_restarts,
+        wall_s (time inside `run`), steps_per_s.
         """
         snapshot = dict(self.stats)
         for worker, busy in enumerate(self.busy_by_worker):

@@ -108,6 +108,7 @@ class Worker:
     def run(self, jobs: Sequence[EpisodeJob], sources: Mapping[str, Any]) -> ChunkResult:
         """Run every job; `sources` maps weight keys to arrays or Ray object refs."""
         started = time.perf_counter()
+        cpu_started = time.process_time()
         counters = {"cache_hits": 0.0, "cache_misses": 0.0, "bytes_loaded": 0.0}
         n = len(jobs)
         returns = np.zeros(n, dtype=np.float64)
@@ -188,6 +189,9 @@ class Worker:
         counters["episodes"] = float(n)
         counters["env_steps"] = float(lengths.sum())
         counters["busy_s"] = time.perf_counter() - started
+        # CPU seconds of this process meanwhile: less than busy_s when other processes
+        # compete for the cores; steps per cpu_s measures the loop free of that contention.
+        counters["cpu_s"] = time.process_time() - cpu_started
         counters["pid"] = float(self.pid)
         return ChunkResult(returns, lengths, errors, counters)
 

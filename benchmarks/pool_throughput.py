@@ -1,0 +1,398 @@
+"""Throughput of the evaluation pool, next to the reference figures of the same run.
+
+For each job it prints, measured in this run:
+  coevo        env steps/s of `EvaluationPool` (whatever slots the task space provides)
+  coevo gym    the same with one gymnasium env per slot (`GymSlots`), when the space has
+               batched physics: the like-for-like comparison with the raw reference
+  raw x W      gymnasium's single env stepped with a fixed action in this process, x workers
+  raw par      the same env stepped in W processes at once (what W cores give right now;
+               lower than raw x W when other processes compete for the cores)
+  baseline     one plain Ray task per episode that builds the env and the policy (a torch
+               module, batch-1 inference): what users hand-roll
+
+Jobs: pendulum_16x4, pendulum_256x5 (pairs x episodes, task = gravity), pendulum_es (one
+ES step of 256 mirrored pairs, 512 episodes) and cartpole_256x5. Each job is repeated
+(`--repeats`) with fresh policies; every figure is the best of its repeats and the raw
+reference is re-measured before each repeat.
+
+    .venv/bin/python benchmarks/pool_throughput.py [--json] [--workers 2] [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import ray
+
+from coevo import tasks
+from coevo.evolve.es import ESConfig, EvolutionStrategy
+from coevo.policy import PolicySpec
+from coevo.pool import EvaluationPool, perturbation_noise
+from coevo.tasks.task import Task, TaskSpace
+
+HIDDEN = (16,)
+JOBS = ("pendulum_16x4", "pendulum_256x5", "pendulum_es", "cartpole_256x5")
+ES_PAIRS = 256
+ES_SIGMA = 0.1
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    name: str
+    space: str
+    pairs: int
+    episodes: int
+    es: bool = False
+
+    @property
+    def num_episodes(self) -> int:
+        return 2 * self.pairs if self.es else self.pairs * self.episodes
+
+
+def job_of(name: str) -> Job:
+    space, kind = name.split("_")
+    if kind == "es":
+        return Job(name, space, ES_PAIRS, 1, es=True)
+    pairs, episodes = kind.split("x")
+    return Job(name, space, int(pairs), int(episodes))
+
+
+def policy_for(space: TaskSpace) -> PolicySpec:
+    env = space.make_env()
+    return PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=HIDDEN)
+
+
+def gravity_tasks(space: TaskSpace, count: int) -> list[Task]:
+    """Tasks that differ in gravity only, spread over its bounds."""
+    p = space.param("gravity")
+    return [space.task(gravity=p.clip(g)) for g in np.linspace(p.low, p.high, count)]
+
+
+def fixed_action(space: TaskSpace) -> Any:
+    env = space.make_env()
+    if hasattr(env.action_space, "n"):
+        return 0
+    return np.zeros(env.action_space.shape, dtype=env.action_space.dtype)
+
+
+def raw_rates(space_name: str, seconds: float) -> tuple[float, float]:
+    """gymnasium's env alone, one process, a fixed action; reset when an episode ends.
+
+    Returns steps per wall second and per CPU second of this process.
+    """
+    space = tasks.get(space_name)
+    env = space.make_env()
+    env.set_task(space.task(gravity=space.param("gravity").init).as_dict())
+    action = fixed_action(space)
+    limit = space.max_episode_steps
+    env.reset(seed=0)
+    steps, episode_steps = 0, 0
+    started, cpu_started = time.perf_counter(), time.process_time()
+    deadline = started + seconds
+    while True:
+        for _ in range(200):
+            _, _, terminated, truncated, _ = env.step(action)
+            steps += 1
+            episode_steps += 1
+            if terminated or truncated or episode_steps >= limit:
+                env.reset()
+                episode_steps = 0
+        if time.perf_counter() >= deadline:
+            cpu = time.process_time() - cpu_started
+            return steps / (time.perf_counter() - started), steps / cpu
+
+
+@ray.remote(num_cpus=0)
+def _raw_remote(space_name: str, seconds: float) -> float:
+    return raw_rates(space_name, seconds)[0]
+
+
+def raw_parallel_steps_per_s(space_name: str, workers: int, seconds: float) -> float:
+    # num_cpus=0: runs beside the pool's idle actors, which hold the CPU resources.
+    return float(sum(ray.get([_raw_remote.remote(space_name, seconds) for _ in range(workers)])))
+
+
+@ray.remote(num_cpus=1)
+def baseline_episode(
+    space_name: str, hidden: tuple[int, ...], theta: np.ndarray, task: dict, seed: int
+) -> tuple[float, int]:
+    """What users hand-roll: build the env and a torch policy, run one episode, batch 1."""
+    import torch
+
+    space = tasks.get(space_name)
+    env = space.make_env()
+    env.set_task(task)
+    spec = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=hidden)
+    module = spec.to_torch(theta)
+    low = np.asarray(spec.act_low, dtype=np.float32)
+    high = np.asarray(spec.act_high, dtype=np.float32)
+    obs, _ = env.reset(seed=seed)
+    total, length = 0.0, 0
+    with torch.no_grad():
+        for _ in range(space.max_episode_steps):
+            out = module(torch.as_tensor(obs, dtype=torch.float32)[None]).numpy()[0]
+            if spec.discrete:
+                action: Any = int(out.argmax())
+            else:
+                action = low + (np.tanh(out) + 1.0) * 0.5 * (high - low)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total += float(reward)
+            length += 1
+            if terminated or truncated:
+                break
+    return total, length
+
+
+def es_centre(space: TaskSpace, policy: PolicySpec, repeat: int) -> tuple[np.ndarray, Task]:
+    rng = np.random.default_rng(1000 + repeat)
+    return policy.init(rng), gravity_tasks(space, 1)[0]
+
+
+def job_inputs(
+    job: Job, space: TaskSpace, policy: PolicySpec, repeat: int
+) -> tuple[list[tuple[np.ndarray, Task]], list[int]]:
+    """Fresh policies per repeat: (parameters, task) per pair, and the episode seeds.
+
+    For the ES job: the 2 x 256 perturbed vectors around a centre, built here as a
+    hand-rolled loop would build them (coevo's workers rebuild them from seeds instead).
+    """
+    if job.es:
+        theta, task = es_centre(space, policy, repeat)
+        rng = np.random.default_rng(3000 + repeat)
+        vectors = []
+        for seed in rng.integers(0, 2**31 - 1, size=job.pairs):
+            noise = np.float32(ES_SIGMA) * perturbation_noise(int(seed), theta.size)
+            vectors += [theta + noise, theta - noise]
+        return [(v, task) for v in vectors], [0]
+    rng = np.random.default_rng(1000 + repeat)
+    pairs = [(policy.init(rng), task) for task in gravity_tasks(space, job.pairs)]
+    return pairs, list(range(job.episodes))
+
+
+def run_coevo(pool: EvaluationPool, job: Job, repeat: int) -> dict[str, float]:
+    """Steps per second (wall and workers' CPU), mean return, busy fraction of one repeat."""
+    if job.es:
+        theta, task = es_centre(pool.space, pool.policy, repeat)
+        es = EvolutionStrategy(ESConfig(population=job.pairs, episodes=1, sigma=ES_SIGMA), pool)
+        state = es.init_state()
+    else:
+        pairs, seeds = job_inputs(job, pool.space, pool.policy, repeat)
+    before = pool.stats_snapshot()
+    started = time.perf_counter()
+    if job.es:
+        # The whole ES step: noise seeds out, returns back, gradient and Adam update.
+        step = es.step_many([theta], [state], [task], np.random.default_rng(2000 + repeat))
+        mean_return = step[0].mean_return
+    else:
+        mean_return = float(pool.evaluate(pairs, episodes=len(seeds), seed=0).mean())
+    wall = time.perf_counter() - started
+    after = pool.stats_snapshot()
+    steps = after["env_steps"] - before["env_steps"]
+    return {
+        "steps_per_s": steps / wall,
+        "steps_per_cpu_s": steps / (after["cpu_s"] - before["cpu_s"]),
+        "busy_fraction": (after["busy_s"] - before["busy_s"]) / (wall * pool.num_workers),
+        "mean_return": mean_return,
+    }
+
+
+def run_baseline(
+    space: TaskSpace, policy: PolicySpec, job: Job, repeat: int
+) -> tuple[float, float]:
+    pairs, seeds = job_inputs(job, space, policy, repeat)
+    started = time.perf_counter()
+    refs = [
+        baseline_episode.remote(space.name, HIDDEN, theta, task.as_dict(), seed)
+        for theta, task in pairs
+        for seed in seeds
+    ]
+    results = ray.get(refs)
+    wall = time.perf_counter() - started
+    steps = sum(length for _, length in results)
+    return steps / wall, float(np.mean([r for r, _ in results]))
+
+
+def best(values: list[float]) -> float:
+    return float(max(values))
+
+
+class Figures:
+    """Every repeat's value of every figure, by job."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, dict[str, list[float]]] = {}
+        self.meta: dict[str, dict[str, Any]] = {}
+
+    def add(self, job: Job, key: str, value: float) -> None:
+        self.values.setdefault(job.name, {}).setdefault(key, []).append(value)
+
+    def note(self, job: Job, key: str, value: Any) -> None:
+        self.meta.setdefault(job.name, {})[key] = value
+
+
+def measure_pool(
+    label: str, space: TaskSpace, policy: PolicySpec, jobs: list[Job], args, figures: Figures
+) -> None:
+    """Each job's repeats on one pool, the raw references re-measured before each repeat."""
+    with EvaluationPool(space, policy, "ray", args.workers, args.envs_per_worker) as pool:
+        slots = pool.worker_info()[0]["slots"]
+        pool.evaluate(job_inputs(jobs[0], space, policy, -1)[0][:4], 1)  # warm-up
+        for job in jobs:
+            figures.note(job, f"{label}_slots", slots)
+            figures.note(job, "chunk_sizes", pool.chunk_sizes(job.num_episodes))
+            for repeat in range(args.repeats):
+                raw, raw_cpu = raw_rates(space.name, args.raw_seconds)
+                figures.add(job, "raw_single_steps_per_s", raw)
+                figures.add(job, "raw_single_steps_per_cpu_s", raw_cpu)
+                if label == "coevo":
+                    parallel = raw_parallel_steps_per_s(space.name, args.workers, args.raw_seconds)
+                    figures.add(job, "raw_parallel_steps_per_s", parallel)
+                got = run_coevo(pool, job, repeat)
+                for key, value in got.items():
+                    figures.add(job, f"{label}_{key}", value)
+                progress(f"{job.name} {label} repeat {repeat}: {got['steps_per_s']:,.0f} steps/s")
+
+
+def measure_baseline(
+    space: TaskSpace, policy: PolicySpec, jobs: list[Job], args, figures: Figures
+) -> None:
+    # Warm-up: the task workers import torch and coevo once, before any timing.
+    theta, task = es_centre(space, policy, -1)
+    warm = baseline_episode.remote
+    ray.get([warm(space.name, HIDDEN, theta, task.as_dict(), 0) for _ in range(4)])
+    for job in jobs:
+        for repeat in range(args.baseline_repeats):
+            rate, mean_return = run_baseline(space, policy, job, repeat)
+            figures.add(job, "baseline_steps_per_s", rate)
+            figures.add(job, "baseline_mean_return", mean_return)
+            progress(f"{job.name} baseline repeat {repeat}: {rate:,.0f} steps/s")
+
+
+def summarize(job: Job, figures: Figures, args: argparse.Namespace) -> dict[str, Any]:
+    f = figures.values[job.name]
+    raw_single = best(f["raw_single_steps_per_s"])
+    row: dict[str, Any] = {
+        "coevo_steps_per_s": best(f["coevo_steps_per_s"]),
+        "raw_x_workers_steps_per_s": raw_single * args.workers,
+        "baseline_steps_per_s": best(f["baseline_steps_per_s"]),
+        "raw_single_steps_per_s": raw_single,
+        "raw_parallel_steps_per_s": best(f["raw_parallel_steps_per_s"]),
+        "raw_steps_per_cpu_s": best(f["raw_single_steps_per_cpu_s"]),
+    }
+    for label in ("coevo", "coevo_gym_slots"):
+        if f"{label}_steps_per_s" not in f:
+            continue
+        rate = best(f[f"{label}_steps_per_s"])
+        row[f"{label}_steps_per_s"] = rate
+        row[f"{label}_over_raw_x_workers"] = rate / row["raw_x_workers_steps_per_s"]
+        row[f"{label}_over_baseline"] = rate / row["baseline_steps_per_s"]
+        per_cpu = best(f[f"{label}_steps_per_cpu_s"])
+        row[f"{label}_steps_per_cpu_s"] = per_cpu
+        row[f"{label}_per_cpu_over_raw"] = per_cpu / row["raw_steps_per_cpu_s"]
+        row[f"{label}_busy_fraction"] = best(f[f"{label}_busy_fraction"])
+    row.update(
+        workers=args.workers,
+        envs_per_worker=args.envs_per_worker,
+        episodes=job.num_episodes,
+        repeats=args.repeats,
+        baseline_repeats=args.baseline_repeats,
+        **figures.meta[job.name],
+        all_repeats={k: [round(v, 3) for v in vals] for k, vals in f.items()},
+    )
+    return row
+
+
+def measure(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    jobs = [job_of(name) for name in args.jobs]
+    figures = Figures()
+    for space_name in dict.fromkeys(job.space for job in jobs):
+        space_jobs = [job for job in jobs if job.space == space_name]
+        space = tasks.get(space_name)
+        policy = policy_for(space)
+        # Pools one after the other: each pool's actors hold the CPUs while it lives.
+        measure_pool("coevo", space, policy, space_jobs, args, figures)
+        if space.make_slots is not None:
+            gym_space = dataclasses.replace(space, make_slots=None)
+            measure_pool("coevo_gym_slots", gym_space, policy, space_jobs, args, figures)
+        measure_baseline(space, policy, space_jobs, args, figures)
+    return {job.name: summarize(job, figures, args) for job in jobs}
+
+
+def progress(message: str) -> None:
+    print(f"  .. {message}", file=sys.stderr, flush=True)
+
+
+def print_table(results: dict[str, dict[str, Any]], conditions: dict[str, Any]) -> None:
+    first = next(iter(results.values()))
+    print(
+        f"workers {first['workers']}, envs per worker {first['envs_per_worker']}, "
+        f"best of {first['repeats']} repeats (baseline: {first['baseline_repeats']}); "
+        f"load average before {conditions['loadavg_before']}, after {conditions['loadavg_after']}"
+    )
+    print(
+        f"{'job':<15}{'slots':<14}{'coevo':>10}{'raw x W':>10}{'/raw':>6}{'baseline':>10}"
+        f"{'/base':>7}{'raw par':>10}{'| per CPU s':>12}{'raw':>9}{'/raw':>6}{'busy':>6}"
+    )
+    for name, row in results.items():
+        for label in ("coevo", "coevo_gym_slots"):
+            if f"{label}_steps_per_s" not in row:
+                continue
+            slots = row[f"{label}_slots"].rsplit(".", 1)[-1]
+            print(
+                f"{name:<15}{slots:<14}{row[f'{label}_steps_per_s']:>10,.0f}"
+                f"{row['raw_x_workers_steps_per_s']:>10,.0f}"
+                f"{row[f'{label}_over_raw_x_workers']:>6.2f}"
+                f"{row['baseline_steps_per_s']:>10,.0f}{row[f'{label}_over_baseline']:>7.1f}"
+                f"{row['raw_parallel_steps_per_s']:>10,.0f}"
+                f"{row[f'{label}_steps_per_cpu_s']:>12,.0f}{row['raw_steps_per_cpu_s']:>9,.0f}"
+                f"{row[f'{label}_per_cpu_over_raw']:>6.2f}{row[f'{label}_busy_fraction']:>6.2f}"
+            )
+    print(
+        "env steps/s. coevo: EvaluationPool with the named slots (GymSlots: one gymnasium env\n"
+        "per slot); raw x W: the env alone, one process, fixed action, x workers; /raw, /base:\n"
+        "coevo over raw x W and over baseline (one Ray task per episode, torch batch 1);\n"
+        "raw par: the env alone in W processes at once (what the cores give right now).\n"
+        "per CPU s: env steps per CPU second of the workers' processes vs the raw env's;\n"
+        "busy: workers' time in Worker.run / (wall x workers)."
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--envs-per-worker", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--baseline-repeats", type=int, default=1)
+    parser.add_argument("--raw-seconds", type=float, default=0.5)
+    parser.add_argument("--jobs", nargs="+", default=list(JOBS), choices=JOBS)
+    args = parser.parse_args(argv)
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    conditions = {"loadavg_before": loadavg()}
+    try:
+        results = measure(args)
+    finally:
+        ray.shutdown()
+    conditions["loadavg_after"] = loadavg()
+    for row in results.values():
+        row.update(conditions)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print_table(results, conditions)
+
+
+def loadavg() -> str:
+    # The cores are shared: other processes running meanwhile lower every figure.
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+if __name__ == "__main__":
+    main()
