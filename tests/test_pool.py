@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -50,7 +52,9 @@ def test_episode_return_equals_a_plain_gymnasium_rollout(cartpole, cartpole_poli
 
 
 def test_worker_keeps_its_envs_and_swaps_tasks_in_place(cartpole, cartpole_policy, workload):
-    worker = Worker(cartpole, cartpole_policy, num_envs=2)
+    # The one-gymnasium-env-per-slot path (cartpole itself defaults to batched physics).
+    gym_cartpole = dataclasses.replace(cartpole, make_slots=None)
+    worker = Worker(gym_cartpole, cartpole_policy, num_envs=2)
     envs_before = [id(env) for env in worker.slots.envs]
     sources = {}
     jobs = []

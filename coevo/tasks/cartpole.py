@@ -106,4 +106,5 @@ def cartpole() -> TaskSpace:
         make_env=TaskCartPole,
         max_episode_steps=500,
         solved_score=475.0,
+        make_slots=CartPoleSlots,
     )
