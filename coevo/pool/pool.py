@@ -9,16 +9,18 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import pandas as pd
 
 from coevo.errors import ConfigError
 from coevo.policy import PolicySpec
 from coevo.pool.jobs import EpisodeJob, Stored, weights_key
 from coevo.pool.worker import ChunkResult, Worker
 from coevo.tasks.task import Task, TaskSpace
+
+if TYPE_CHECKING:  # pandas only for cross_evaluate_frame: workers need not import it
+    import pandas as pd
 
 
 class Backend(StrEnum):
@@ -43,8 +45,10 @@ _GUIDED_SHARE = 2
 # fails the call instead of restarting workers forever.
 _CHUNK_RETRIES = 3
 # Newly registered vectors are put in the object store together, in blocks of at most this
-# many bytes: one put costs ~0.5 ms here, so a put per vector would idle the workers.
-_BLOCK_BYTES = 8 << 20
+# many bytes: one put costs ~0.5 ms here, so a put per vector would idle the workers. A block
+# fills a preallocated staging array and is put as soon as it is full, so the driver holds at
+# most one block of copies whatever the number of versions registered.
+_BLOCK_BYTES = 4 << 20
 _STAT_KEYS = (
     "episodes",
     "env_steps",
@@ -105,10 +109,12 @@ class EvaluationPool:
         self.policy = policy
         self.num_workers = num_workers
         self.envs_per_worker = envs_per_worker
-        # key -> (block id, block or its ObjectRef, row); `_pending` holds registered
-        # vectors not yet put, shipped together at the next `run`.
+        # key -> (block id, block or its ObjectRef, row), least recently used first.
         self._store: OrderedDict[str, tuple[str, Any, int]] = OrderedDict()
-        self._pending: dict[str, np.ndarray] = {}
+        # Versions registered since the last put: their keys, in the rows of `_staging`.
+        self._pending: list[str] = []
+        self._pending_keys: set[str] = set()
+        self._staging = np.zeros((0, policy.num_params), dtype=np.float32)
         self._store_size = store_size
         self._blocks_made = 0
         self._owns_ray = False
@@ -181,6 +187,7 @@ class EvaluationPool:
         self._workers = []
         self._store.clear()
         self._pending.clear()
+        self._pending_keys.clear()
 
     def __enter__(self) -> EvaluationPool:
         return self
@@ -192,8 +199,9 @@ class EvaluationPool:
     def register(self, vector: np.ndarray) -> str:
         """Register a parameter vector (once per version) and return its key.
 
-        The vector is shipped with the next `run`, together with the other vectors registered
-        since the last one: one object-store put per block of versions, never one per job.
+        The vector is copied into a staging block, put in the object store with the other
+        versions of its block at the next `run` (or as soon as the block is full): one put
+        per block of versions, never one per vector or per job.
         """
         vector = np.ascontiguousarray(vector, dtype=np.float32)
         if vector.shape != (self.policy.num_params,):
@@ -204,31 +212,39 @@ class EvaluationPool:
         key = weights_key(vector)
         if key in self._store:
             self._store.move_to_end(key)
-        elif key not in self._pending:
-            self._pending[key] = vector.copy()
+        elif key not in self._pending_keys:
+            if not self._pending:
+                rows = max(1, _BLOCK_BYTES // vector.nbytes)
+                self._staging = np.empty((rows, vector.size), dtype=np.float32)
+            self._staging[len(self._pending)] = vector
+            self._pending.append(key)
+            self._pending_keys.add(key)
+            if len(self._pending) == len(self._staging):
+                self._ship_pending()
         return key
 
     def _ship_pending(self) -> None:
-        """Put the vectors registered since the last run in the object store, in blocks."""
+        """Put the staged versions in the object store as one block."""
         if not self._pending:
             return
-        keys = list(self._pending)
-        per_block = max(1, _BLOCK_BYTES // (4 * self.policy.num_params))
-        for start in range(0, len(keys), per_block):
-            block_keys = keys[start : start + per_block]
-            block = np.stack([self._pending[key] for key in block_keys])
-            block_id = f"{id(self):x}.{self._blocks_made}"
-            self._blocks_made += 1
-            if self.backend is Backend.RAY:
-                import ray
+        block = self._staging[: len(self._pending)]
+        block_id = f"{id(self):x}.{self._blocks_made}"
+        self._blocks_made += 1
+        if self.backend is Backend.RAY:
+            import ray
 
-                handle: Any = ray.put(block)
-            else:
-                handle = block
-            self.stats["bytes_shipped"] += block.nbytes
-            for row, key in enumerate(block_keys):
-                self._store[key] = (block_id, handle, row)
-        self._pending.clear()
+            handle: Any = ray.put(block)  # copied into the store; the staging array is free
+        else:
+            handle = block.copy()
+        self.stats["bytes_shipped"] += block.nbytes
+        for row, key in enumerate(self._pending):
+            self._store[key] = (block_id, handle, row)
+        self._pending = []
+        self._pending_keys = set()
+        self._staging = np.zeros((0, self.policy.num_params), dtype=np.float32)
+
+    def _evict(self) -> None:
+        # After a call, never during one: a call may use more versions than the bound.
         while len(self._store) > self._store_size:
             self._store.popitem(last=False)
 
@@ -265,6 +281,7 @@ class EvaluationPool:
                 self.stats[key] += result.stats.get(key, 0.0)
             self.busy_by_worker[worker] += result.stats.get("busy_s", 0.0)
             self._note_pid(worker, int(result.stats.get("pid", 0)))
+        self._evict()
         self.stats["wall_s"] += time.perf_counter() - started
         return EvalResult(returns, lengths, errors)
 
@@ -367,6 +384,8 @@ class EvaluationPool:
         seed: int = 0,
     ) -> pd.DataFrame:
         """`cross_evaluate` as a frame indexed by policy name with one column per task name."""
+        import pandas as pd
+
         matrix = self.cross_evaluate(list(policies.values()), list(tasks.values()), episodes, seed)
         return pd.DataFrame(matrix, index=list(policies), columns=list(tasks))
 

@@ -20,8 +20,9 @@ from coevo.pool.jobs import EpisodeJob, Perturbed, Stored
 from coevo.pool.slots import EnvSlots, GymSlots
 from coevo.tasks.task import TaskSpace
 
-# Object-store blocks a worker keeps (each at most pool._BLOCK_BYTES).
-_BLOCK_CACHE = 4
+# Object-store blocks a worker keeps (each at most pool._BLOCK_BYTES): chunks walk through
+# the versions in registration order, so the current block and the one before suffice.
+_BLOCK_CACHE = 2
 
 
 @dataclass
