@@ -368,7 +368,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--envs-per-worker", type=int, default=32)
+    parser.add_argument("--envs-per-worker", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--baseline-repeats", type=int, default=1)
     parser.add_argument("--raw-seconds", type=float, default=0.5)
