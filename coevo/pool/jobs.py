@@ -37,8 +37,10 @@ class Perturbed:
     sigma: float
     sign: int
 
-    def build(self, theta: np.ndarray) -> np.ndarray:
-        noise = perturbation_noise(self.noise_seed, theta.size)
+    def build(self, theta: np.ndarray, noise: np.ndarray | None = None) -> np.ndarray:
+        """The perturbed vector; `noise` may pass noise(noise_seed) already drawn."""
+        if noise is None:
+            noise = perturbation_noise(self.noise_seed, theta.size)
         return theta + np.float32(self.sign * self.sigma) * noise
 
 

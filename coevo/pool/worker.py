@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from coevo.policy import PolicySpec
-from coevo.pool.jobs import EpisodeJob, Perturbed, Stored
+from coevo.pool.jobs import EpisodeJob, Perturbed, Stored, perturbation_noise
 from coevo.pool.slots import EnvSlots, GymSlots
 from coevo.tasks.task import TaskSpace
 
@@ -61,6 +61,8 @@ class Worker:
         # Blocks of vectors fetched from the object store, so that the other versions in a
         # block are not fetched again when their turn comes (one fetch per block and worker).
         self.blocks: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._noise_seed: tuple[int, int] | None = None
+        self._noise = np.zeros(0, dtype=np.float32)
         self.pid = _pid()
 
     def ping(self) -> int:
@@ -202,7 +204,12 @@ class Worker:
             return self._weights(source.key, sources, counters)
         if source not in perturbed:
             perturbed.clear()  # jobs of one perturbation come together; keep one
-            perturbed[source] = source.build(self._weights(source.key, sources, counters))
+            theta = self._weights(source.key, sources, counters)
+            # A mirrored pair's two signs come one after the other: draw its noise once.
+            if self._noise_seed != (source.noise_seed, theta.size):
+                self._noise = perturbation_noise(source.noise_seed, theta.size)
+                self._noise_seed = (source.noise_seed, theta.size)
+            perturbed[source] = source.build(theta, self._noise)
         return perturbed[source]
 
 
