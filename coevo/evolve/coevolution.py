@@ -101,6 +101,7 @@ class Coevolution:
         self.pata_seed = int(np.random.default_rng([seed, 1]).integers(0, 2**31 - 1))
         self.scores = ScoreCache()
         self.generation = 0
+        self._errors: dict[int, str] = {}  # pair id -> why its last evaluation failed
         self.population = Population()
         tasks = initial_tasks or [space.initial_task()] * config.initial_pairs
         for task in tasks:
@@ -173,9 +174,10 @@ class Coevolution:
 
     def _evaluate(self, pairs: list[Pair]) -> None:
         seed = int(self.rng.integers(0, 2**31 - 1))
-        returns = self.pool.evaluate(
+        returns, errors = self.pool.evaluate_detailed(
             [(p.theta, p.task) for p in pairs], self.config.eval_episodes, seed
         )
+        self._errors = {pairs[i].pair_id: message for i, message in errors.items()}
         # A failed episode makes the pair's score NaN: failures are never scores.
         for pair, score in zip(pairs, returns.mean(axis=1), strict=True):
             pair.scores.append(float(score))
@@ -208,6 +210,7 @@ class Coevolution:
                     parent_id=pair.parent_id,
                     score=pair.score,
                     threshold=threshold,
+                    error=self._errors.get(pair.pair_id, ""),
                 )
             )
             if ok:
@@ -221,17 +224,27 @@ class Coevolution:
         if not candidates:
             return 0, 0, 0
         seed = int(self.rng.integers(0, 2**31 - 1))
-        returns = self.pool.evaluate(
+        returns, errors = self.pool.evaluate_detailed(
             [(parent.theta, child) for parent, child in candidates], cfg.eval_episodes, seed
         )
         passing: list[tuple[Pair, Task, float, str]] = []
-        for (parent, child), score in zip(candidates, returns.mean(axis=1), strict=True):
+        for index, ((parent, child), score) in enumerate(
+            zip(candidates, returns.mean(axis=1), strict=True)
+        ):
             ok, reason = rules.minimal_criterion(float(score), cfg.mc_lower, cfg.mc_upper)
             if ok:
                 passing.append((parent, child, float(score), reason))
                 continue
             decisions.append(
-                self._child_decision(parent, child, "minimal_criterion", "rejected", reason, score)
+                self._child_decision(
+                    parent,
+                    child,
+                    "minimal_criterion",
+                    "rejected",
+                    reason,
+                    score,
+                    error=errors.get(index, ""),
+                )
             )
         if not passing:
             return len(candidates), 0, 0

@@ -30,6 +30,7 @@ class Decision:
     lower: float = float("nan")
     upper: float = float("nan")
     novelty: float = float("nan")
+    error: str = ""  # why an evaluation failed, when one did
 
     def as_row(self) -> dict:
         return asdict(self)

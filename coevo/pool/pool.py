@@ -358,11 +358,25 @@ class EvaluationPool:
         seed: int = 0,
     ) -> np.ndarray:
         """Returns [len(pairs), episodes]: each (parameters, task) on seeds seed..seed+K-1."""
+        return self.evaluate_detailed(pairs, episodes, seed)[0]
+
+    def evaluate_detailed(
+        self,
+        pairs: Sequence[tuple[np.ndarray, Task]],
+        episodes: int = 1,
+        seed: int = 0,
+    ) -> tuple[np.ndarray, dict[int, str]]:
+        """`evaluate`, plus for each pair with a failed episode its first error's last line."""
         jobs = []
         for theta, task in pairs:
             key = self.register(theta)
             jobs.extend(EpisodeJob(Stored(key), task, seed + k) for k in range(episodes))
-        return self.run(jobs).returns.reshape(len(pairs), episodes)
+        result = self.run(jobs)
+        errors: dict[int, str] = {}
+        for job_index in sorted(result.errors):
+            lines = [line for line in result.errors[job_index].splitlines() if line.strip()]
+            errors.setdefault(job_index // episodes, lines[-1].strip() if lines else "failed")
+        return result.returns.reshape(len(pairs), episodes), errors
 
     def cross_evaluate(
         self,

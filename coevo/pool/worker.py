@@ -150,6 +150,9 @@ class Worker:
             index = int(slot_job[slot])
             lengths[index] = slot_length[slot]
             message = slot_failed.pop(slot, None)
+            if message is None and not np.isfinite(slot_return[slot]):
+                # A NaN or infinite return is a broken episode, never a score.
+                message = f"non-finite return {slot_return[slot]} after {slot_length[slot]} steps"
             if message is None:
                 returns[index] = slot_return[slot]
             else:

@@ -1,0 +1,92 @@
+"""Broken environments fail their own evaluations, visibly, and never become scores."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from coevo.evolve import Coevolution, ESConfig, EvolutionConfig, EvolutionStrategy
+from coevo.policy import PolicySpec
+from coevo.pool import EvaluationPool
+from coevo.tasks import Param, TaskSpace
+
+
+class Fragile:
+    """A task-settable env: `mode` 0 is fine, 1 raises mid-episode, 2 rewards NaN, 3 inf."""
+
+    def __init__(self):
+        self.observation_space = gym.spaces.Box(-1, 1, (2,))
+        self.action_space = gym.spaces.Discrete(2)
+        self.task = {"mode": 0.0}
+
+    def get_task(self):
+        return dict(self.task)
+
+    def set_task(self, task):
+        self.task = dict(task)
+
+    def reset(self, seed=None, options=None):
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        mode = int(self.task["mode"])
+        if mode == 1 and self.t == 4:
+            raise FloatingPointError("wheel fell off")
+        reward = {2: float("nan"), 3: float("inf")}.get(mode, 1.0) if self.t == 2 else 1.0
+        return np.zeros(2, np.float32), reward, self.t >= 10, False, {}
+
+
+SPACE = TaskSpace("fragile", (Param("mode", 0, 3, 0, 0.0),), Fragile, 50)
+POLICY = PolicySpec.for_spaces(Fragile().observation_space, Fragile().action_space, (4,))
+
+
+def test_nan_and_infinite_returns_are_failures_not_scores(rng):
+    theta = POLICY.init(rng)
+    with EvaluationPool(SPACE, POLICY, "local", 1, envs_per_worker=3) as pool:
+        returns, errors = pool.evaluate_detailed(
+            [(theta, SPACE.task(mode=m)) for m in (0, 2, 3, 1)], episodes=2
+        )
+    assert returns[0].tolist() == [10.0, 10.0]
+    assert np.isnan(returns[1:]).all()
+    assert errors[1].startswith("non-finite return nan after 10 steps")
+    assert errors[2].startswith("non-finite return inf after 10 steps")
+    assert errors[3] == "FloatingPointError: wheel fell off"
+    assert 0 not in errors
+
+
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_a_pair_whose_env_raises_is_marked_failed_and_the_run_goes_on(backend, request, rng):
+    if backend == "ray":
+        import sys
+
+        from ray import cloudpickle
+
+        request.getfixturevalue("ray_session")
+        # Workers cannot import this test module: ship Fragile by value.
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    config = EvolutionConfig(
+        generations=2,
+        es_steps=1,
+        eval_episodes=2,
+        repro_threshold=5,
+        reproduce_every=1,
+        max_children=0,
+        transfer_every=0,
+    )
+    with EvaluationPool(SPACE, POLICY, backend, 2, envs_per_worker=2) as pool:
+        es = EvolutionStrategy(ESConfig(population=4), pool)
+        co = Coevolution(
+            SPACE, pool, es, config, seed=0, initial_tasks=[SPACE.task(mode=0), SPACE.task(mode=1)]
+        )
+        results = co.run()
+    assert [r.generation for r in results] == [1, 2]
+    for result in results:
+        rows = {d.pair_id: d for d in result.decisions if d.kind == "parent"}
+        assert rows[0].outcome == "eligible" and rows[0].score == 10.0 and rows[0].error == ""
+        assert rows[1].outcome == "ineligible" and np.isnan(rows[1].score)
+        assert rows[1].reason == "evaluation failed (score nan); not eligible"
+        assert rows[1].error == "FloatingPointError: wheel fell off"
+    broken = co.population.get(1)
+    assert all(np.isnan(s) for s in broken.scores)
+    assert co.population.get(0).es_state.t == 2  # the healthy pair kept optimizing
