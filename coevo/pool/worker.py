@@ -66,6 +66,7 @@ class Worker:
         self.pid = _pid()
 
     def ping(self) -> int:
+        """This worker's process id (a restarted Ray actor answers with a new one)."""
         return self.pid
 
     def info(self) -> dict[str, Any]:
@@ -109,7 +110,11 @@ class Worker:
         return vector
 
     def run(self, jobs: Sequence[EpisodeJob], sources: Mapping[str, Any]) -> ChunkResult:
-        """Run every job; `sources` maps weight keys to arrays or Ray object refs."""
+        """Run every job; results in job order.
+
+        `sources` maps each weight key of the jobs to (block id, block or its Ray ObjectRef,
+        row), as the pool sends them, or to a bare vector; only cache misses read it.
+        """
         started = time.perf_counter()
         cpu_started = time.process_time()
         counters = {"cache_hits": 0.0, "cache_misses": 0.0, "bytes_loaded": 0.0}
