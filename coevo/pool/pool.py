@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -21,6 +22,8 @@ from coevo.tasks.task import Task, TaskSpace
 
 if TYPE_CHECKING:  # pandas only for cross_evaluate_frame: workers need not import it
     import pandas as pd
+
+logger = logging.getLogger(__name__)
 
 
 class Backend(StrEnum):
@@ -44,6 +47,10 @@ _GUIDED_SHARE = 2
 # Re-runs of one chunk whose worker died; finite so a chunk that kills its worker every time
 # fails the call instead of restarting workers forever.
 _CHUNK_RETRIES = 3
+# How often, while chunks are out, the driver asks Ray which nodes are alive: a worker on a
+# dead node is replaced and its chunks go to the other workers (Ray alone would wait for a
+# restart that finds no room when the rest of the cluster is full).
+_HEALTH_CHECK_S = 1.0
 # Newly registered vectors are put in the object store together, in blocks of at most this
 # many bytes: one put costs ~0.5 ms here, so a put per vector would idle the workers. A block
 # fills a preallocated staging array and is put as soon as it is full, so the driver holds at
@@ -63,6 +70,26 @@ _STAT_KEYS = (
 def busy_key(worker: int) -> str:
     """The `stats_snapshot()` key of one worker's cumulative busy seconds."""
     return f"busy_s_worker_{worker}"
+
+
+class RayWorker(Worker):
+    """The Ray actor: a `Worker` that also says which node it runs on."""
+
+    def __init__(self, space: TaskSpace, policy: PolicySpec, num_envs: int = 8):
+        super().__init__(space, policy, num_envs)
+        import ray
+
+        self.node_id = ray.get_runtime_context().get_node_id()
+
+    def where(self) -> tuple[int, str]:
+        """(pid, Ray node id) of this worker."""
+        return self.pid, self.node_id
+
+    def run_on_node(
+        self, jobs: Sequence[EpisodeJob], sources: dict[str, Any]
+    ) -> tuple[str, ChunkResult]:
+        """`run`, with the node that ran it (a restarted actor may be on another node)."""
+        return self.node_id, self.run(jobs, sources)
 
 
 class ProgressListener(Protocol):
@@ -122,9 +149,15 @@ class EvaluationPool:
             key: 0.0 for key in (*_STAT_KEYS, "bytes_shipped", "wall_s", "worker_restarts")
         }
         self.busy_by_worker = np.zeros(num_workers)
+        # Per Ray node id ("local" for the local backend): episodes and busy seconds.
+        self._node_stats: dict[str, dict[str, float]] = {}
         # Optional listener for progress displays: planned(n) per call, done(n, steps) per chunk.
         self.progress: ProgressListener | None = None
         self._pids: list[int] = []
+        self._nodes: list[str] = ["local"] * num_workers
+        # Ray backend: replacements for workers lost with their node, by worker index, with
+        # the ref of their first call; a worker gets chunks once that call has answered.
+        self._starting: dict[int, Any] = {}
         if self.backend is Backend.LOCAL:
             self._workers: list[Any] = [
                 Worker(space, policy, envs_per_worker) for _ in range(num_workers)
@@ -151,17 +184,21 @@ class EvaluationPool:
         cpus_each = min(1.0, total_cpus / self.num_workers)
         # A killed worker process is restarted (its constructor re-run) and the chunks it
         # held are re-run; results are a function of the jobs, so they come out the same.
-        actor = ray.remote(num_cpus=cpus_each, max_restarts=-1, max_task_retries=_CHUNK_RETRIES)(
-            Worker
+        # SPREAD: on a cluster, workers go to as many nodes as have room.
+        self._actor = ray.remote(
+            num_cpus=cpus_each, max_restarts=-1, max_task_retries=_CHUNK_RETRIES
+        )(RayWorker).options(
+            runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}},
+            scheduling_strategy="SPREAD",
         )
-        workers = [
-            actor.options(
-                runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}}
-            ).remote(self.space, self.policy, self.envs_per_worker)
-            for _ in range(self.num_workers)
-        ]
-        self._pids = ray.get([w.ping.remote() for w in workers])
+        workers = [self._new_actor() for _ in range(self.num_workers)]
+        where = ray.get([w.where.remote() for w in workers])
+        self._pids = [pid for pid, _ in where]
+        self._nodes = [node for _, node in where]
         return workers
+
+    def _new_actor(self) -> Any:
+        return self._actor.remote(self.space, self.policy, self.envs_per_worker)
 
     @property
     def workers(self) -> list[Any]:
@@ -169,12 +206,25 @@ class EvaluationPool:
         return list(self._workers)
 
     def worker_info(self) -> list[dict[str, Any]]:
-        """Each worker's pid, slots implementation and number of env slots."""
+        """Each worker's pid, slots implementation and number of env slots (a replacement
+        still waiting for room on the cluster: `{"pid": None}`)."""
         if self.backend is Backend.LOCAL:
             return [worker.info() for worker in self._workers]
         import ray
 
-        return ray.get([worker.info.remote() for worker in self._workers])
+        ready = [w for w in range(self.num_workers) if w not in self._starting]
+        answers = ray.get([self._workers[w].info.remote() for w in ready])
+        infos = dict(zip(ready, answers, strict=True))
+        return [infos.get(w, {"pid": None}) for w in range(self.num_workers)]
+
+    def worker_nodes(self) -> list[str]:
+        """The Ray node id each worker last ran on, by worker index ("local" for the local
+        backend)."""
+        return list(self._nodes)
+
+    def node_stats(self) -> dict[str, dict[str, float]]:
+        """Episodes and busy seconds per Ray node id since the pool started."""
+        return {node: dict(stats) for node, stats in self._node_stats.items()}
 
     def close(self) -> None:
         if self.backend is Backend.RAY:
@@ -182,6 +232,7 @@ class EvaluationPool:
 
             for worker in self._workers:
                 ray.kill(worker)
+            self._starting.clear()
             if self._owns_ray:
                 ray.shutdown()
         self._workers = []
@@ -268,18 +319,22 @@ class EvaluationPool:
                 worker = index % self.num_workers
                 result = self._workers[worker].run(jobs_chunk, sources_for[index])
                 self._report(result)
-                results.append((worker, result))
+                results.append((worker, "local", result))
         else:
             results = self._run_ray(chunks, sources_for)
         # `results` is in chunk order; chunk i starts at job starts[i].
-        returns = np.concatenate([result.returns for _, result in results])
-        lengths = np.concatenate([result.lengths for _, result in results])
+        returns = np.concatenate([result.returns for _, _, result in results])
+        lengths = np.concatenate([result.lengths for _, _, result in results])
         errors: dict[int, str] = {}
-        for offset, (worker, result) in zip(starts, results, strict=True):
+        for offset, (worker, node, result) in zip(starts, results, strict=True):
             errors.update({offset + i: msg for i, msg in result.errors.items()})
             for key in _STAT_KEYS:
                 self.stats[key] += result.stats.get(key, 0.0)
-            self.busy_by_worker[worker] += result.stats.get("busy_s", 0.0)
+            busy = result.stats.get("busy_s", 0.0)
+            self.busy_by_worker[worker] += busy
+            on_node = self._node_stats.setdefault(node, {"episodes": 0.0, "busy_s": 0.0})
+            on_node["episodes"] += len(result.returns)
+            on_node["busy_s"] += busy
             self._note_pid(worker, int(result.stats.get("pid", 0)))
         self._evict()
         self.stats["wall_s"] += time.perf_counter() - started
@@ -324,32 +379,106 @@ class EvaluationPool:
             raise KeyError(f"weights not registered with this pool: {sorted(missing)[:3]}")
         return {key: self._store[key] for key in keys}
 
-    def _run_ray(self, chunks, sources_for) -> list[tuple[int, ChunkResult]]:
+    def _run_ray(self, chunks, sources_for) -> list[tuple[int, str, ChunkResult]]:
+        import ray
+        from ray.exceptions import RayActorError
+
+        results: list[tuple[int, str, ChunkResult] | None] = [None] * len(chunks)
+        todo = deque(range(len(chunks)))
+        attempts = [0] * len(chunks)
+        pending: dict[Any, tuple[int, int]] = {}  # chunk ref -> (chunk, worker)
+        in_flight = [0] * self.num_workers
+        checked = time.monotonic()
+
+        def feed() -> None:
+            # Round robin, each ready worker up to _IN_FLIGHT_PER_WORKER chunks (one running,
+            # one queued); the worker that finished first gets the next chunk.
+            for _ in range(_IN_FLIGHT_PER_WORKER):
+                for worker in range(self.num_workers):
+                    if todo and worker not in self._starting:
+                        if in_flight[worker] < _IN_FLIGHT_PER_WORKER:
+                            index = todo.popleft()
+                            ref = self._workers[worker].run_on_node.remote(
+                                chunks[index], sources_for[index]
+                            )
+                            pending[ref] = (index, worker)
+                            in_flight[worker] += 1
+
+        def retry(index: int, error: Exception | None) -> None:
+            attempts[index] += 1
+            if attempts[index] > _CHUNK_RETRIES:
+                raise RuntimeError(
+                    f"a chunk of {len(chunks[index])} episodes failed {attempts[index]} times "
+                    f"on lost or dead workers: {error}"
+                ) from error
+            todo.appendleft(index)
+
+        feed()
+        while todo or pending:
+            starting = {ref: worker for worker, ref in self._starting.items()}
+            done, _ = ray.wait([*pending, *starting], num_returns=1, timeout=_HEALTH_CHECK_S)
+            if not done or time.monotonic() - checked >= _HEALTH_CHECK_S:
+                checked = time.monotonic()
+                for worker in self._replace_workers_on_dead_nodes():
+                    # Its chunks go to the other workers; their refs are dropped.
+                    for ref, (index, owner) in list(pending.items()):
+                        if owner == worker:
+                            del pending[ref]
+                            retry(index, None)
+                    in_flight[worker] = 0
+            if done and done[0] in starting:
+                self._replacement_ready(starting[done[0]])
+            elif done and done[0] in pending:
+                index, worker = pending.pop(done[0])
+                in_flight[worker] -= 1
+                try:
+                    node, result = ray.get(done[0])
+                except RayActorError as error:
+                    # Ray's own task retries ran out (the worker kept dying or stayed
+                    # unreachable): run the chunk again, on whichever worker is free.
+                    retry(index, error)
+                else:
+                    results[index] = (worker, node, result)
+                    self._nodes[worker] = node
+                    self._report(result)
+            feed()
+        return results  # type: ignore[return-value]
+
+    def _replace_workers_on_dead_nodes(self) -> list[int]:
+        """Workers whose node died: killed for good and replaced by new actors (placed where
+        Ray finds room, maybe not at once). Returns their indices."""
         import ray
 
-        results: list[tuple[int, ChunkResult] | None] = [None] * len(chunks)
-        pending: dict[Any, tuple[int, int]] = {}
-        next_chunk = 0
+        alive = {node["NodeID"] for node in ray.nodes() if node.get("Alive")}
+        lost = [
+            worker
+            for worker in range(self.num_workers)
+            if worker not in self._starting and self._nodes[worker] not in alive
+        ]
+        for worker in lost:
+            logger.warning(
+                "pool: worker %d was on node %s, which is gone; its chunks go to the other "
+                "workers and a replacement starts where the cluster has room",
+                worker,
+                self._nodes[worker][:8],
+            )
+            # Ray would restart it on its own, but only where one fits; a new actor is the
+            # same, and meanwhile the others take its work.
+            ray.kill(self._workers[worker], no_restart=True)
+            self._workers[worker] = self._new_actor()
+            self._starting[worker] = self._workers[worker].where.remote()
+            self.stats["worker_restarts"] += 1
+        return lost
 
-        def submit(worker: int) -> None:
-            nonlocal next_chunk
-            ref = self._workers[worker].run.remote(chunks[next_chunk], sources_for[next_chunk])
-            pending[ref] = (next_chunk, worker)
-            next_chunk += 1
+    def _replacement_ready(self, worker: int) -> None:
+        import ray
 
-        for _ in range(_IN_FLIGHT_PER_WORKER):
-            for worker in range(self.num_workers):
-                if next_chunk < len(chunks):
-                    submit(worker)
-        while pending:
-            # The worker that finished first gets the next chunk: each keeps one queued.
-            done, _ = ray.wait(list(pending), num_returns=1)
-            index, worker = pending.pop(done[0])
-            results[index] = (worker, ray.get(done[0]))
-            self._report(results[index][1])
-            if next_chunk < len(chunks):
-                submit(worker)
-        return results  # type: ignore[return-value]
+        ref = self._starting.pop(worker)
+        try:
+            self._pids[worker], self._nodes[worker] = ray.get(ref)
+        except ray.exceptions.RayActorError:  # it died before answering: try again
+            self._workers[worker] = self._new_actor()
+            self._starting[worker] = self._workers[worker].where.remote()
 
     def evaluate(
         self,
