@@ -1,0 +1,197 @@
+"""coevo on a real two-node Ray cluster on this machine: two raylets, started with `ray start`.
+
+The pool spreads its workers over the nodes, both nodes do work, and the results equal those
+of a one-node run; a node killed mid-run loses its worker, whose work the rest of the
+cluster takes over, and the results still equal the one-node run.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+from cluster_support import LocalCluster, alive, isolated_env
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from coevo.evolve.coevolution import is_runtime_column
+
+ROOT = Path(__file__).resolve().parents[1]
+DRIVER = str(Path(__file__).with_name("cluster_support.py"))
+COEVO_RUN = str(Path(sys.executable).parent / "coevo-run")
+GENERATIONS = 6
+# Small and quick (CartPole's batched physics), with reproduction and transfers every
+# generation, so every kind of pool call runs on the cluster.
+OVERRIDES = [
+    "seed=5",
+    "pool.num_workers=2",
+    "pool.envs_per_worker=8",
+    "optimizer.population=8",
+    f"evolution.generations={GENERATIONS}",
+    "evolution.es_steps=2",
+    "evolution.repro_threshold=100",
+    "evolution.reproduce_every=1",
+    "evolution.max_children=4",
+    "evolution.transfer_every=1",
+]
+
+
+@functools.cache
+def _composed() -> dict:
+    """The config coevo-run composes from these overrides, for the driver script."""
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return OmegaConf.to_container(compose("config", overrides=OVERRIDES), resolve=True)
+
+
+def _with_address(address: str | None) -> dict:
+    config = _composed()
+    return {**config, "pool": {**config["pool"], "address": address}}
+
+
+def _driver(config: dict, run_dir: Path, env: dict[str, str]) -> subprocess.Popen:
+    """The driver script in a subprocess; stderr (Ray's logs) to a file, never a full pipe."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / "stderr.txt", "w") as stderr:
+        return subprocess.Popen(
+            [sys.executable, DRIVER, json.dumps(config), str(run_dir)],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+
+
+def _finish(process: subprocess.Popen, run_dir: Path) -> str:
+    """Wait for a driver; its stdout. Killed if the test gives up on it."""
+    try:
+        out, _ = process.communicate(timeout=300)
+    finally:
+        process.kill()
+    assert process.returncode == 0, (run_dir / "stderr.txt").read_text()[-3000:]
+    return out
+
+
+def _tables(run_dir: Path) -> dict[str, pd.DataFrame]:
+    tables = {}
+    for name in ("summary.csv", "eligibility.csv"):
+        frame = pd.read_csv(run_dir / name)
+        tables[name] = frame.drop(columns=[c for c in frame if is_runtime_column(c)])
+    return tables
+
+
+def _assert_same_tables(got: Path, expected: Path) -> None:
+    want = _tables(expected)
+    assert want["summary.csv"]["generation"].tolist() == list(range(1, GENERATIONS + 1))
+    for name, table in _tables(got).items():
+        pd.testing.assert_frame_equal(table, want[name], obj=name)
+
+
+class _OneNodeRun:
+    """The reference: the same driver on an embedded one-node Ray instance, started at once
+    so that it runs while the cluster starts."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        # Its own Ray temp dir: its embedded instance is found by no other driver.
+        self.tmp = Path(tempfile.mkdtemp(prefix="cvo", dir="/tmp"))
+        self.process = _driver(_with_address(None), run_dir, isolated_env(self.tmp))
+
+    def result(self) -> Path:
+        _finish(self.process, self.run_dir)
+        return self.run_dir
+
+
+@pytest.fixture(scope="module")
+def one_node(tmp_path_factory):
+    run = _OneNodeRun(tmp_path_factory.mktemp("one_node") / "run")
+    yield run
+    run.process.kill()
+    run.process.wait()
+    shutil.rmtree(run.tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(one_node):
+    cluster = LocalCluster()
+    processes: list[psutil.Process] = []
+    try:
+        cluster.start(head_cpus=1, node_cpus=(1,))
+        for node in cluster.nodes:
+            processes += psutil.Process(node.process.pid).children(recursive=True)
+        yield cluster
+    finally:
+        cluster.shutdown()
+    assert not alive(processes), "cluster processes left running"
+
+
+def test_workers_spread_over_both_nodes_which_both_work_and_results_match_one_node(
+    cluster, one_node, tmp_path
+):
+    _finish(_driver(_with_address(cluster.address), tmp_path, cluster.env), tmp_path)
+    pool = json.loads((tmp_path / "pool.json").read_text())
+    head, second = (node.node_id() for node in cluster.nodes)
+    assert pool["cluster_nodes_at_start"] == sorted([head, second])
+    assert sorted(pool["worker_nodes"]) == sorted([head, second])  # one worker per node
+    for node in (head, second):
+        assert pool["node_stats"][node]["episodes"] > 0, node
+        assert pool["node_stats"][node]["busy_s"] > 0, node
+    assert pool["stats"]["worker_restarts"] == 0
+    _assert_same_tables(tmp_path, one_node.result())
+
+
+def test_coevo_run_with_pool_address_runs_on_the_cluster(cluster, one_node, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with open(tmp_path / "stderr.txt", "w") as stderr:
+        process = subprocess.Popen(
+            [COEVO_RUN, *OVERRIDES, f"pool.address={cluster.address}", f"hydra.run.dir={run_dir}"],
+            env=cluster.env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    out = _finish(process, tmp_path)
+    assert f"gen   {GENERATIONS}/{GENERATIONS}" in out
+    # The cluster, not an embedded instance, served it: its logs hold this driver's log.
+    logs = cluster.tmp / "ray" / "session_latest" / "logs"
+    assert list(logs.glob(f"python-core-driver-*_{process.pid}.log")), sorted(logs.iterdir())
+    _assert_same_tables(run_dir, one_node.result())
+
+
+def test_a_node_killed_mid_run_leaves_the_run_to_the_rest_with_the_same_results(
+    cluster, one_node, tmp_path
+):
+    # Last in this module: the cluster keeps only its head afterwards.
+    head, second = cluster.nodes
+    head_id, second_id = head.node_id(), second.node_id()
+    driver = _driver(_with_address(cluster.address), tmp_path, cluster.env)
+    lines = []
+    try:
+        for line in driver.stdout:
+            lines.append(line)
+            if line.startswith("generation 2 done"):
+                cluster.kill_raylet(second)  # the node dies with generations still to run
+    finally:
+        _finish(driver, tmp_path)
+    err = (tmp_path / "stderr.txt").read_text()
+    assert f"generation {GENERATIONS} done\n" in lines
+    assert second.process.wait(timeout=30) is not None  # the node is gone for good
+    pool = json.loads((tmp_path / "pool.json").read_text())
+    assert pool["cluster_nodes_at_start"] == sorted([head_id, second_id])
+    assert pool["cluster_nodes_at_end"] == [head_id]
+    # The lost node worked before it died, the head did the rest.
+    assert 0 < pool["node_stats"][second_id]["episodes"] < pool["stats"]["episodes"]
+    assert pool["node_stats"][head_id]["episodes"] > 0
+    assert pool["stats"]["worker_restarts"] >= 1
+    assert "which is gone" in err  # the pool said what it did
+    _assert_same_tables(tmp_path, one_node.result())
