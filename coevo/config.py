@@ -44,7 +44,7 @@ class PolicyConfig:
 class PoolConfig:
     backend: str = "ray"
     num_workers: int = 2
-    envs_per_worker: int = 8
+    envs_per_worker: int = 64
     address: str | None = None  # an existing Ray cluster ("auto" or host:port)
 
 

@@ -113,7 +113,7 @@ class EvaluationPool:
         policy: PolicySpec,
         backend: str | Backend = Backend.RAY,
         num_workers: int = 2,
-        envs_per_worker: int = 8,
+        envs_per_worker: int = 64,
         address: str | None = None,
         store_size: int = 4096,
     ):
