@@ -30,6 +30,22 @@ def cartpole_policy(cartpole):
     return PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(16,))
 
 
+@pytest.fixture(scope="session")
+def cartpole_solver(cartpole, cartpole_policy):
+    """A policy trained by ES (25 steps) that balances the default CartPole."""
+    from coevo.evolve import ESConfig, EvolutionStrategy
+    from coevo.pool import EvaluationPool
+
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        es = EvolutionStrategy(ESConfig(population=16, lr=0.1), pool)
+        rng = np.random.default_rng(1)
+        theta, state = cartpole_policy.init(rng), es.init_state()
+        for _ in range(25):
+            theta = es.step_many([theta], [state], [cartpole.initial_task()], rng)[0].theta
+        assert pool.evaluate([(theta, cartpole.initial_task())], 5, 0).mean() > 400
+    return theta
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)

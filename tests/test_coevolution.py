@@ -2,7 +2,6 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from coevo import tasks
 from coevo.evolve import Coevolution, ESConfig, EvolutionConfig, EvolutionStrategy
@@ -22,19 +21,6 @@ SMALL = EvolutionConfig(
     max_active=3,
     transfer_every=2,
 )
-
-
-@pytest.fixture(scope="module")
-def solver(cartpole, cartpole_policy):
-    """A policy trained by ES that balances the default CartPole."""
-    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
-        es = EvolutionStrategy(ESConfig(population=16, lr=0.1), pool)
-        rng = np.random.default_rng(1)
-        theta, state = cartpole_policy.init(rng), es.init_state()
-        for _ in range(25):
-            theta = es.step_many([theta], [state], [cartpole.initial_task()], rng)[0].theta
-        assert pool.evaluate([(theta, cartpole.initial_task())], 5, 0).mean() > 400
-    return theta
 
 
 def _make(space, policy, pool, config, seed=0, initial_tasks=None):
@@ -74,7 +60,7 @@ def test_another_seed_gives_another_run(cartpole, cartpole_policy):
     assert not a.equals(b)
 
 
-def test_only_parents_at_threshold_reproduce(cartpole, cartpole_policy, solver):
+def test_only_parents_at_threshold_reproduce(cartpole, cartpole_policy, cartpole_solver):
     config = dataclasses.replace(SMALL, es_steps=0, transfer_every=0, max_active=10)
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
         co = _make(
@@ -85,8 +71,8 @@ def test_only_parents_at_threshold_reproduce(cartpole, cartpole_policy, solver):
             initial_tasks=[cartpole.initial_task(), cartpole.task(gravity=12.0)],
         )
         good, bad = co.population.active
-        good.theta = solver.copy()
-        bad.theta = np.zeros_like(solver)  # always pushes left: falls within ~10 steps
+        good.theta = cartpole_solver.copy()
+        bad.theta = np.zeros_like(cartpole_solver)  # always pushes left: falls within ~10 steps
         result = co.step()
     parents = [d for d in result.decisions if d.kind == "parent"]
     assert [(d.pair_id, d.outcome) for d in parents] == [(0, "eligible"), (1, "ineligible")]
@@ -101,18 +87,20 @@ def test_only_parents_at_threshold_reproduce(cartpole, cartpole_policy, solver):
         pair = co.population.get(child.pair_id)
         assert pair.parent_id == 0 and pair.born == 1
         assert pair.task.id == child.task_id != good.task.id
-        np.testing.assert_array_equal(pair.theta, solver)  # starts from the parent's policy
+        np.testing.assert_array_equal(
+            pair.theta, cartpole_solver
+        )  # starts from the parent's policy
 
 
 def test_minimal_criterion_rejects_children_too_easy_for_the_parent(
-    cartpole, cartpole_policy, solver
+    cartpole, cartpole_policy, cartpole_solver
 ):
     # Tiny mutations: the child is as easy as the parent's task, which the parent solves.
     space = tasks.get("cartpole", {p.name: {"step": 0.01} for p in cartpole.params})
     config = dataclasses.replace(SMALL, es_steps=0, transfer_every=0, mc_upper=450)
     with EvaluationPool(space, cartpole_policy, "local", 1) as pool:
         co = _make(space, cartpole_policy, pool, config)
-        co.population.active[0].theta = solver.copy()
+        co.population.active[0].theta = cartpole_solver.copy()
         result = co.step()
     children = [d for d in result.decisions if d.kind == "child"]
     rejected = [d for d in children if d.rule == "minimal_criterion"]
@@ -121,12 +109,14 @@ def test_minimal_criterion_rejects_children_too_easy_for_the_parent(
     assert result.summary["admitted"] == 0 and len(co.population.active) == 1
 
 
-def test_children_identical_to_existing_tasks_are_dropped(cartpole, cartpole_policy, solver):
+def test_children_identical_to_existing_tasks_are_dropped(
+    cartpole, cartpole_policy, cartpole_solver
+):
     space = tasks.get("cartpole", {p.name: {"step": 0.0} for p in cartpole.params})
     config = dataclasses.replace(SMALL, es_steps=0, transfer_every=0)
     with EvaluationPool(space, cartpole_policy, "local", 1) as pool:
         co = _make(space, cartpole_policy, pool, config)
-        co.population.active[0].theta = solver.copy()
+        co.population.active[0].theta = cartpole_solver.copy()
         result = co.step()
     children = [d for d in result.decisions if d.kind == "child"]
     assert len(children) == 4
@@ -135,7 +125,7 @@ def test_children_identical_to_existing_tasks_are_dropped(cartpole, cartpole_pol
     assert result.summary["children_tried"] == 0
 
 
-def test_capacity_moves_the_oldest_pairs_to_the_archive(cartpole, cartpole_policy, solver):
+def test_capacity_moves_the_oldest_pairs_to_the_archive(cartpole, cartpole_policy, cartpole_solver):
     config = dataclasses.replace(SMALL, es_steps=0, transfer_every=0, max_children=0, max_active=2)
     initial = [cartpole.task(gravity=g) for g in (9.8, 11.0, 12.0)]
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
@@ -151,16 +141,16 @@ def test_capacity_moves_the_oldest_pairs_to_the_archive(cartpole, cartpole_polic
     assert frame.set_index("pair_id").loc[0, "status"] == "archived"
 
 
-def test_transfer_gives_a_task_the_better_policy(cartpole, cartpole_policy, solver):
+def test_transfer_gives_a_task_the_better_policy(cartpole, cartpole_policy, cartpole_solver):
     config = dataclasses.replace(SMALL, es_steps=0, max_children=0, transfer_every=1)
     initial = [cartpole.initial_task(), cartpole.task(gravity=11.0)]
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
         co = _make(cartpole, cartpole_policy, pool, config, initial_tasks=initial)
-        co.population.active[0].theta = solver.copy()
-        co.population.active[1].theta = np.zeros_like(solver)
+        co.population.active[0].theta = cartpole_solver.copy()
+        co.population.active[1].theta = np.zeros_like(cartpole_solver)
         result = co.step()
     transfers = {d.pair_id: d for d in result.decisions if d.kind == "transfer"}
     assert transfers[0].outcome == "kept"
     assert transfers[1].outcome == "transferred"
     assert transfers[1].reason.startswith("transferred: policy of pair 0 (direct) scores 500.0 >")
-    np.testing.assert_array_equal(co.population.active[1].theta, solver)
+    np.testing.assert_array_equal(co.population.active[1].theta, cartpole_solver)

@@ -3,7 +3,6 @@
 import dataclasses
 
 import numpy as np
-import pytest
 
 from coevo.evolve import Coevolution, ESConfig, EvolutionConfig, EvolutionStrategy
 from coevo.evolve.novelty import Characterization, ScoreCache, knn_novelty, novelty_scores, pata_ec
@@ -12,21 +11,19 @@ from coevo.evolve.rules import transfer
 from coevo.pool import EvaluationPool
 
 BASE = EvolutionConfig(
-    generations=3, es_steps=0, eval_episodes=2, repro_threshold=100, reproduce_every=1,
-    max_children=4, max_admitted=1, mc_lower=20, mc_upper=475, max_active=10,
-    transfer_every=0, solved_threshold=475,
+    generations=3,
+    es_steps=0,
+    eval_episodes=2,
+    repro_threshold=100,
+    reproduce_every=1,
+    max_children=4,
+    max_admitted=1,
+    mc_lower=20,
+    mc_upper=475,
+    max_active=10,
+    transfer_every=0,
+    solved_threshold=475,
 )
-
-
-@pytest.fixture(scope="module")
-def solver(cartpole, cartpole_policy):
-    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
-        es = EvolutionStrategy(ESConfig(population=16, lr=0.1), pool)
-        rng = np.random.default_rng(1)
-        theta, state = cartpole_policy.init(rng), es.init_state()
-        for _ in range(25):
-            theta = es.step_many([theta], [state], [cartpole.initial_task()], rng)[0].theta
-    return theta
 
 
 def _coevolution(space, pool, config, initial_tasks=None):
@@ -66,18 +63,21 @@ def test_params_novelty_uses_scaled_parameters(cartpole):
     np.testing.assert_allclose(novelty, [0.1, (30 - 9.8) / 28])
 
 
-def test_pata_ec_novelty_evaluates_frozen_policies_once(cartpole, cartpole_policy, solver):
+def test_pata_ec_novelty_evaluates_frozen_policies_once(cartpole, cartpole_policy, cartpole_solver):
     tasks_ = [cartpole.task(gravity=g) for g in (9.8, 20.0, 29.0)]
-    policies = [solver, np.zeros_like(solver)]
+    policies = [cartpole_solver, np.zeros_like(cartpole_solver)]
     cache = ScoreCache()
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
-        kwargs = dict(pool=pool, policies=policies, cache=cache, episodes=2, seed=3,
-                      bounds=(20.0, 475.0))
-        first = novelty_scores(Characterization.PATA_EC, cartpole, tasks_[:1], tasks_[1:], 5,
-                               **kwargs)
+        kwargs = dict(
+            pool=pool, policies=policies, cache=cache, episodes=2, seed=3, bounds=(20.0, 475.0)
+        )
+        first = novelty_scores(
+            Characterization.PATA_EC, cartpole, tasks_[:1], tasks_[1:], 5, **kwargs
+        )
         episodes = pool.stats["episodes"]
-        second = novelty_scores(Characterization.PATA_EC, cartpole, tasks_[:1], tasks_[1:], 5,
-                                **kwargs)
+        second = novelty_scores(
+            Characterization.PATA_EC, cartpole, tasks_[:1], tasks_[1:], 5, **kwargs
+        )
         assert pool.stats["episodes"] == episodes  # all from the cache
         matrix = pool.cross_evaluate(policies, tasks_, episodes=2, seed=3)
     np.testing.assert_array_equal(first, second)
@@ -90,17 +90,23 @@ def test_pata_ec_novelty_evaluates_frozen_policies_once(cartpole, cartpole_polic
 # -- ANNECS on a constructed history --------------------------------------------------------
 
 
-def test_annecs_counts_admitted_children_later_solved(cartpole, cartpole_policy, solver):
+def test_annecs_counts_admitted_children_later_solved(cartpole, cartpole_policy, cartpole_solver):
     initial = [cartpole.initial_task()]
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
         co = _coevolution(cartpole, pool, BASE, initial)
         root = co.population.active[0]
-        root.theta = solver.copy()
+        root.theta = cartpole_solver.copy()
         # A constructed history: children admitted through the MC at generation 1.
-        solved_child = co.population.add(cartpole.task(gravity=11.0), solver, co.optimizer
-                                         .init_state(), 0, 1)
-        unsolved_child = co.population.add(cartpole.task(gravity=12.0), np.zeros_like(solver),
-                                           co.optimizer.init_state(), 0, 1)
+        solved_child = co.population.add(
+            cartpole.task(gravity=11.0), cartpole_solver, co.optimizer.init_state(), 0, 1
+        )
+        unsolved_child = co.population.add(
+            cartpole.task(gravity=12.0),
+            np.zeros_like(cartpole_solver),
+            co.optimizer.init_state(),
+            0,
+            1,
+        )
         for child in (solved_child, unsolved_child):
             child.admitted_by_mc = True
         co.generation = 1
@@ -137,14 +143,16 @@ def test_transfer_rule_compares_with_the_best_recent_score():
     assert not transfer(float("nan"), "x", -np.inf, 5)[0]
 
 
-def test_transfer_must_beat_the_best_of_the_last_five_scores(cartpole, cartpole_policy, solver):
+def test_transfer_must_beat_the_best_of_the_last_five_scores(
+    cartpole, cartpole_policy, cartpole_solver
+):
     config = dataclasses.replace(BASE, max_children=0, transfer_every=1, transfer_proposal=True)
     initial = [cartpole.initial_task(), cartpole.task(gravity=10.5)]
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
         co = _coevolution(cartpole, pool, config, initial)
-        co.population.active[0].theta = solver.copy()
+        co.population.active[0].theta = cartpole_solver.copy()
         weak = co.population.active[1]
-        weak.theta = np.zeros_like(solver)
+        weak.theta = np.zeros_like(cartpole_solver)
         weak.scores = [500.0, 10.0, 10.0, 10.0]  # solved once, four generations ago
         result = co.step()  # its evaluation makes five scores: 500 is still in the window
         second = co.step()  # a sixth score: 500 has left the window of five
@@ -156,15 +164,16 @@ def test_transfer_must_beat_the_best_of_the_last_five_scores(cartpole, cartpole_
     assert "(direct)" in later.reason or "(proposal)" in later.reason
 
 
-def test_an_admitted_child_starts_with_the_best_active_policy(cartpole, cartpole_policy, solver):
+def test_an_admitted_child_starts_with_the_best_active_policy(
+    cartpole, cartpole_policy, cartpole_solver
+):
     # The parent (pair 0) is eligible but mediocre; pair 1 solves nearby tasks.
-    config = dataclasses.replace(BASE, repro_threshold=0, mc_lower=0, mc_upper=500,
-                                 max_children=1)
+    config = dataclasses.replace(BASE, repro_threshold=0, mc_lower=0, mc_upper=500, max_children=1)
     initial = [cartpole.initial_task(), cartpole.task(gravity=15.0)]
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
         co = _coevolution(cartpole, pool, config, initial)
-        co.population.active[0].theta = np.zeros_like(solver)
-        co.population.active[1].theta = solver.copy()
+        co.population.active[0].theta = np.zeros_like(cartpole_solver)
+        co.population.active[1].theta = cartpole_solver.copy()
         co.population.active[1].scores = []
         co.rng = np.random.default_rng(2)  # first mutation trial picks parent 0
         result = co.step()
@@ -172,16 +181,23 @@ def test_an_admitted_child_starts_with_the_best_active_policy(cartpole, cartpole
     assert len(admitted) == 1 and admitted[0].parent_id == 0
     assert "starts with policy of pair 1" in admitted[0].reason
     child = co.population.get(admitted[0].pair_id)
-    np.testing.assert_array_equal(child.theta, solver)
+    np.testing.assert_array_equal(child.theta, cartpole_solver)
     assert child.admitted_by_mc and child.parent_id == 0
 
 
-def test_enhanced_poet_loop_runs_with_pata_ec_novelty(cartpole, cartpole_policy, solver):
-    config = dataclasses.replace(BASE, novelty="pata_ec", repro_threshold=0, mc_lower=0,
-                                 mc_upper=500, max_children=4, max_admitted=2)
+def test_enhanced_poet_loop_runs_with_pata_ec_novelty(cartpole, cartpole_policy, cartpole_solver):
+    config = dataclasses.replace(
+        BASE,
+        novelty="pata_ec",
+        repro_threshold=0,
+        mc_lower=0,
+        mc_upper=500,
+        max_children=4,
+        max_admitted=2,
+    )
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
         co = _coevolution(cartpole, pool, config)
-        co.population.active[0].theta = solver.copy()
+        co.population.active[0].theta = cartpole_solver.copy()
         result = co.step()
         hits_after_first = co.scores.hits
         co.step()
