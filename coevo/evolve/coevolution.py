@@ -8,6 +8,7 @@ minimal criterion, novelty rank, admit with the best transferred policy, capacit
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,7 +149,12 @@ class Coevolution:
         summary = self._summary(counts, stats_before, time.perf_counter() - started)
         return GenerationResult(gen, summary, decisions, cross_scores)
 
-    def run(self, generations: int | None = None, callback=None) -> list[GenerationResult]:
+    def run(
+        self,
+        generations: int | None = None,
+        callback: Callable[[GenerationResult], None] | None = None,
+    ) -> list[GenerationResult]:
+        """Step until `generations` (default: the config's) have run; returns their results."""
         results = []
         while self.generation < (generations or self.config.generations):
             result = self.step()
@@ -169,7 +175,8 @@ class Coevolution:
             )
             for pair, step in zip(active, steps, strict=True):
                 pair.theta = step.theta
-            mean_return = float(np.nanmean([s.mean_return for s in steps]))
+            means = [s.mean_return for s in steps if np.isfinite(s.mean_return)]
+            mean_return = float(np.mean(means)) if means else float("nan")
         return mean_return
 
     def _evaluate(self, pairs: list[Pair]) -> None:
