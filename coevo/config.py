@@ -7,6 +7,8 @@ Every error names the dotted field and what is allowed, e.g.
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -104,6 +106,14 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "evolution.transfer_history": (1, None),
     "evolution.transfer_every": (0, None),
 }
+# Ends of a range that the value must not reach, as (low, high): a zero sigma never
+# explores, a zero epsilon or a beta of 1 divides by zero in Adam.
+_EXCLUSIVE: dict[str, tuple[bool, bool]] = {
+    "optimizer.sigma": (True, False),
+    "optimizer.epsilon": (True, False),
+    "optimizer.beta1": (False, True),
+    "optimizer.beta2": (False, True),
+}
 _CHOICES: dict[str, tuple[str, ...]] = {
     "mode": ("coevolve", "eligible_parents"),
     "logger": ("none", "tensorboard"),
@@ -111,6 +121,8 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "policy.activation": ("tanh", "relu"),
     "evolution.novelty": ("params", "pata_ec"),
 }
+# pool.address: "auto" (the cluster `ray start` last started here) or a head's HOST:PORT.
+_ADDRESS = re.compile(r"^(auto|(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5})$")
 
 
 def parse_config(raw: Mapping[str, Any]) -> RunConfig:
@@ -130,6 +142,13 @@ def parse_config(raw: Mapping[str, Any]) -> RunConfig:
     if opt.lr_min > opt.lr:
         raise ConfigError(
             "optimizer.lr_min", f"must be <= optimizer.lr ({opt.lr:g}), got {opt.lr_min:g}"
+        )
+    address = config.pool.address
+    if address is not None and not _ADDRESS.match(address):
+        raise ConfigError(
+            "pool.address",
+            f"must be 'auto' or HOST:PORT of a Ray cluster's head (null: an embedded Ray), "
+            f"got {address!r}",
         )
     if config.mode == "eligible_parents" and not config.eligible.pairs_file:
         raise ConfigError(
@@ -181,6 +200,8 @@ def _coerce(path: str, value: Any, hint: Any) -> Any:
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(path, f"must be a number{_range_text(path)}, got {value!r}")
+        if not math.isfinite(value):  # NaN would pass every comparison below
+            raise ConfigError(path, f"must be a finite number{_range_text(path)}, got {value!r}")
         _check_range(path, float(value))
         return float(value)
     if hint is str:
@@ -209,17 +230,21 @@ def _coerce(path: str, value: Any, hint: Any) -> Any:
 
 def _range_text(path: str) -> str:
     low, high = _RANGES.get(path, (None, None))
+    open_low, open_high = _EXCLUSIVE.get(path, (False, False))
     if low is not None and high is not None:
-        return f" in [{low:g}, {high:g}]"
+        return f" in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
     if low is not None:
-        return f" >= {low:g}"
+        return f" {'>' if open_low else '>='} {low:g}"
     if high is not None:
-        return f" <= {high:g}"
+        return f" {'<' if open_high else '<='} {high:g}"
     return ""
 
 
 def _check_range(path: str, value: float) -> None:
     low, high = _RANGES.get(path, (None, None))
-    if (low is not None and value < low) or (high is not None and value > high):
+    open_low, open_high = _EXCLUSIVE.get(path, (False, False))
+    below = low is not None and (value <= low if open_low else value < low)
+    above = high is not None and (value >= high if open_high else value > high)
+    if below or above:
         kind = "an integer" if isinstance(value, int) else "a number"
         raise ConfigError(path, f"must be {kind}{_range_text(path)}, got {value!r}")

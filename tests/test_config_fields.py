@@ -1,0 +1,257 @@
+"""Every config field, systematically: a wrong type, an out-of-range value, a value not among
+the choices, NaN / infinity, an unknown key in every section. Each is refused with a message
+that names the field and says what is allowed, by `parse_config` and by `coevo-run` (exit
+code 2, on stderr, before Ray is imported).
+
+The cases are generated from the config dataclasses, so a field added later is covered (and
+a numeric field must say whether it has a range: see `test_every_numeric_field_has_a_range`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import subprocess
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coevo import config as config_module
+from coevo.config import RunConfig, parse_config
+from coevo.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+RANGES = config_module._RANGES
+EXCLUSIVE = config_module._EXCLUSIVE
+CHOICES = config_module._CHOICES
+# Numeric fields that any finite value suits (scores and thresholds of the user's env).
+UNBOUNDED = {
+    "evolution.repro_threshold",
+    "evolution.mc_lower",
+    "evolution.mc_upper",
+    "evolution.solved_threshold",
+    "eligible.threshold",
+}
+# A wrong-type value per field type, and what the message must say is allowed instead.
+WRONG = {
+    int: ("three", "must be an integer"),
+    float: ("fast", "must be a number"),
+    str: (7, "must be a string"),
+    bool: ("maybe", "must be true or false"),
+    tuple: ("16", "must be a list of positive integers"),
+    dict: (5, "must be a mapping"),
+}
+
+
+def _kind(hint: Any) -> type:
+    """int, float, str, bool, tuple or dict; Optional[X] is X."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    return typing.get_origin(hint) or hint
+
+
+def _fields(cls: type = RunConfig, prefix: str = "") -> list[tuple[str, type]]:
+    """(dotted path, kind) of every leaf field."""
+    hints = typing.get_type_hints(cls)
+    leaves = []
+    for field in dataclasses.fields(cls):
+        hint = hints[field.name]
+        if dataclasses.is_dataclass(hint):
+            leaves += _fields(hint, f"{prefix}{field.name}.")
+        else:
+            leaves.append((f"{prefix}{field.name}", _kind(hint)))
+    return leaves
+
+
+def _sections(cls: type = RunConfig, prefix: str = "") -> list[tuple[str, type]]:
+    """('', RunConfig) and (dotted path, class) of every nested section."""
+    hints = typing.get_type_hints(cls)
+    found = [(prefix.rstrip("."), cls)]
+    for field in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[field.name]):
+            found += _sections(hints[field.name], f"{prefix}{field.name}.")
+    return found
+
+
+def _nested(path: str, value: Any) -> dict:
+    for key in reversed(path.split(".")):
+        value = {key: value}
+    return value
+
+
+def _allowed(path: str) -> str:
+    """The range as the message must state it, e.g. '>= 1' or 'in [0, 1)'."""
+    low, high = RANGES[path]
+    open_low, open_high = EXCLUSIVE.get(path, (False, False))
+    if low is not None and high is not None:
+        return f"in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
+    if low is not None:
+        return f"{'>' if open_low else '>='} {low:g}"
+    return f"{'<' if open_high else '<='} {high:g}"
+
+
+def _out_of_range(path: str, kind: type) -> list[Any]:
+    """Just outside each end of the field's range (the end itself when it is excluded)."""
+    low, high = RANGES[path]
+    open_low, open_high = EXCLUSIVE.get(path, (False, False))
+    step = 1 if kind is int else 0.5
+    values = []
+    if low is not None:
+        values.append(kind(low) if open_low else kind(low - step))
+    if high is not None:
+        values.append(kind(high) if open_high else kind(high + step))
+    return values
+
+
+FIELDS = _fields()
+NUMERIC = [(path, kind) for path, kind in FIELDS if kind in (int, float)]
+
+# (case id, raw config, field named, start of the message after "field: ", value shown)
+CASES: list[tuple[str, dict, str, str, Any]] = []
+for _path, _kind_ in FIELDS:
+    _value, _message = WRONG[_kind_]
+    CASES.append((f"{_path}-wrong-type", _nested(_path, _value), _path, _message, _value))
+    if _path in CHOICES:
+        _message = f"unknown value 'nonsense'; allowed: {', '.join(CHOICES[_path])}"
+        CASES.append((f"{_path}-choice", _nested(_path, "nonsense"), _path, _message, None))
+    if _kind_ is float:
+        for _value in (math.nan, math.inf, -math.inf):
+            _message = "must be a finite number"
+            CASES.append((f"{_path}={_value}", _nested(_path, _value), _path, _message, _value))
+    if _path in RANGES:
+        for _value in _out_of_range(_path, _kind_):
+            what = "an integer" if _kind_ is int else "a number"
+            _message = f"must be {what} {_allowed(_path)}"
+            CASES.append((f"{_path}={_value}", _nested(_path, _value), _path, _message, _value))
+for _section, _cls in _sections():
+    _key = f"{_section}.no_such_key" if _section else "no_such_key"
+    _allowed_keys = ", ".join(f.name for f in dataclasses.fields(_cls))
+    _message = f"unknown key; allowed: {_allowed_keys}"
+    CASES.append((f"{_key}", _nested(_key, 1), _key, _message, None))
+    if _section:
+        CASES.append(
+            (f"{_section}-not-a-mapping", _nested(_section, 5), _section, "must be a mapping", 5)
+        )
+CASES.append(
+    (
+        "pool.address-format",
+        _nested("pool.address", "10.0.0.1"),
+        "pool.address",
+        "must be 'auto' or HOST:PORT of a Ray cluster's head",
+        "10.0.0.1",
+    )
+)
+
+
+def test_every_numeric_field_has_a_range_or_is_unbounded_on_purpose():
+    unreviewed = [path for path, _ in NUMERIC if path not in RANGES and path not in UNBOUNDED]
+    assert not unreviewed, f"give these a range in coevo/config.py _RANGES: {unreviewed}"
+    assert set(RANGES) <= {path for path, _ in NUMERIC}  # no stale entries
+    assert set(CHOICES) <= {path for path, kind in FIELDS if kind is str}
+
+
+def test_the_cases_cover_every_field_and_section():
+    named = {case[2] for case in CASES}
+    assert {path for path, _ in FIELDS} <= named
+    assert len(CASES) > 2 * len(FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "message", "value"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_a_bad_value_names_the_field_and_what_is_allowed(raw, field, message, value):
+    with pytest.raises(ConfigError) as info:
+        parse_config(raw)
+    assert info.value.field == field
+    assert str(info.value).startswith(f"{field}: {message}"), str(info.value)
+    if value is not None:
+        assert str(info.value).endswith(f"got {value!r}"), str(info.value)
+
+
+def _override(path: str, value: Any) -> str:
+    """A Hydra command-line override setting `path` to `value` ('++': set or add)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        text = {math.inf: "inf", -math.inf: "-inf"}.get(value, "nan")
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value)
+    return f"++{path}={text}"
+
+
+def _leaf(raw: dict) -> tuple[str, Any]:
+    path, value = [], raw
+    while isinstance(value, dict) and len(value) == 1:
+        key, value = next(iter(value.items()))
+        path.append(key)
+    return ".".join(path), value
+
+
+# coevo-run's own loop over overrides: one process runs the CLI entry point once per case.
+_CLI_LOOP = """
+import contextlib, io, json, sys
+from coevo import cli
+cases, run_dir = json.loads(sys.argv[1]), sys.argv[2]
+results = []
+for overrides in cases:
+    sys.argv = ["coevo-run", *overrides, "hydra.run.dir=" + run_dir]
+    err = io.StringIO()
+    code = None
+    with contextlib.redirect_stderr(err):
+        try:
+            cli.run_main()
+        except SystemExit as exit:
+            code = exit.code
+    results.append([overrides, code, err.getvalue()])
+print(json.dumps({"results": results, "ray imported": "ray" in sys.modules}))
+"""
+
+
+def test_coevo_run_refuses_every_case_with_exit_code_2_before_ray_starts(tmp_path):
+    # One case per field (~0.15 s each): the last one generated for it (out of range where
+    # the field has a range, else an infinity, a bad choice or the wrong type); every
+    # section's unknown key.
+    sections = {section for section, _ in _sections()}
+    last: dict[str, tuple[str, list[str], str]] = {}
+    for _, raw, field, message, _ in CASES:
+        path, value = _leaf(raw)
+        if path == "resume":  # coevo-run reads resume=RUN_DIR itself: see below
+            continue
+        if path in sections:  # a whole section is a Hydra config group, not a value
+            continue
+        last[path] = ([_override(path, value)], field, message)
+    cases = list(last.values())
+    cases.append((["resume=/no/such/run"], None, "/no/such/run/config.yaml not found"))
+    # The pairs file is read (before Ray starts) in eligible_parents mode.
+    cases.append(
+        (
+            ["experiment=eligible_parents", "eligible.pairs_file=/no/such/pairs.yaml"],
+            "eligible.pairs_file",
+            "/no/such/pairs.yaml not found",
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", _CLI_LOOP, json.dumps([c[0] for c in cases]), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["ray imported"] is False
+    for (override, field, message), (ran, code, stderr) in zip(
+        cases, report["results"], strict=True
+    ):
+        assert ran == override
+        assert code == 2, (override, stderr)
+        prefix = f"coevo-run: error: {field}: " if field else "coevo-run: error: "
+        assert stderr.startswith(prefix), (override, stderr)
+        assert message in stderr, (override, stderr)
