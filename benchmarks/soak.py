@@ -1,0 +1,166 @@
+"""Soak: a long co-evolution run, watching the memory of the driver and of each worker.
+
+`coevo.runner.run` (what `coevo-run` does: ES, evaluation, reproduction, transfers,
+checkpoints, report.html every generation) for 100 generations of a small population on the
+ray backend with 2 workers. Memory is PSS (`psutil.Process.memory_full_info().pss`: shared
+pages split between the processes sharing them) of this process (the driver) and of each
+worker actor, sampled after generation 1 (start), after `--warmup` generations (one-off
+imports and caches filled, population at capacity), every `--every` generations, and after
+the last one (end). Drift = (end - warm) / warm per process, shown from generation 1 too;
+the target is under 5%.
+
+    .venv/bin/python benchmarks/soak.py                 # 100 generations, a few minutes here
+    .venv/bin/python benchmarks/soak.py --generations 20 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from coevo import runner
+from coevo.config import parse_config
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET = 0.05
+_GENERATION = re.compile(r"^gen\s+(\d+)/(\d+)")
+
+
+def workers() -> list[psutil.Process]:
+    """The pool's worker actors: processes under this one titled ray::RayWorker."""
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if process.cmdline()[:1] and process.cmdline()[0].startswith("ray::RayWorker"):
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return sorted(found, key=lambda p: p.pid)
+
+
+def pss_mb(process: psutil.Process) -> float:
+    return process.memory_full_info().pss / 2**20
+
+
+def sample() -> dict[str, float]:
+    """PSS in MB of the driver and each worker, keyed 'driver' and 'worker PID'."""
+    gc.collect()  # what the driver still holds, not garbage awaiting a collection
+    out = {"driver": pss_mb(psutil.Process())}
+    for process in workers():
+        try:
+            out[f"worker {process.pid}"] = pss_mb(process)
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--generations", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--every", type=int, default=10, help="sample every N generations")
+    parser.add_argument(
+        "--warmup", type=int, default=10, help="the drift is measured from this generation"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--no-report",
+        action="store_true",
+        help="skip report.html each generation (to see the report's share of the driver's)",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the run directory")
+    parser.add_argument("--json", action="store_true", help="also print the samples as JSON")
+    args = parser.parse_args()
+    if args.no_report:
+        runner.write_report = lambda *_, **__: None  # the runner calls it by this name
+
+    overrides = [
+        f"evolution.generations={args.generations}",
+        f"pool.num_workers={args.workers}",
+        "optimizer.population=8",
+        "evolution.es_steps=1",
+        "evolution.max_active=4",
+        "evolution.max_children=4",
+        "evolution.repro_threshold=100",
+        "evolution.reproduce_every=2",
+        "evolution.transfer_every=4",
+        "task.max_episode_steps=200",
+        f"seed={args.seed}",
+    ]
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        raw = OmegaConf.to_container(compose("config", overrides=overrides), resolve=True)
+    config = parse_config(raw)
+    run_dir = Path(tempfile.mkdtemp(prefix="coevo-soak-"))
+    samples: dict[int, dict[str, float]] = {}
+    started = time.perf_counter()
+    checkpoints = {1, args.warmup, args.generations}
+
+    def on_line(line: str) -> None:
+        match = _GENERATION.match(line)
+        if not match:
+            return
+        generation, total = int(match.group(1)), int(match.group(2))
+        if generation in checkpoints or generation % args.every == 0:
+            samples[generation] = sample()
+            print(
+                f"gen {generation:>4}/{total}  {time.perf_counter() - started:7.1f}s  "
+                + "  ".join(f"{k} {v:6.1f} MB" for k, v in samples[generation].items()),
+                flush=True,
+            )
+
+    print(
+        f"soak: {args.generations} generations, {args.workers} Ray workers, "
+        f"{os.cpu_count()} CPUs, report.html {'off' if args.no_report else 'every generation'}"
+        f", run directory {run_dir}",
+        flush=True,
+    )
+    try:
+        runner.run(config, run_dir, echo=on_line)
+    finally:
+        if not args.keep:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    elapsed = time.perf_counter() - started
+    first, warm, last = 1, min(args.warmup, args.generations), args.generations
+    print(f"\nPSS in MB after generations {first}, {warm} (warm) and {last} (end); {elapsed:.0f} s")
+    widths = (14, 7, 7, 7, 9, 12)
+    header = ("process", "gen 1", "warm", "end", "1 -> end", "warm -> end")
+    print(
+        " ".join(
+            f"{h:<{w}}" if i == 0 else f"{h:>{w}}"
+            for i, (h, w) in enumerate(zip(header, widths, strict=True))
+        )
+    )
+    worst = 0.0
+    for key in samples[first]:
+        values = [samples[g].get(key) for g in (first, warm, last)]
+        if None in values:
+            print(f"{key:<14} (restarted: not in every sample)")
+            continue
+        from_start = (values[2] - values[0]) / values[0]
+        drift = (values[2] - values[1]) / values[1]
+        worst = max(worst, drift)
+        print(
+            f"{key:<14} {values[0]:7.1f} {values[1]:7.1f} {values[2]:7.1f} {from_start:+9.1%}"
+            f" {drift:+12.1%}"
+        )
+    verdict = "met" if worst < TARGET else "NOT met"
+    print(f"largest drift after warm-up {worst:+.1%}; target under {TARGET:.0%}: {verdict}")
+    if args.json:
+        print(json.dumps({"samples": samples, "largest_drift": worst}))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
