@@ -1,7 +1,13 @@
-"""Atomic save and load of a run's state: written to a temporary name, then renamed."""
+"""Atomic save and load of a run's state: written to a temporary name, then renamed.
+
+A checkpoint file is a header line, the SHA-256 of the pickled state, and the pickled state:
+a file damaged after it was written (a flipped bit, a block of zeros, a cut) fails the check
+and is refused with a message, instead of unpickling into wrong numbers or a traceback.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import re
@@ -10,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 _NAME = re.compile(r"^gen_(\d{6})\.pkl$")
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+_MAGIC = b"coevo-checkpoint 2 sha256 "
 
 
 class CheckpointError(RuntimeError):
@@ -27,8 +34,13 @@ def save(directory: Path, generation: int, state: dict[str, Any], keep: int = 3)
     directory.mkdir(parents=True, exist_ok=True)
     path = checkpoint_path(directory, generation)
     tmp = path.with_name(path.name + ".tmp")
+    payload = pickle.dumps(
+        {"format": FORMAT_VERSION, "generation": generation, "state": state},
+        protocol=pickle.HIGHEST_PROTOCOL,
+    )
     with open(tmp, "wb") as handle:
-        pickle.dump({"format": FORMAT_VERSION, "generation": generation, "state": state}, handle)
+        handle.write(_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n")
+        handle.write(payload)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
@@ -45,16 +57,34 @@ def list_checkpoints(directory: Path) -> list[Path]:
 
 
 def load(path: Path) -> dict[str, Any]:
+    """The state saved in `path`; CheckpointError if it is unreadable, damaged or foreign."""
     try:
-        with open(path, "rb") as handle:
-            payload = pickle.load(handle)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError) as error:
+        data = Path(path).read_bytes()
+    except OSError as error:
         raise CheckpointError(f"checkpoint {path} is unreadable: {error}") from error
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT_VERSION:
+    if not data:
+        raise CheckpointError(f"checkpoint {path} is unreadable: the file is empty")
+    if _MAGIC.startswith(data[:16]):  # "coevo-checkpoint", or a file cut inside it
+        header, _, payload = data.partition(b"\n")
+        digest = hashlib.sha256(payload).hexdigest().encode()
+        if header != _MAGIC + digest:
+            raise CheckpointError(
+                f"checkpoint {path} is unreadable: corrupt, its content does not match its "
+                f"checksum (damaged or cut short after it was written; {len(data)} bytes)"
+            )
+    elif data.startswith(b"\x80"):  # a pickle: format 1, written without a checksum
+        payload = data
+    else:
+        raise CheckpointError(f"checkpoint {path} is not a coevo checkpoint")
+    try:
+        content = pickle.loads(payload)
+    except Exception as error:  # a damaged format-1 file can raise almost anything
+        raise CheckpointError(f"checkpoint {path} is unreadable: {error!r}") from error
+    if not isinstance(content, dict) or content.get("format") not in (1, FORMAT_VERSION):
         raise CheckpointError(
             f"checkpoint {path} is not a coevo checkpoint (format {FORMAT_VERSION})"
         )
-    return payload["state"]
+    return content["state"]
 
 
 def load_latest(
