@@ -57,6 +57,7 @@ def isolated_env(tmp_dir: Path, **extra: str) -> dict[str, str]:
 class Node:
     process: subprocess.Popen
     log: Path
+    id: str = ""  # the Ray node id, known once it started
 
     def raylet(self) -> psutil.Process:
         for child in psutil.Process(self.process.pid).children(recursive=True):
@@ -64,7 +65,7 @@ class Node:
                 return child
         raise RuntimeError(f"no raylet under `ray start` pid {self.process.pid}")
 
-    def node_id(self) -> str:
+    def _read_id(self) -> str:
         for arg in self.raylet().cmdline():
             if arg.startswith("--node_id="):
                 return arg.split("=", 1)[1]
@@ -115,15 +116,23 @@ class LocalCluster:
             if node.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"ray start failed:\n{node.log.read_text()[-3000:]}")
             time.sleep(0.2)
+        node.id = node._read_id()
 
-    def start(self, head_cpus: int = 1, node_cpus: tuple[int, ...] = (1,)) -> LocalCluster:
+    def start(
+        self,
+        head_cpus: int = 1,
+        node_cpus: tuple[int, ...] = (1,),
+        fast_health_checks: bool = True,
+    ) -> LocalCluster:
+        """Start the head, then the other nodes; `fast_health_checks=False` keeps Ray's
+        defaults (a dead node is declared dead after tens of seconds)."""
         head = self._start(
             [
                 "--head",
                 f"--port={self.port}",
                 f"--ray-client-server-port={_free_port()}",
                 "--include-dashboard=false",
-                f"--system-config={_FAST_HEALTH_CHECKS}",
+                *([f"--system-config={_FAST_HEALTH_CHECKS}"] if fast_health_checks else []),
             ],
             head_cpus,
         )

@@ -138,7 +138,7 @@ def test_workers_spread_over_both_nodes_which_both_work_and_results_match_one_no
 ):
     _finish(_driver(_with_address(cluster.address), tmp_path, cluster.env), tmp_path)
     pool = json.loads((tmp_path / "pool.json").read_text())
-    head, second = (node.node_id() for node in cluster.nodes)
+    head, second = (node.id for node in cluster.nodes)
     assert pool["cluster_nodes_at_start"] == sorted([head, second])
     assert sorted(pool["worker_nodes"]) == sorted([head, second])  # one worker per node
     for node in (head, second):
@@ -168,13 +168,11 @@ def test_coevo_run_with_pool_address_runs_on_the_cluster(cluster, one_node, tmp_
     _assert_same_tables(run_dir, one_node.result())
 
 
-def test_a_node_killed_mid_run_leaves_the_run_to_the_rest_with_the_same_results(
-    cluster, one_node, tmp_path
-):
-    # Last in this module: the cluster keeps only its head afterwards.
+def _kill_the_second_node_mid_run(cluster: LocalCluster, run_dir: Path) -> tuple[dict, str]:
+    """Run the driver, SIGKILL the second node's raylet after generation 2; the pool's view
+    and the driver's stderr. The run must finish."""
     head, second = cluster.nodes
-    head_id, second_id = head.node_id(), second.node_id()
-    driver = _driver(_with_address(cluster.address), tmp_path, cluster.env)
+    driver = _driver(_with_address(cluster.address), run_dir, cluster.env)
     lines = []
     try:
         for line in driver.stdout:
@@ -182,16 +180,40 @@ def test_a_node_killed_mid_run_leaves_the_run_to_the_rest_with_the_same_results(
             if line.startswith("generation 2 done"):
                 cluster.kill_raylet(second)  # the node dies with generations still to run
     finally:
-        _finish(driver, tmp_path)
-    err = (tmp_path / "stderr.txt").read_text()
+        _finish(driver, run_dir)
     assert f"generation {GENERATIONS} done\n" in lines
     assert second.process.wait(timeout=30) is not None  # the node is gone for good
-    pool = json.loads((tmp_path / "pool.json").read_text())
+    pool = json.loads((run_dir / "pool.json").read_text())
+    head_id, second_id = head.id, second.id
     assert pool["cluster_nodes_at_start"] == sorted([head_id, second_id])
-    assert pool["cluster_nodes_at_end"] == [head_id]
     # The lost node worked before it died, the head did the rest.
     assert 0 < pool["node_stats"][second_id]["episodes"] < pool["stats"]["episodes"]
     assert pool["node_stats"][head_id]["episodes"] > 0
     assert pool["stats"]["worker_restarts"] >= 1
-    assert "which is gone" in err  # the pool said what it did
+    lost = pool["worker_nodes"].index(second_id)  # its replacement found no room
+    err = (run_dir / "stderr.txt").read_text()
+    assert f"pool: worker {lost} replaced" in err, err[-3000:]  # the pool said what it did
+    return pool, err
+
+
+def test_a_node_killed_mid_run_leaves_the_run_to_the_rest_with_the_same_results(
+    cluster, one_node, tmp_path
+):
+    # Last to use this module's cluster: it keeps only its head afterwards. Ray declares the
+    # node dead within ~2 s here: the pool sees it among the dead nodes.
+    pool, err = _kill_the_second_node_mid_run(cluster, tmp_path)
+    assert pool["cluster_nodes_at_end"] == [cluster.nodes[0].id]
+    assert "is gone" in err
+    _assert_same_tables(tmp_path, one_node.result())
+
+
+def test_a_node_killed_with_rays_default_health_checks(one_node, tmp_path):
+    # Ray's defaults: the node is declared dead only after tens of seconds, but the dead
+    # worker's chunks fail sooner (its address refuses connections); the pool replaces it then.
+    cluster = LocalCluster()
+    try:
+        cluster.start(head_cpus=1, node_cpus=(1,), fast_health_checks=False)
+        pool, err = _kill_the_second_node_mid_run(cluster, tmp_path)
+    finally:
+        cluster.shutdown()
     _assert_same_tables(tmp_path, one_node.result())

@@ -158,6 +158,7 @@ class EvaluationPool:
         # Ray backend: replacements for workers lost with their node, by worker index, with
         # the ref of their first call; a worker gets chunks once that call has answered.
         self._starting: dict[int, Any] = {}
+        self._failed_starts: dict[int, int] = {}  # replacements that died before answering
         if self.backend is Backend.LOCAL:
             self._workers: list[Any] = [
                 Worker(space, policy, envs_per_worker) for _ in range(num_workers)
@@ -404,14 +405,14 @@ class EvaluationPool:
                             pending[ref] = (index, worker)
                             in_flight[worker] += 1
 
-        def retry(index: int, error: Exception | None) -> None:
-            attempts[index] += 1
-            if attempts[index] > _CHUNK_RETRIES:
-                raise RuntimeError(
-                    f"a chunk of {len(chunks[index])} episodes failed {attempts[index]} times "
-                    f"on lost or dead workers: {error}"
-                ) from error
-            todo.appendleft(index)
+        def replace(worker: int, why: str) -> None:
+            # The worker's chunks go back to the queue for the others (their refs dropped).
+            self._replace_worker(worker, why)
+            for ref, (index, owner) in list(pending.items()):
+                if owner == worker:
+                    del pending[ref]
+                    todo.appendleft(index)
+            in_flight[worker] = 0
 
         feed()
         while todo or pending:
@@ -419,13 +420,8 @@ class EvaluationPool:
             done, _ = ray.wait([*pending, *starting], num_returns=1, timeout=_HEALTH_CHECK_S)
             if not done or time.monotonic() - checked >= _HEALTH_CHECK_S:
                 checked = time.monotonic()
-                for worker in self._replace_workers_on_dead_nodes():
-                    # Its chunks go to the other workers; their refs are dropped.
-                    for ref, (index, owner) in list(pending.items()):
-                        if owner == worker:
-                            del pending[ref]
-                            retry(index, None)
-                    in_flight[worker] = 0
+                for worker in self._workers_on_dead_nodes():
+                    replace(worker, f"its node {self._nodes[worker][:8]} is gone")
             if done and done[0] in starting:
                 self._replacement_ready(starting[done[0]])
             elif done and done[0] in pending:
@@ -434,9 +430,17 @@ class EvaluationPool:
                 try:
                     node, result = ray.get(done[0])
                 except RayActorError as error:
-                    # Ray's own task retries ran out (the worker kept dying or stayed
-                    # unreachable): run the chunk again, on whichever worker is free.
-                    retry(index, error)
+                    # Ray's own restarts and task retries did not bring the worker back
+                    # (it keeps dying, or its node is unreachable): a new worker, and the
+                    # chunk again, on whichever worker is free; finitely often.
+                    attempts[index] += 1
+                    if attempts[index] > _CHUNK_RETRIES:
+                        raise RuntimeError(
+                            f"a chunk of {len(chunks[index])} episodes failed "
+                            f"{attempts[index]} times, its worker lost each time: {error}"
+                        ) from error
+                    todo.appendleft(index)
+                    replace(worker, f"it failed a chunk ({type(error).__name__})")
                 else:
                     results[index] = (worker, node, result)
                     self._nodes[worker] = node
@@ -444,31 +448,32 @@ class EvaluationPool:
             feed()
         return results  # type: ignore[return-value]
 
-    def _replace_workers_on_dead_nodes(self) -> list[int]:
-        """Workers whose node died: killed for good and replaced by new actors (placed where
-        Ray finds room, maybe not at once). Returns their indices."""
+    def _workers_on_dead_nodes(self) -> list[int]:
         import ray
 
         alive = {node["NodeID"] for node in ray.nodes() if node.get("Alive")}
-        lost = [
+        return [
             worker
             for worker in range(self.num_workers)
             if worker not in self._starting and self._nodes[worker] not in alive
         ]
-        for worker in lost:
-            logger.warning(
-                "pool: worker %d was on node %s, which is gone; its chunks go to the other "
-                "workers and a replacement starts where the cluster has room",
-                worker,
-                self._nodes[worker][:8],
-            )
-            # Ray would restart it on its own, but only where one fits; a new actor is the
-            # same, and meanwhile the others take its work.
-            ray.kill(self._workers[worker], no_restart=True)
-            self._workers[worker] = self._new_actor()
-            self._starting[worker] = self._workers[worker].where.remote()
-            self.stats["worker_restarts"] += 1
-        return lost
+
+    def _replace_worker(self, worker: int, why: str) -> None:
+        """Kill a worker for good and start a new actor in its place, wherever the cluster
+        has room (maybe not at once: it gets chunks once it answers)."""
+        import ray
+
+        logger.warning(
+            "pool: worker %d replaced (%s); its chunks go to the other workers",
+            worker,
+            why,
+        )
+        # Ray would restart it itself, but only where one fits (never, on a full cluster
+        # that lost a node); meanwhile the other workers take its work.
+        ray.kill(self._workers[worker], no_restart=True)
+        self._workers[worker] = self._new_actor()
+        self._starting[worker] = self._workers[worker].where.remote()
+        self.stats["worker_restarts"] += 1
 
     def _replacement_ready(self, worker: int) -> None:
         import ray
@@ -476,9 +481,17 @@ class EvaluationPool:
         ref = self._starting.pop(worker)
         try:
             self._pids[worker], self._nodes[worker] = ray.get(ref)
-        except ray.exceptions.RayActorError:  # it died before answering: try again
+        except ray.exceptions.RayActorError as error:  # it died before it answered
+            self._failed_starts[worker] = self._failed_starts.get(worker, 0) + 1
+            if self._failed_starts[worker] > _CHUNK_RETRIES:
+                raise RuntimeError(
+                    f"worker {worker}'s replacements died {self._failed_starts[worker]} times "
+                    f"before they started: {error}"
+                ) from error
             self._workers[worker] = self._new_actor()
             self._starting[worker] = self._workers[worker].where.remote()
+        else:
+            self._failed_starts.pop(worker, None)
 
     def evaluate(
         self,
