@@ -72,12 +72,14 @@ class RunConfig:
     eligible: EligibleConfig = field(default_factory=EligibleConfig)
     resume: str | None = None
     checkpoints_kept: int = 3
+    report_every_s: float = 30.0  # rebuild report.html at most this often (0: every generation)
 
 
 # Ranges: (minimum, maximum); None for open. Integers and floats alike.
 _RANGES: dict[str, tuple[float | None, float | None]] = {
     "seed": (0, None),
     "checkpoints_kept": (1, None),
+    "report_every_s": (0.0, None),
     "eligible.episodes": (1, None),
     "task.max_episode_steps": (1, None),
     "pool.num_workers": (1, None),

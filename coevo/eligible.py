@@ -118,7 +118,7 @@ def judge_pairs(
     seed: int = 0,
 ) -> tuple[list[Decision], np.ndarray]:
     """Evaluate each pair K episodes on the pool; one eligibility decision per pair."""
-    returns = pool.evaluate([(p.theta, p.task) for p in pairs], episodes, seed)
+    returns, errors = pool.evaluate_detailed([(p.theta, p.task) for p in pairs], episodes, seed)
     decisions = []
     for index, (pair, score) in enumerate(zip(pairs, returns.mean(axis=1), strict=True)):
         ok, reason = rules.eligibility(float(score), threshold)
@@ -134,6 +134,7 @@ def judge_pairs(
                 task=pair.task.to_json(),
                 score=float(score),
                 threshold=threshold,
+                error=errors.get(index, ""),
             )
         )
     return decisions, returns

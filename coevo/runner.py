@@ -170,6 +170,7 @@ def run(
             echo(f"resuming {run_dir} after generation {generation}")
         else:
             save_checkpoint()
+        report_built = time.monotonic()
         progress = GenerationProgress()
         pool.progress = progress
         while coevolution.generation < total:
@@ -179,7 +180,11 @@ def run(
             recorder.record(result, coevolution.population)
             logger.log(result.summary)
             save_checkpoint()
-            write_report(run_dir, renderer)
+            if time.monotonic() - report_built >= config.report_every_s:
+                # The page is for people: rebuilding it every generation would cost most of
+                # a small run's time; `coevo-report` rebuilds it on demand.
+                write_report(run_dir, renderer)
+                report_built = time.monotonic()
             echo(format_generation(result, total))
             sys.stdout.flush()
         write_report(run_dir, renderer)

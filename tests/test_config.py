@@ -40,7 +40,7 @@ def test_values_are_typed():
         (
             {"bogus": 1},
             "bogus: unknown key; allowed: mode, logger, seed, task, policy, pool, "
-            "optimizer, evolution, eligible, resume, checkpoints_kept",
+            "optimizer, evolution, eligible, resume, checkpoints_kept, report_every_s",
         ),
         ({"evolution": {"generations": 0}}, "evolution.generations: must be an integer >= 1"),
         (

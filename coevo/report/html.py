@@ -6,6 +6,7 @@ that crashed. Plots are PNG files in `plots/` beside the page.
 
 from __future__ import annotations
 
+import ctypes
 import html
 import io
 from collections.abc import Callable
@@ -108,7 +109,17 @@ def write_report(run_dir: Path, render_task: TaskRenderer | None = None) -> Path
     tmp = path.with_suffix(".html.tmp")
     tmp.write_text(page, encoding="utf-8")
     tmp.replace(path)
+    _return_freed_memory()
     return path
+
+
+def _return_freed_memory() -> None:
+    """Hand the page's freed buffers back to the OS: glibc keeps them otherwise, and a long
+    run's driver then grows by the size of its largest report (measured by benchmarks/soak.py)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
 
 
 def _headline(summary: pd.DataFrame) -> str:
