@@ -54,6 +54,17 @@ def task_renderer(run_dir: Path):
     return space.metadata.get("render_png")
 
 
+def describe_pool(pool: EvaluationPool) -> str:
+    """One line on where the workers run: backend, count, and nodes on a Ray cluster."""
+    if pool.backend.value == "local":
+        return f"pool: {pool.num_workers} in-process worker(s), {pool.envs_per_worker} envs each"
+    nodes = pool.worker_nodes()
+    return (
+        f"pool: {pool.num_workers} Ray worker(s) on {len(set(nodes))} node(s), "
+        f"{pool.envs_per_worker} envs each"
+    )
+
+
 def format_generation(result: GenerationResult, total: int) -> str:
     s = result.summary
     return (
@@ -154,6 +165,7 @@ def run(
     total = config.evolution.generations
     logger = ScalarLogger(run_dir, config.logger)
     with _pool(config, space, policy) as pool:
+        echo(describe_pool(pool))
         optimizer = EvolutionStrategy(config.optimizer, pool)
         coevolution = Coevolution(space, pool, optimizer, config.evolution, seed=config.seed)
         recorder = RunRecorder(run_dir)

@@ -162,6 +162,7 @@ def test_coevo_run_with_pool_address_runs_on_the_cluster(cluster, one_node, tmp_
         )
     out = _finish(process, tmp_path)
     assert f"gen   {GENERATIONS}/{GENERATIONS}" in out
+    assert "Ray worker(s) on 2 node(s)" in out  # the run says where its workers landed
     # The cluster, not an embedded instance, served it: its logs hold this driver's log.
     logs = cluster.tmp / "ray" / "session_latest" / "logs"
     assert list(logs.glob(f"python-core-driver-*_{process.pid}.log")), sorted(logs.iterdir())
