@@ -77,16 +77,14 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--no-report",
-        action="store_true",
-        help="skip report.html each generation (to see the report's share of the driver's)",
+        "--report-every-s",
+        type=float,
+        default=30.0,
+        help="report_every_s of the run (0: rebuild report.html after every generation)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the run directory")
     parser.add_argument("--json", action="store_true", help="also print the samples as JSON")
     args = parser.parse_args()
-    if args.no_report:
-        runner.write_report = lambda *_, **__: None  # the runner calls it by this name
-
     overrides = [
         f"evolution.generations={args.generations}",
         f"pool.num_workers={args.workers}",
@@ -98,6 +96,7 @@ def main() -> None:
         "evolution.reproduce_every=2",
         "evolution.transfer_every=4",
         "task.max_episode_steps=200",
+        f"report_every_s={args.report_every_s}",
         f"seed={args.seed}",
     ]
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
@@ -123,7 +122,7 @@ def main() -> None:
 
     print(
         f"soak: {args.generations} generations, {args.workers} Ray workers, "
-        f"{os.cpu_count()} CPUs, report.html {'off' if args.no_report else 'every generation'}"
+        f"{os.cpu_count()} CPUs, report.html every {args.report_every_s:g} s"
         f", run directory {run_dir}",
         flush=True,
     )
