@@ -45,10 +45,6 @@ class TaskAcrobot(PendingTaskMixin, AcrobotEnv):
         self.LINK_MASS_2 = task["link_mass_2"]
         self.AVAIL_TORQUE = [-task["torque"], 0.0, task["torque"]]
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        self._apply_pending_task()
-        return super().reset(seed=seed, options=options)
-
 
 class AcrobotSlots(BatchedSlots):
     """N Acrobot episodes in numpy (RK4, 'book' dynamics); same arithmetic as gymnasium."""

@@ -47,8 +47,7 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
         pass  # the terrain is built from self._task at every reset
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        self._apply_pending_task()
-        self._terrain_seed = seed
+        self._terrain_seed = seed  # the terrain is generated inside BipedalWalker.reset
         return super().reset(seed=seed, options=options)
 
     def _generate_terrain(self, hardcore: bool) -> None:

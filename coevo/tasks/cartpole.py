@@ -40,10 +40,6 @@ class TaskCartPole(PendingTaskMixin, CartPoleEnv):
         self.total_mass = self.masspole + self.masscart
         self.polemass_length = self.masspole * self.length
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        self._apply_pending_task()
-        return super().reset(seed=seed, options=options)
-
 
 class CartPoleSlots(BatchedSlots):
     """N CartPole episodes in numpy, each with its own physics; same arithmetic as gymnasium."""

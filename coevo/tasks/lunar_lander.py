@@ -35,10 +35,6 @@ class TaskLunarLander(PendingTaskMixin, LunarLander):
         self.turbulence_power = task["turbulence_power"]
         self.enable_wind = self.wind_power > 0 or self.turbulence_power > 0
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        self._apply_pending_task()
-        return super().reset(seed=seed, options=options)
-
 
 @register("lunar_lander")
 def lunar_lander() -> TaskSpace:

@@ -32,10 +32,6 @@ class TaskMountainCarContinuous(PendingTaskMixin, Continuous_MountainCarEnv):
         self.max_speed = task["max_speed"]
         self.goal_position = task["goal_position"]
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        self._apply_pending_task()
-        return super().reset(seed=seed, options=options)
-
 
 class MountainCarContinuousSlots(BatchedSlots):
     """N continuous MountainCar episodes in numpy; same arithmetic as gymnasium.

@@ -28,10 +28,6 @@ class TaskPendulum(PendingTaskMixin, PendulumEnv):
         self.m = task["mass"]
         self.l = task["length"]
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        self._apply_pending_task()
-        return super().reset(seed=seed, options=options)
-
 
 class PendulumSlots(BatchedSlots):
     """N Pendulum episodes in numpy, each with its own physics; same arithmetic as gymnasium.

@@ -24,7 +24,9 @@ class TaskSettableEnv(Protocol):
 class PendingTaskMixin:
     """Keeps a task given by `set_task` until the next reset, then applies it.
 
-    Subclasses implement `_apply_task(task)` and call `_apply_pending_task()` in `reset`.
+    List it before the gymnasium env class (`class TaskCartPole(PendingTaskMixin,
+    CartPoleEnv)`) and implement `_apply_task(task)`; its `reset` applies the pending task
+    and then calls the env's own reset.
     """
 
     _task: dict[str, float]
@@ -35,6 +37,10 @@ class PendingTaskMixin:
 
     def set_task(self, task: dict[str, float]) -> None:
         self._pending_task = {k: float(v) for k, v in task.items()}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any:
+        self._apply_pending_task()
+        return super().reset(seed=seed, options=options)  # type: ignore[misc]
 
     def _apply_pending_task(self) -> None:
         if self._pending_task is not None:
