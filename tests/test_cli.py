@@ -1,17 +1,14 @@
 """coevo-run as a user runs it: a subprocess, a run directory, files with real content."""
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_support import ROOT, cli
 
 from coevo.evolve.coevolution import is_runtime_column
 
-ROOT = Path(__file__).resolve().parents[1]
-COEVO_RUN = str(Path(sys.executable).parent / "coevo-run")
 SMALL = [
     "evolution.generations=4",
     "evolution.es_steps=3",
@@ -22,17 +19,10 @@ SMALL = [
 ]
 
 
-def _coevo_run(*args, cwd=ROOT, timeout=300):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(
-        [COEVO_RUN, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env
-    )
-
-
 @pytest.fixture(scope="module")
 def ray_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("runs") / "ray"
-    done = _coevo_run(*SMALL, f"hydra.run.dir={run_dir}")
+    done = cli("coevo-run", *SMALL, f"hydra.run.dir={run_dir}")
     assert done.returncode == 0, done.stderr[-3000:]
     return run_dir, done
 
@@ -124,7 +114,7 @@ def test_population_and_report(ray_run):
 
 
 def test_local_backend_gives_the_same_tables(ray_run, tmp_path):
-    done = _coevo_run(*SMALL, "pool=local", "pool.num_workers=1", f"hydra.run.dir={tmp_path}")
+    done = cli("coevo-run", *SMALL, "pool=local", "pool.num_workers=1", f"hydra.run.dir={tmp_path}")
     assert done.returncode == 0, done.stderr[-3000:]
     for name in ("summary.csv", "eligibility.csv"):
         ray_table = pd.read_csv(ray_run[0] / name)
@@ -135,15 +125,15 @@ def test_local_backend_gives_the_same_tables(ray_run, tmp_path):
 
 
 def test_resume_continues_from_the_last_checkpoint(tmp_path):
-    first = _coevo_run(*SMALL, "pool=local", f"hydra.run.dir={tmp_path / 'a'}")
+    first = cli("coevo-run", *SMALL, "pool=local", f"hydra.run.dir={tmp_path / 'a'}")
     assert first.returncode == 0, first.stderr[-3000:]
     # A shorter run, then extended by resuming with more generations recorded in its config.
     short = [arg.replace("generations=4", "generations=2") for arg in SMALL]
-    done = _coevo_run(*short, "pool=local", f"hydra.run.dir={tmp_path / 'b'}")
+    done = cli("coevo-run", *short, "pool=local", f"hydra.run.dir={tmp_path / 'b'}")
     assert done.returncode == 0, done.stderr[-3000:]
     config = tmp_path / "b" / "config.yaml"
     config.write_text(config.read_text().replace("generations: 2", "generations: 4"))
-    resumed = _coevo_run(f"resume={tmp_path / 'b'}")
+    resumed = cli("coevo-run", f"resume={tmp_path / 'b'}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout and "gen   3/4" in resumed.stdout
     for name in ("summary.csv", "eligibility.csv"):
@@ -178,10 +168,10 @@ def test_bad_input_stops_before_ray_with_a_named_field(override, message, tmp_pa
     assert "exit 2 ray imported False" in done.stdout, done.stdout + done.stderr
     assert f"coevo-run: error: {message}" in done.stderr
     # And from the console script itself: a non-zero exit.
-    assert _coevo_run(override, f"hydra.run.dir={tmp_path}").returncode == 2
+    assert cli("coevo-run", override, f"hydra.run.dir={tmp_path}").returncode == 2
 
 
 def test_unknown_override_key_is_refused_by_hydra(tmp_path):
-    done = _coevo_run("pool.num_worker=3", f"hydra.run.dir={tmp_path}")
+    done = cli("coevo-run", "pool.num_worker=3", f"hydra.run.dir={tmp_path}")
     assert done.returncode != 0
     assert "num_worker" in done.stderr

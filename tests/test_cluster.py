@@ -18,15 +18,14 @@ from pathlib import Path
 import pandas as pd
 import psutil
 import pytest
+from cli_support import COEVO_RUN, ROOT
 from cluster_support import LocalCluster, alive, isolated_env
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from coevo.evolve.coevolution import is_runtime_column
 
-ROOT = Path(__file__).resolve().parents[1]
 DRIVER = str(Path(__file__).with_name("cluster_support.py"))
-COEVO_RUN = str(Path(sys.executable).parent / "coevo-run")
 GENERATIONS = 6
 # Small and quick (CartPole's batched physics), with reproduction and transfers every
 # generation, so every kind of pool call runs on the cluster.

@@ -3,16 +3,14 @@
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
+from cli_support import COEVO_RUN, ROOT, cli
 
 from coevo.evolve.coevolution import is_runtime_column
 
-ROOT = Path(__file__).resolve().parents[1]
-COEVO_RUN = str(Path(sys.executable).parent / "coevo-run")
 # Generations take long enough (a fraction of a second with batched physics, more on the
 # gym path) and are many enough that a kill right after generation 3 lands mid-run.
 ARGS = [
@@ -38,13 +36,7 @@ def _tables(run_dir: Path) -> dict[str, pd.DataFrame]:
 
 def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path):
     clean = tmp_path / "clean"
-    done = subprocess.run(
-        [COEVO_RUN, *ARGS, f"hydra.run.dir={clean}"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    done = cli("coevo-run", *ARGS, f"hydra.run.dir={clean}")
     assert done.returncode == 0, done.stderr[-3000:]
 
     killed = tmp_path / "killed"
@@ -69,9 +61,7 @@ def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path)
     summary_at_kill = pd.read_csv(killed / "summary.csv")
     assert summary_at_kill["generation"].max() < 12
 
-    resumed = subprocess.run(
-        [COEVO_RUN, f"resume={killed}"], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
+    resumed = cli("coevo-run", f"resume={killed}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout and "gen  12/12" in resumed.stdout
 
@@ -84,19 +74,11 @@ def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path)
 def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous_one(tmp_path):
     run = tmp_path / "run"
     args = [a.replace("generations=12", "generations=3") for a in ARGS]
-    done = subprocess.run(
-        [COEVO_RUN, *args, f"hydra.run.dir={run}"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    done = cli("coevo-run", *args, f"hydra.run.dir={run}")
     assert done.returncode == 0, done.stderr[-3000:]
     newest = run / "checkpoints" / "gen_000003.pkl"
     newest.write_bytes(newest.read_bytes()[:100])  # truncated, as by a full disk
-    resumed = subprocess.run(
-        [COEVO_RUN, f"resume={run}"], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
+    resumed = cli("coevo-run", f"resume={run}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "gen_000003.pkl is unreadable" in resumed.stdout + resumed.stderr
     assert "resuming" in resumed.stdout and "after generation 2" in resumed.stdout

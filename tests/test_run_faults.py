@@ -12,20 +12,17 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from cli_support import COEVO_RUN, ROOT
 
 from coevo import tasks
 from coevo.evolve import Coevolution, ESConfig, EvolutionConfig, EvolutionStrategy
 from coevo.evolve.coevolution import is_runtime_column
 from coevo.policy import PolicySpec
 from coevo.pool import EvaluationPool
-
-ROOT = Path(__file__).resolve().parents[1]
-COEVO_RUN = str(Path(sys.executable).parent / "coevo-run")
 
 
 class _KillWorkerAfterFirstChunk:

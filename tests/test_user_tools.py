@@ -2,14 +2,11 @@
 
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_support import cli
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 SMALL = [
     "pool=local",
     "evolution.generations=4",
@@ -22,26 +19,16 @@ SMALL = [
 ]
 
 
-def _run(program, *args, timeout=300):
-    return subprocess.run(
-        [str(BIN / program), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=timeout,
-    )
-
-
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("run") / "r"
-    done = _run("coevo-run", *SMALL, "logger=tensorboard", f"hydra.run.dir={path}")
+    done = cli("coevo-run", *SMALL, "logger=tensorboard", f"hydra.run.dir={path}")
     assert done.returncode == 0, done.stderr[-3000:]
     return path
 
 
 def test_eligible_parents_mode_reports_who_passes(tmp_path):
-    done = _run(
+    done = cli(
         "coevo-run", "experiment=eligible_parents", "pool=local", f"hydra.run.dir={tmp_path}"
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -61,7 +48,7 @@ def test_eligible_parents_mode_reports_who_passes(tmp_path):
 def test_eligible_parents_bad_pairs_file_names_the_field(tmp_path):
     bad = tmp_path / "pairs.yaml"
     bad.write_text("pairs:\n  - task: {gravty: 3}\n    policy: x.npy\n")
-    done = _run(
+    done = cli(
         "coevo-run",
         "experiment=eligible_parents",
         f"eligible.pairs_file={bad}",
@@ -74,13 +61,13 @@ def test_eligible_parents_bad_pairs_file_names_the_field(tmp_path):
 def test_coevo_report_rebuilds_the_page_from_files(run_dir):
     (run_dir / "report.html").unlink()
     shutil.rmtree(run_dir / "plots")
-    done = _run("coevo-report", run_dir)
+    done = cli("coevo-report", run_dir)
     assert done.returncode == 0, done.stderr
     page = (run_dir / "report.html").read_text()
     for image in ("plots/curves.png", "plots/lineage.png", "plots/heatmap.png"):
         assert f'src="{image}"' in page and (run_dir / image).stat().st_size > 2000
     assert 'id="eligibility"' in page and "filterRows" in page
-    assert _run("coevo-report", run_dir / "nope").returncode == 2
+    assert cli("coevo-report", run_dir / "nope").returncode == 2
 
 
 def test_coevo_report_works_on_a_crashed_run_with_a_torn_line(run_dir, tmp_path):
@@ -88,7 +75,7 @@ def test_coevo_report_works_on_a_crashed_run_with_a_torn_line(run_dir, tmp_path)
     shutil.copytree(run_dir, crashed)
     with open(crashed / "eligibility.csv", "a") as handle:
         handle.write("5,parent,eligibility,eligi")  # killed mid-append
-    done = _run("coevo-report", crashed)
+    done = cli("coevo-report", crashed)
     assert done.returncode == 0, done.stderr
     rows = pd.read_csv(run_dir / "eligibility.csv")
     page = (crashed / "report.html").read_text()
@@ -99,7 +86,7 @@ def test_coevo_report_works_on_a_crashed_run_with_a_torn_line(run_dir, tmp_path)
 
 def test_coevo_eval_prints_episode_returns_and_writes_a_gif(run_dir, tmp_path):
     gif = tmp_path / "episode.gif"
-    done = _run("coevo-eval", run_dir, "pair=0", "episodes=3", f"video={gif}")
+    done = cli("coevo-eval", run_dir, "pair=0", "episodes=3", f"video={gif}")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("pair 0 policy on Task(cartpole")
@@ -112,14 +99,14 @@ def test_coevo_eval_prints_episode_returns_and_writes_a_gif(run_dir, tmp_path):
 
 def test_coevo_eval_on_another_task_and_bad_arguments(run_dir):
     checkpoint = sorted((run_dir / "checkpoints").glob("gen_*.pkl"))[-1]
-    done = _run("coevo-eval", checkpoint, "pair=0", "task=gravity=25,force_mag=4", "episodes=2")
+    done = cli("coevo-eval", checkpoint, "pair=0", "task=gravity=25,force_mag=4", "episodes=2")
     assert done.returncode == 0, done.stderr
     assert "force_mag=4, gravity=25" in done.stdout
-    bad = _run("coevo-eval", run_dir, "pair=999")
+    bad = cli("coevo-eval", run_dir, "pair=999")
     assert bad.returncode == 2 and "no pair 999 in this run; known: 0" in bad.stderr
-    bad = _run("coevo-eval", run_dir, "task=gravity=99")
+    bad = cli("coevo-eval", run_dir, "task=gravity=99")
     assert bad.returncode == 2 and "task.gravity: 99 outside bounds [2, 30]" in bad.stderr
-    bad = _run("coevo-eval", run_dir, "colour=red")
+    bad = cli("coevo-eval", run_dir, "colour=red")
     assert bad.returncode == 2 and "unknown argument 'colour=red'" in bad.stderr
 
 
@@ -190,7 +177,7 @@ window.addEventListener('load', () => {
 
 
 def test_hydra_multirun_sweeps_a_rule_parameter(tmp_path):
-    done = _run(
+    done = cli(
         "coevo-run",
         "-m",
         "pool=local",
