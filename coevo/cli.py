@@ -26,19 +26,14 @@ def _fail(message: str) -> None:
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def _run_composed(cfg: DictConfig) -> None:
     raw = OmegaConf.to_container(cfg, resolve=True)
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         config = parse_config(raw)
-        runner.prepare(config)  # every config error surfaces here, before Ray starts
-    except ConfigError as error:
+        run = runner.run_eligible if config.mode == "eligible_parents" else runner.run
+        # Both build the task space and policy (every config error) before Ray starts.
+        run(config, run_dir)
+    except (ConfigError, CheckpointError) as error:
         _fail(str(error))
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
-    if config.mode == "eligible_parents":
-        try:
-            runner.run_eligible(config, run_dir)
-        except (ConfigError, CheckpointError) as error:
-            _fail(str(error))
-        return
-    runner.run(config, run_dir)
 
 
 def _resume(run_dir: str) -> None:

@@ -19,7 +19,7 @@ from coevo.eligible import judge_pairs, load_pairs
 from coevo.errors import ConfigError
 from coevo.evolve import Coevolution, EvolutionStrategy, GenerationResult
 from coevo.policy import PolicySpec, make_policy
-from coevo.pool import EvaluationPool
+from coevo.pool import Backend, EvaluationPool
 from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
 from coevo.report.progress import GenerationProgress
 from coevo.report.tables import ELIGIBILITY_COLUMNS
@@ -56,7 +56,7 @@ def task_renderer(run_dir: Path):
 
 def describe_pool(pool: EvaluationPool) -> str:
     """One line on where the workers run: backend, count, and nodes on a Ray cluster."""
-    if pool.backend.value == "local":
+    if pool.backend is Backend.LOCAL:
         return f"pool: {pool.num_workers} in-process worker(s), {pool.envs_per_worker} envs each"
     nodes = pool.worker_nodes()
     return (

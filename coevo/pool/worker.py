@@ -5,6 +5,7 @@ The same class runs in-process (local backend) and as a Ray actor.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -63,7 +64,7 @@ class Worker:
         self.blocks: OrderedDict[str, np.ndarray] = OrderedDict()
         self._noise_seed: tuple[int, int] | None = None
         self._noise = np.zeros(0, dtype=np.float32)
-        self.pid = _pid()
+        self.pid = os.getpid()
 
     def ping(self) -> int:
         """This worker's process id (a restarted Ray actor answers with a new one)."""
@@ -219,9 +220,3 @@ class Worker:
                 self._noise_seed = (source.noise_seed, theta.size)
             perturbed[source] = source.build(theta, self._noise)
         return perturbed[source]
-
-
-def _pid() -> int:
-    import os
-
-    return os.getpid()
