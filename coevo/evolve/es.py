@@ -7,7 +7,7 @@ All active pairs' steps go to the pool in one call, so every worker stays busy.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,8 +54,7 @@ class ESState:
 class ESStepResult:
     theta: np.ndarray
     mean_return: float  # mean over all perturbations: a cheap progress signal
-    failed: int = 0
-    extra: dict = field(default_factory=dict)
+    failed: int = 0  # perturbations whose evaluation failed (ranked lowest)
 
 
 def centred_ranks(values: np.ndarray) -> np.ndarray:
