@@ -10,7 +10,7 @@ from coevo.evolve import (
     Pair,
     Population,
 )
-from coevo.policy import PolicySpec
+from coevo.policies import MLPPolicy, Policy, PolicySpec, make_policy
 from coevo.pool import EvaluationPool
 
 __all__ = [
@@ -20,8 +20,11 @@ __all__ = [
     "EvaluationPool",
     "EvolutionConfig",
     "EvolutionStrategy",
+    "MLPPolicy",
     "Pair",
+    "Policy",
     "PolicySpec",
     "Population",
+    "make_policy",
     "tasks",
 ]

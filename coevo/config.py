@@ -37,9 +37,18 @@ class TaskConfig:
 
 @dataclass(frozen=True)
 class PolicyConfig:
-    name: str = "mlp"
-    hidden: tuple[int, ...] = (16,)
+    """Which policy kind (coevo/policies/registry.py) and its options."""
+
+    name: str = "mlp"  # mlp, torch, gru, lstm, or a kind a user registered
+    hidden: tuple[int, ...] = (16,)  # mlp layers; gru/lstm: layers before the cell, then its size
     activation: str = "tanh"
+    action: str | None = None  # argmax (default) or sample; deterministic (default) or gaussian
+    bounds: str = "tanh"  # continuous actions into the bounds: tanh (squash) or clip (as SB3)
+    log_std_init: float = 0.0  # gaussian: initial log standard deviation (a learned parameter)
+    module: str | None = None  # name=torch: "package.module:Class" of an nn.Module
+    kwargs: dict = field(default_factory=dict)  # name=torch: the module's constructor keywords
+    file: str | None = None  # name=torch: a state_dict to start from
+    batch_block: int = 32  # torch kinds: rows per fixed-shape forward (part of the policy)
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,7 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "task.max_episode_steps": (1, None),
     "pool.num_workers": (1, None),
     "pool.envs_per_worker": (1, None),
+    "policy.batch_block": (1, None),
     "optimizer.population": (1, None),
     "optimizer.episodes": (1, None),
     "optimizer.sigma": (0.0, None),
@@ -121,6 +131,8 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "logger": ("none", "tensorboard"),
     "pool.backend": tuple(b.value for b in Backend),
     "policy.activation": ("tanh", "relu"),
+    "policy.action": ("argmax", "sample", "deterministic", "gaussian"),
+    "policy.bounds": ("clip", "tanh"),
     "evolution.novelty": ("params", "pata_ec"),
 }
 # pool.address: "auto" (the cluster `ray start` last started here) or a head's HOST:PORT.

@@ -18,7 +18,7 @@ from coevo.config import RunConfig, parse_config
 from coevo.eligible import judge_pairs, load_pairs
 from coevo.errors import ConfigError
 from coevo.evolve import Coevolution, EvolutionStrategy, GenerationResult
-from coevo.policy import PolicySpec, make_policy
+from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
 from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
 from coevo.report.progress import GenerationProgress
@@ -29,17 +29,13 @@ CONFIG_FILE = "config.yaml"
 CHECKPOINTS = "checkpoints"
 
 
-def prepare(config: RunConfig) -> tuple[TaskSpace, PolicySpec]:
+def prepare(config: RunConfig) -> tuple[TaskSpace, Policy]:
     """Build and check the task space and policy spec; raises ConfigError, starts nothing."""
     space = tasks.space_from_config(config.task)
     env = space.make_env()
     try:
-        policy = make_policy(
-            config.policy.name,
-            env.observation_space,
-            env.action_space,
-            {"hidden": config.policy.hidden, "activation": config.policy.activation},
-        )
+        options = dataclasses.asdict(config.policy)
+        policy = make_policy(options.pop("name"), env.observation_space, env.action_space, options)
     finally:
         env.close()
     return space, policy
@@ -88,7 +84,7 @@ def load_run_config(run_dir: Path) -> RunConfig:
     return parse_config(yaml.safe_load(path.read_text()))
 
 
-def _pool(config: RunConfig, space: TaskSpace, policy: PolicySpec) -> EvaluationPool:
+def _pool(config: RunConfig, space: TaskSpace, policy: Policy) -> EvaluationPool:
     return EvaluationPool(
         space,
         policy,

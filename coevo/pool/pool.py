@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from coevo.errors import ConfigError
-from coevo.policy import PolicySpec
+from coevo.policies.base import Policy
 from coevo.pool.jobs import EpisodeJob, Stored, weights_key
 from coevo.pool.worker import ChunkResult, Worker
 from coevo.tasks.task import Task, TaskSpace
@@ -75,7 +75,7 @@ def busy_key(worker: int) -> str:
 class RayWorker(Worker):
     """The Ray actor: a `Worker` that also says which node it runs on."""
 
-    def __init__(self, space: TaskSpace, policy: PolicySpec, num_envs: int = 8):
+    def __init__(self, space: TaskSpace, policy: Policy, num_envs: int = 8):
         super().__init__(space, policy, num_envs)
         import ray
 
@@ -110,7 +110,7 @@ class EvaluationPool:
     def __init__(
         self,
         space: TaskSpace,
-        policy: PolicySpec,
+        policy: Policy,
         backend: str | Backend = Backend.RAY,
         num_workers: int = 2,
         envs_per_worker: int = 64,

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from coevo.policy import PolicySpec
+from coevo.policies.base import Policy
+from coevo.policies.noise import seed_key, uniforms
 from coevo.pool.jobs import EpisodeJob, Perturbed, Stored, perturbation_noise
 from coevo.pool.slots import EnvSlots, GymSlots
 from coevo.tasks.task import TaskSpace
@@ -39,12 +40,14 @@ class ChunkResult:
 class Worker:
     """Runs episodes `num_envs` at a time: one batched forward pass per step for all of them.
 
-    Each slot holds an env (task swapped with `set_task`) and a row of the parameter
-    skeleton (weights copied in place). Finished episodes free their slot for the next job.
+    Each slot holds an env (task swapped with `set_task`), a row of the parameter skeleton
+    (weights copied in place), a row of recurrent state (zeroed at episode start) and the
+    key of its episode's action noise (the episode's seed). Finished episodes free their
+    slot for the next job.
     """
 
     def __init__(
-        self, space: TaskSpace, policy: PolicySpec, num_envs: int = 8, cache_size: int = 64
+        self, space: TaskSpace, policy: Policy, num_envs: int = 8, cache_size: int = 64
     ):
         self.space = space
         self.policy = policy
@@ -53,10 +56,12 @@ class Worker:
             if space.make_slots is not None
             else GymSlots(space.make_env, num_envs, policy.discrete)
         )
-        if "torch" in sys.modules:  # an env that uses torch: one thread per worker
+        if "torch" in sys.modules:  # a torch policy or env: one thread per worker
             sys.modules["torch"].set_num_threads(1)
         self.skeleton = np.zeros((num_envs, policy.num_params), dtype=np.float32)
         self.obs = np.zeros((num_envs, policy.obs_dim), dtype=np.float32)
+        self.state = policy.initial_state(num_envs)
+        self.noise_keys = np.zeros(num_envs, dtype=np.uint64)
         self.cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.cache_size = cache_size
         # Blocks of vectors fetched from the object store, so that the other versions in a
@@ -142,6 +147,8 @@ class Worker:
                 try:
                     self.skeleton[slot] = self._params(job, sources, counters, perturbed)
                     self.obs[slot] = self.slots.reset_slot(slot, job.task, job.seed)
+                    self.state[slot] = 0.0
+                    self.noise_keys[slot] = seed_key(job.seed)
                 except Exception:  # an env that fails on a task fails that episode only
                     errors[index] = traceback.format_exc(limit=3)
                     returns[index] = np.nan
@@ -167,6 +174,10 @@ class Worker:
 
         for slot in range(num_slots):
             start(slot)
+        policy = self.policy
+        noise_dim = policy.noise_dim
+        recurrent = policy.state_size > 0
+        noise = None
         changed = True
         while True:
             if changed:
@@ -178,8 +189,13 @@ class Worker:
                 full = active.size == num_slots
                 params = self.skeleton if full else self.skeleton[active]
                 changed = False
-            actions = self.policy.act(params, self.obs if full else self.obs[active])
-            obs, rewards, done, step_errors = self.slots.step_slots(active, actions)
+            if noise_dim:  # a function of (episode seed, step) per slot: batch-independent
+                noise = uniforms(self.noise_keys[active], slot_length[active], noise_dim)
+            state = self.state[active] if recurrent and not full else self.state
+            output = policy.step(params, self.obs if full else self.obs[active], state, noise)
+            if recurrent:
+                self.state[active] = output.state
+            obs, rewards, done, step_errors = self.slots.step_slots(active, output.actions)
             if full:
                 self.obs[:] = obs
                 slot_return += rewards

@@ -232,27 +232,24 @@ class ClassEnvFactory:
         return cls(**dict(self.env_kwargs))
 
 
-def resolve_entry_point(path: str) -> Any:
-    """`package.module:Name` (or `package.module.Name`) to the object it names."""
+def resolve_entry_point(path: str, field: str = "task.entry_point") -> Any:
+    """`package.module:Name` (or `package.module.Name`) to the object it names; errors name
+    `field`."""
     module_name, sep, attr = path.partition(":")
     if not sep:
         module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
-        raise ConfigError(
-            "task.entry_point", f"'{path}' is not an import path; expected 'package.module:Class'"
-        )
+        raise ConfigError(field, f"'{path}' is not an import path; expected 'package.module:Name'")
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise ConfigError(
-            "task.entry_point", f"cannot import module '{module_name}' of '{path}': {error}"
+            field, f"cannot import module '{module_name}' of '{path}': {error}"
         ) from None
     try:
         return _get_path(module, attr)
     except AttributeError:
-        raise ConfigError(
-            "task.entry_point", f"module '{module_name}' has no attribute '{attr}'"
-        ) from None
+        raise ConfigError(field, f"module '{module_name}' has no attribute '{attr}'") from None
 
 
 def class_task_space(

@@ -1,0 +1,167 @@
+"""The numpy MLP: the default policy, fast to start (workers never import torch for it).
+
+The rollout loop runs B different parameter vectors at once with stacked `np.matmul`.
+Measured here: stacked matmul gives each row the same bits whatever the batch around it
+(torch.bmm does not: batch-1 takes another kernel), and is ~6x faster than bmm at B=16,
+64x64. That makes returns deterministic per (policy, task, seed) whatever the batching.
+`to_torch` gives the same function as a torch module for single-policy use.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import gymnasium as gym
+import numpy as np
+
+from coevo.errors import ConfigError
+from coevo.policies.base import ActionSpec, ObsNorm, Policy
+
+if TYPE_CHECKING:
+    import torch
+
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "tanh": np.tanh,
+    "relu": lambda x: np.maximum(x, 0.0),
+}
+# torch is imported only by `to_torch`: a worker process that never imports torch starts
+# ~1 s sooner and holds ~160 MB less (measured here).
+_TORCH_ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
+
+
+@dataclass(frozen=True)
+class MLPPolicy(Policy):
+    """An MLP policy: layer sizes, activation and action head.
+
+    By default discrete heads act by argmax of the logits and continuous heads squash with
+    tanh into the action bounds, deterministic as ES policies usually are; `action_mode`,
+    `bounds` and `obs_norm` choose otherwise (see `ActionSpec`, `ObsNorm`).
+    """
+
+    obs_dim: int
+    act_dim: int
+    discrete: bool
+    hidden: tuple[int, ...] = (16,)
+    activation: str = "tanh"
+    act_low: tuple[float, ...] = ()
+    act_high: tuple[float, ...] = ()
+    action_mode: str | None = None  # argmax/sample (discrete), deterministic/gaussian
+    bounds: str = "tanh"
+    log_std_init: float = 0.0
+    obs_norm: ObsNorm | None = None
+
+    def __post_init__(self) -> None:
+        if self.activation not in ACTIVATIONS:
+            raise ConfigError(
+                "policy.activation",
+                f"unknown activation '{self.activation}'; allowed: {', '.join(ACTIVATIONS)}",
+            )
+        if any(int(h) <= 0 for h in self.hidden):
+            raise ConfigError("policy.hidden", f"layer sizes must be positive, got {self.hidden}")
+        self.action  # noqa: B018 - validates the action mode and bounds now
+
+    @functools.cached_property
+    def action(self) -> ActionSpec:
+        default = "argmax" if self.discrete else "deterministic"
+        return ActionSpec(
+            self.discrete,
+            self.act_dim,
+            self.action_mode or default,
+            self.bounds,
+            self.act_low,
+            self.act_high,
+        )
+
+    @classmethod
+    def for_spaces(
+        cls,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        hidden: Sequence[int] = (16,),
+        activation: str = "tanh",
+        **head,
+    ) -> MLPPolicy:
+        """An MLP for these spaces; `head` takes action_mode, bounds, log_std_init, obs_norm."""
+        obs_dim = int(np.prod(observation_space.shape))
+        hidden = tuple(int(h) for h in hidden)
+        spec = ActionSpec.for_space(action_space)
+        return cls(
+            obs_dim, spec.size, spec.discrete, hidden, activation, spec.low, spec.high, **head
+        )
+
+    @property
+    def layer_sizes(self) -> tuple[int, ...]:
+        return (self.obs_dim, *self.hidden, self.act_dim)
+
+    @property
+    def num_network_params(self) -> int:
+        sizes = self.layer_sizes
+        return sum(o * i + o for i, o in zip(sizes[:-1], sizes[1:], strict=True))
+
+    def init_network(self, rng: np.random.Generator) -> np.ndarray:
+        """Weights ~ N(0, 1/fan_in), biases zero, as one float32 vector."""
+        parts = []
+        sizes = self.layer_sizes
+        for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True):
+            parts.append(rng.standard_normal(fan_out * fan_in) / np.sqrt(fan_in))
+            parts.append(np.zeros(fan_out))
+        return np.concatenate(parts).astype(np.float32)
+
+    @functools.cached_property
+    def _plan(self) -> tuple[tuple[int, int, int, int], ...]:
+        """Layer slices (offset, fan_in, fan_out, bias offset), computed once per policy."""
+        layers, offset = [], 0
+        sizes = self.layer_sizes
+        for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True):
+            layers.append((offset, fan_in, fan_out, offset + fan_out * fan_in))
+            offset += fan_out * fan_in + fan_out
+        return tuple(layers)
+
+    def _layers(self, params: np.ndarray):
+        """(weight [B, out, in], bias [B, out]) views of a [B, P] parameter stack."""
+        batch = params.shape[0]
+        for offset, fan_in, fan_out, bias_at in self._plan:
+            weight = params[:, offset:bias_at].reshape(batch, fan_out, fan_in)
+            yield weight, params[:, bias_at : bias_at + fan_out]
+
+    def forward(self, params: np.ndarray, obs: np.ndarray) -> np.ndarray:
+        """Raw outputs for B policies on B observations: params [B, P], obs [B, obs_dim]."""
+        act = ACTIVATIONS[self.activation]
+        batch = obs.shape[0]
+        h = obs.reshape(batch, -1).astype(np.float32, copy=False)
+        layers = self._plan
+        last = len(layers) - 1
+        for index, (offset, fan_in, fan_out, bias_at) in enumerate(layers):
+            weight = params[:, offset:bias_at].reshape(batch, fan_out, fan_in)
+            # Stacked matmul: each row gets the same bits whatever the batch around it.
+            h = np.matmul(weight, h[:, :, None])[:, :, 0] + params[:, bias_at : bias_at + fan_out]
+            if index < last:
+                h = act(h)
+        return h
+
+    def network(self, params, obs, state):
+        return self.forward(params, obs), state, None
+
+    def to_torch(self, theta: np.ndarray) -> torch.nn.Sequential:
+        """The policy's network as a torch module (logits or pre-squash outputs)."""
+        import torch
+
+        modules: list[torch.nn.Module] = []
+        network = np.asarray(theta, dtype=np.float32)[: self.num_network_params]
+        layers = list(self._layers(network[None]))
+        for index, (weight, bias) in enumerate(layers):
+            linear = torch.nn.Linear(weight.shape[2], weight.shape[1])
+            with torch.no_grad():
+                linear.weight.copy_(torch.from_numpy(weight[0].copy()))
+                linear.bias.copy_(torch.from_numpy(bias[0].copy()))
+            modules.append(linear)
+            if index < len(layers) - 1:
+                modules.append(getattr(torch.nn, _TORCH_ACTIVATIONS[self.activation])())
+        return torch.nn.Sequential(*modules)
+
+
+# The name the project used before policies became a package.
+PolicySpec = MLPPolicy

@@ -1,0 +1,148 @@
+"""Policy kinds by name (`policy.name`): builders from the env's spaces and the options.
+
+Built in: `mlp` (numpy), `torch` (any nn.Module by import path), `gru`, `lstm` (recurrent
+torch nets), `torchscript` and `sb3` (a saved file). torch is imported only when a torch
+kind is built, so numpy-only runs and their workers never load it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from coevo.errors import ConfigError
+from coevo.policies.base import ActionSpec, Policy
+from coevo.policies.mlp import MLPPolicy
+
+Builder = Callable[[gym.Space, gym.Space, Mapping[str, Any]], Policy]
+_BUILDERS: dict[str, Builder] = {}
+
+
+def register(name: str, builder: Builder) -> None:
+    """Make `policy.name: NAME` build policies with `builder(obs_space, act_space, options)`."""
+    _BUILDERS[name] = builder
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_BUILDERS)
+
+
+def make_policy(
+    name: str, observation_space: gym.Space, action_space: gym.Space, options: Mapping[str, Any]
+) -> Policy:
+    """Build a registered policy kind by name (the `policy.name` config field)."""
+    if name not in _BUILDERS:
+        allowed = ", ".join(_BUILDERS)
+        raise ConfigError("policy.name", f"unknown policy '{name}'; allowed: {allowed}")
+    return _BUILDERS[name](observation_space, action_space, options)
+
+
+def _head(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "action_mode": options.get("action"),
+        "bounds": options.get("bounds", "tanh"),
+        "log_std_init": float(options.get("log_std_init", 0.0)),
+    }
+
+
+def _mlp(observation_space, action_space, options) -> Policy:
+    return MLPPolicy.for_spaces(
+        observation_space,
+        action_space,
+        hidden=options.get("hidden", (16,)),
+        activation=options.get("activation", "tanh"),
+        **_head(options),
+    )
+
+
+def torch_policy_for(
+    module: Any,
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    options: Mapping[str, Any] | None = None,
+    source: str = "module",
+) -> Policy:
+    """A TorchPolicy over `module` (an nn.Module instance) for these spaces."""
+    from coevo.policies.torch_policy import DEFAULT_BATCH_BLOCK, TorchPolicy
+
+    options = options or {}
+    head = _head(options)
+    spec = ActionSpec.for_space(action_space, head["action_mode"], head["bounds"])
+    return TorchPolicy(
+        module,
+        int(np.prod(observation_space.shape)),
+        spec,
+        obs_norm=options.get("obs_norm"),
+        log_std_init=head["log_std_init"],
+        batch_block=int(options.get("batch_block") or DEFAULT_BATCH_BLOCK),
+        source=source,
+    )
+
+
+def build_module(path: str, kwargs: Mapping[str, Any], obs_dim: int, act_dim: int) -> Any:
+    """Instantiate `package.module:Class` with kwargs; obs_dim / act_dim are passed too when
+    the constructor takes them and the kwargs do not say."""
+    import torch
+
+    from coevo.tasks.generic import resolve_entry_point
+
+    cls = resolve_entry_point(path, "policy.module")
+    kwargs = dict(kwargs)
+    try:
+        accepted = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        accepted = {}
+    for key, value in (("obs_dim", obs_dim), ("act_dim", act_dim)):
+        if key in accepted and key not in kwargs:
+            kwargs[key] = value
+    try:
+        module = cls(**kwargs)
+    except Exception as error:
+        raise ConfigError("policy.kwargs", f"{path}({kwargs}) failed: {error!r}") from None
+    if not isinstance(module, torch.nn.Module):
+        kind = type(module).__name__
+        raise ConfigError("policy.module", f"{path} builds a {kind}, not a torch nn.Module")
+    return module
+
+
+def _dims(observation_space: gym.Space, action_space: gym.Space) -> tuple[int, int]:
+    return int(np.prod(observation_space.shape)), ActionSpec.for_space(action_space).size
+
+
+def _torch(observation_space, action_space, options) -> Policy:
+    path = options.get("module")
+    if not path:
+        raise ConfigError(
+            "policy.module", "required with policy.name=torch ('package.module:Class')"
+        )
+    obs_dim, act_dim = _dims(observation_space, action_space)
+    module = build_module(path, options.get("kwargs") or {}, obs_dim, act_dim)
+    file = options.get("file")
+    if file:
+        from coevo.policies.loaders import load_state_dict_into
+
+        load_state_dict_into(module, file, "policy.file")
+    return torch_policy_for(module, observation_space, action_space, options, source=path)
+
+
+def _recurrent(kind: str) -> Builder:
+    def build(observation_space, action_space, options) -> Policy:
+        from coevo.policies.recurrent import GRUNet, LSTMNet
+
+        net = GRUNet if kind == "gru" else LSTMNet
+        obs_dim, act_dim = _dims(observation_space, action_space)
+        activation = options.get("activation", "tanh")
+        module = net(obs_dim, act_dim, options.get("hidden", (16,)), activation)
+        return torch_policy_for(module, observation_space, action_space, options, source=kind)
+
+    return build
+
+
+register("mlp", _mlp)
+register("torch", _torch)
+register("gru", _recurrent("gru"))
+register("lstm", _recurrent("lstm"))

@@ -1,0 +1,205 @@
+"""A policy over any `torch.nn.Module`, batched over B stacked parameter rows.
+
+The module's parameters, in `named_parameters()` order, form the flat float32 vector. A
+batch of B rows runs as one `torch.func.vmap` of `functional_call` over the rows. Modules
+vmap cannot batch (e.g. `nn.LSTMCell`, TorchScript) run row by row instead.
+
+Determinism: torch's batched kernels give a row different bits when the batch size changes
+(measured here: batch 1 takes another kernel). So rows always run in blocks of exactly
+`batch_block` rows, the last block padded; with a fixed shape a row's bits depend on its
+own inputs only (tests check this), so an episode's return is the same whatever the number
+of slots, workers or backend.
+
+Module conventions: `forward(obs)` returns the action logits (discrete) or action means
+(continuous) for one unbatched observation (vmap hides the batch), or `(out, value)` when
+the module sets `has_value = True`. A recurrent module sets `state_size = S` and takes and
+returns a flat state row: `forward(obs, state) -> (out, state)` or `(out, value, state)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from torch.func import functional_call, vmap
+
+from coevo.errors import ConfigError
+from coevo.policies.base import ActionSpec, ObsNorm, Policy
+
+DEFAULT_BATCH_BLOCK = 32
+
+
+class TorchPolicy(Policy):
+    """A torch module as a coevo policy (see the module docstring for the conventions)."""
+
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        obs_dim: int,
+        action: ActionSpec,
+        *,
+        obs_norm: ObsNorm | None = None,
+        log_std_init: float = 0.0,
+        batch_block: int = DEFAULT_BATCH_BLOCK,
+        source: str = "module",
+    ):
+        if batch_block < 1:
+            raise ConfigError("policy.batch_block", f"must be an integer >= 1, got {batch_block}")
+        self.module = module.eval()
+        self.obs_dim = int(obs_dim)
+        self.action = action
+        self.act_dim = action.size
+        self.discrete = action.discrete
+        self.obs_norm = obs_norm
+        self.log_std_init = float(log_std_init)
+        self.batch_block = int(batch_block)
+        self.source = source
+        self.state_size = int(getattr(module, "state_size", 0) or 0)
+        self.has_value = bool(getattr(module, "has_value", False))
+        self.shapes: tuple[tuple[str, tuple[int, ...]], ...] = tuple(
+            (name, tuple(p.shape)) for name, p in module.named_parameters()
+        )
+        self._sizes = tuple(int(np.prod(shape)) for _, shape in self.shapes)
+        self._batched: Any = None
+        self._vmappable: bool | None = None
+        self._check_output()
+
+    # -- flat <-> module ------------------------------------------------------------------------
+    @property
+    def num_network_params(self) -> int:
+        return int(sum(self._sizes))
+
+    def unflatten(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Views of a flat [P] or stacked [B, P] tensor as the module's named parameters."""
+        out, offset = {}, 0
+        lead = flat.shape[:-1]
+        for (name, shape), size in zip(self.shapes, self._sizes, strict=True):
+            out[name] = flat[..., offset : offset + size].reshape(*lead, *shape)
+            offset += size
+        return out
+
+    def flatten(self, module: torch.nn.Module | None = None) -> np.ndarray:
+        """A module's parameters (this policy's own by default) as one float32 vector."""
+        named = dict((module or self.module).named_parameters())
+        parts = [named[name].detach().reshape(-1).float().cpu() for name, _ in self.shapes]
+        return torch.cat(parts).numpy().astype(np.float32)
+
+    def load_into_module(self, flat: np.ndarray, module: torch.nn.Module | None = None) -> None:
+        """Copy a flat vector (network part) into the module's parameters in place."""
+        target = module or self.module
+        tensor = torch.as_tensor(np.asarray(flat, dtype=np.float32)[: self.num_network_params])
+        named = dict(target.named_parameters())
+        with torch.no_grad():
+            for name, value in self.unflatten(tensor).items():
+                named[name].copy_(value)
+
+    def init_network(self, rng: np.random.Generator) -> np.ndarray:
+        """Matrices ~ N(0, 1/fan_in), vectors zero: a function of `rng` alone (not torch's)."""
+        parts = []
+        for (_, shape), size in zip(self.shapes, self._sizes, strict=True):
+            if len(shape) >= 2:
+                fan_in = int(np.prod(shape[1:]))
+                parts.append(rng.standard_normal(size) / np.sqrt(fan_in))
+            else:
+                parts.append(np.zeros(size))
+        return np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, np.float32)
+
+    # -- forward --------------------------------------------------------------------------------
+    def _call(self, params: Mapping[str, torch.Tensor], obs, state):
+        args = (obs, state) if self.state_size else (obs,)
+        result = functional_call(self.module, dict(params), args)
+        if not isinstance(result, tuple):
+            result = (result,)
+        out = result[0]
+        value = result[1] if self.has_value else None
+        next_state = result[-1] if self.state_size else None
+        if value is None:
+            value = out.new_zeros(())
+        if next_state is None:
+            next_state = out.new_zeros((0,))
+        return out, value.reshape(()), next_state
+
+    def _batched_call(self):
+        if self._batched is None:
+            self._batched = vmap(self._call)
+        return self._batched
+
+    def _run_rows(self, params: torch.Tensor, obs: torch.Tensor, state: torch.Tensor):
+        """One block: vmap over rows, or row by row where the module cannot be vmapped."""
+        if self._vmappable is not False:
+            try:
+                result = self._batched_call()(self.unflatten(params), obs, state)
+                self._vmappable = True
+                return result
+            except RuntimeError:
+                if self._vmappable:
+                    raise
+                self._vmappable = False
+        outs, values, states = [], [], []
+        for row in range(params.shape[0]):
+            out, value, next_state = self._call(self.unflatten(params[row]), obs[row], state[row])
+            outs.append(out)
+            values.append(value)
+            states.append(next_state)
+        return torch.stack(outs), torch.stack(values), torch.stack(states)
+
+    def network(self, params, obs, state):
+        batch, block = obs.shape[0], self.batch_block
+        outs, values, states = [], [], []
+        with torch.inference_mode():
+            for start in range(0, batch, block):
+                stop = min(start + block, batch)
+                rows = stop - start
+                p, o, s = params[start:stop], obs[start:stop], state[start:stop]
+                if rows < block:  # pad to the fixed block shape (see the module docstring)
+                    p, o, s = (_padded(a, block) for a in (p, o, s))
+                out, value, next_state = self._run_rows(
+                    torch.from_numpy(np.ascontiguousarray(p, dtype=np.float32)),
+                    torch.from_numpy(np.ascontiguousarray(o, dtype=np.float32)),
+                    torch.from_numpy(np.ascontiguousarray(s, dtype=np.float32)),
+                )
+                outs.append(out[:rows].reshape(rows, -1).numpy())
+                values.append(value[:rows].numpy())
+                states.append(next_state[:rows].reshape(rows, -1).numpy())
+        value = np.concatenate(values) if self.has_value else None
+        return np.concatenate(outs), np.concatenate(states).astype(np.float32), value
+
+    def _check_output(self) -> None:
+        """One probe forward: the output must fit the action space (fails at build time)."""
+        rng = np.random.default_rng(0)
+        params = self.init(rng)[None]
+        obs = np.zeros((1, self.obs_dim), dtype=np.float32)
+        try:
+            out, state, _ = self.network(
+                params[:, : self.num_network_params], obs, self.initial_state(1)
+            )
+        except Exception as error:
+            raise ConfigError(
+                "policy.module",
+                f"{self.source} fails on an observation of shape ({self.obs_dim},): {error!r}",
+            ) from None
+        if out.shape != (1, self.act_dim):
+            raise ConfigError(
+                "policy.module",
+                f"{self.source} outputs shape {tuple(out.shape[1:])} per observation; the "
+                f"action space needs ({self.act_dim},)",
+            )
+        if state.shape != (1, self.state_size):
+            raise ConfigError(
+                "policy.module",
+                f"{self.source} returns a state of shape {tuple(state.shape[1:])}; its "
+                f"state_size says ({self.state_size},)",
+            )
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_batched"] = None  # a vmapped closure: rebuilt where it runs
+        return state
+
+
+def _padded(array: np.ndarray, rows: int) -> np.ndarray:
+    out = np.zeros((rows, *array.shape[1:]), dtype=np.float32)
+    out[: array.shape[0]] = array
+    return out
