@@ -94,6 +94,7 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "pool.num_workers": (1, None),
     "pool.envs_per_worker": (1, None),
     "policy.batch_block": (1, None),
+    "policy.log_std_init": (-20.0, 2.0),
     "optimizer.population": (1, None),
     "optimizer.episodes": (1, None),
     "optimizer.sigma": (0.0, None),
