@@ -46,9 +46,7 @@ class Worker:
     slot for the next job.
     """
 
-    def __init__(
-        self, space: TaskSpace, policy: Policy, num_envs: int = 8, cache_size: int = 64
-    ):
+    def __init__(self, space: TaskSpace, policy: Policy, num_envs: int = 8, cache_size: int = 64):
         self.space = space
         self.policy = policy
         self.slots: EnvSlots = (
