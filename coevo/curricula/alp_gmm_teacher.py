@@ -1,0 +1,197 @@
+"""ALP-GMM: sample tasks where the policy's absolute learning progress is high.
+
+Portelas, Colas, Hofmann, Oudeyer, "Teacher algorithms for curriculum learning of Deep RL in
+continuously parameterized environments", CoRL 2019; defaults as in TeachMyAgent's `ALPGMM`
+class (see conf/curriculum/alp_gmm.yaml). Our own code; the rules:
+
+- ALP of a sampled task = |r_new - r_old|, r_old the return on the nearest previous task of
+  the history (Euclidean in the unit cube of the task space); 0 while the history holds at
+  most `min_history` tasks (TeachMyAgent: 5).
+- Every `fit_rate` tasks (after `bootstrap` random ones) Gaussian mixtures with
+  `min_components`..`max_components` full-covariance components are fitted to the last
+  `fit_rate` (task, ALP) points; the one with the lowest AIC (or BIC) is kept.
+- Sampling: with probability `random_ratio`, during the bootstrap, or before any fit, a uniform
+  task; else a component with probability proportional to its mean ALP (uniform if all are
+  0), then a task from its Gaussian (task dimensions), clipped to the bounds.
+
+Deviation, said once: the ALP column is divided by the window's largest ALP before the fit,
+so the mixture sees tasks and ALP on comparable [0, 1] scales without needing the env's
+return bounds (TeachMyAgent rescales returns with given bounds when `scale_reward` is on).
+The mixture's own randomness comes from the caller's generator (an integer seed per fit), so
+fits and samples repeat exactly for a given generator state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from coevo.curricula.task_sampling import decode_task, uniform_task
+from coevo.tasks.task import Task, TaskSpace
+
+CRITERIA = ("aic", "bic")
+
+
+@dataclass
+class Mixture:
+    """A fitted mixture over (task in the unit cube, scaled ALP); the last column is ALP."""
+
+    means: np.ndarray  # [k, d + 1]
+    covariances: np.ndarray  # [k, d + 1, d + 1]
+    weights: np.ndarray  # [k]
+    criterion: str
+    criterion_values: dict[int, float]  # components -> AIC/BIC of each candidate
+    alp_scale: float  # ALP values were divided by this before fitting
+    fitted_at: int  # history length at the fit
+
+    @property
+    def components(self) -> int:
+        return len(self.weights)
+
+    @property
+    def mean_alps(self) -> np.ndarray:
+        return self.means[:, -1] * self.alp_scale
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """A sampled task and where it came from (for the eligibility table)."""
+
+    task: Task
+    origin: str  # "random", "bootstrap" or "gmm"
+    component: int | None = None
+    component_alp: float = float("nan")
+    probability: float = float("nan")
+
+    def reason(self, random_ratio: float) -> str:
+        if self.origin == "bootstrap":
+            return "uniform task: bootstrap (no mixture fitted yet)"
+        if self.origin == "random":
+            return f"uniform task: random exploration (ratio {random_ratio:g})"
+        return (
+            f"sampled from GMM component {self.component}, ALP {self.component_alp:.3g} "
+            f"(P {self.probability:.3f})"
+        )
+
+
+@dataclass
+class ALPGMMTeacher:
+    """The ALP-GMM history and mixture; every random draw takes the caller's generator."""
+
+    space: TaskSpace
+    fit_rate: int = 250
+    bootstrap: int = 250
+    random_ratio: float = 0.2
+    min_components: int = 2
+    max_components: int = 10
+    criterion: str = "aic"
+    em_inits: int = 1
+    min_history: int = 5
+    tasks: list[Task] = field(default_factory=list)
+    points: list[np.ndarray] = field(default_factory=list)  # the tasks in the unit cube
+    returns: list[float] = field(default_factory=list)
+    alps: list[float] = field(default_factory=list)
+    mixture: Mixture | None = None
+
+    def __post_init__(self) -> None:
+        if self.criterion not in CRITERIA:
+            raise ValueError(f"criterion must be one of {', '.join(CRITERIA)}")
+        if not 1 <= self.min_components <= self.max_components:
+            raise ValueError("need 1 <= min_components <= max_components")
+        if self.fit_rate < self.max_components:
+            raise ValueError("fit_rate must be >= max_components (points per fit)")
+        if self.bootstrap < self.fit_rate:
+            raise ValueError("bootstrap must be >= fit_rate (TeachMyAgent's rule)")
+        if not 0.0 <= self.random_ratio <= 1.0:
+            raise ValueError("random_ratio must be in [0, 1]")
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def alp_of(self, point: np.ndarray, episode_return: float) -> float:
+        """|r - r_nearest| against the history so far (0 while it is too short)."""
+        if len(self.points) <= self.min_history:
+            return 0.0
+        history = np.stack(self.points)
+        distances = np.linalg.norm(history - point[None, :], axis=1)
+        nearest = int(np.argmin(distances))  # first of equals: deterministic
+        return float(abs(episode_return - self.returns[nearest]))
+
+    def record(self, task: Task, episode_return: float, rng: np.random.Generator) -> float:
+        """Add a (task, return) to the history; refits the mixture when due. Returns the ALP.
+
+        A failed evaluation (NaN return) is not recorded: failures are not learning progress.
+        """
+        if not np.isfinite(episode_return):
+            return float("nan")
+        point = self.space.encode(task)
+        alp = self.alp_of(point, float(episode_return))
+        self.tasks.append(task)
+        self.points.append(point)
+        self.returns.append(float(episode_return))
+        self.alps.append(alp)
+        n = len(self.points)
+        if n >= self.bootstrap and n % self.fit_rate == 0:
+            self.fit(rng)
+        return alp
+
+    def fit(self, rng: np.random.Generator) -> Mixture:
+        from sklearn.mixture import GaussianMixture  # optional dependency: the curricula extra
+
+        window = slice(-self.fit_rate, None)
+        alps = np.asarray(self.alps[window], dtype=float)
+        scale = float(alps.max()) if alps.size and alps.max() > 0 else 1.0
+        data = np.column_stack([np.stack(self.points[window]), alps / scale])
+        seed = int(rng.integers(0, 2**31 - 1))
+        best, values = None, {}
+        for k in range(self.min_components, self.max_components + 1):
+            model = GaussianMixture(
+                n_components=k, covariance_type="full", random_state=seed, n_init=self.em_inits
+            ).fit(data)
+            values[k] = float(model.aic(data) if self.criterion == "aic" else model.bic(data))
+            if best is None or values[k] < values[best.n_components]:
+                best = model
+        self.mixture = Mixture(
+            best.means_.copy(),
+            best.covariances_.copy(),
+            best.weights_.copy(),
+            self.criterion,
+            values,
+            scale,
+            len(self.points),
+        )
+        return self.mixture
+
+    def sample(self, rng: np.random.Generator) -> Sampled:
+        """One task; draws the same number of random numbers on each path's prefix so the
+        sequence is a function of the generator state and the history only."""
+        explore = float(rng.random()) < self.random_ratio
+        if self.mixture is None or len(self.points) < self.bootstrap:
+            return Sampled(uniform_task(self.space, rng), "bootstrap")
+        if explore:
+            return Sampled(uniform_task(self.space, rng), "random")
+        mixture = self.mixture
+        alps = np.clip(mixture.mean_alps, 0.0, None)
+        total = alps.sum()
+        probabilities = (
+            alps / total if total > 0 else np.full(mixture.components, 1.0 / mixture.components)
+        )
+        component = int(rng.choice(mixture.components, p=probabilities))
+        mean = mixture.means[component, :-1]
+        cov = mixture.covariances[component, :-1, :-1]
+        point = rng.multivariate_normal(mean, cov)
+        return Sampled(
+            decode_task(self.space, point),
+            "gmm",
+            component,
+            float(mixture.mean_alps[component]),
+            float(probabilities[component]),
+        )
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [
+            {"index": i, "task_id": t.id, "task": t.to_json(), "return": r, "alp": a}
+            for i, (t, r, a) in enumerate(zip(self.tasks, self.returns, self.alps, strict=True))
+        ]
