@@ -40,7 +40,8 @@ class GymSlots:
         self.discrete = discrete
         shape = self.envs[0].observation_space.shape
         self.obs_dim = int(np.prod(shape))
-        self._flat_obs = len(shape) == 1  # flat obs are copied as they come, no reshape
+        # Bound methods looked up once per episode, not per step (see step_slots).
+        self._step = [env.step for env in self.envs]
         self._tasks: list[Task | None] = [None] * num_slots
 
     def reset_slot(self, slot: int, task: Task, seed: int) -> np.ndarray:
@@ -50,31 +51,50 @@ class GymSlots:
             env.set_task(task.as_dict())
             self._tasks[slot] = task
         obs, _ = env.reset(seed=seed)
+        self._step[slot] = env.step  # looked up again per episode: an env may rebind it
         return np.asarray(obs, dtype=np.float32).ravel()
 
     def step_slots(
         self, slots: np.ndarray, actions: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
-        # This loop runs once per env step: plain ints and list lookups, results written
-        # straight into preallocated arrays (the env's own step is the cost to approach).
-        count = len(slots)
-        obs = np.zeros((count, self.obs_dim), dtype=np.float32)
-        rewards = [0.0] * count
-        done = [False] * count
-        errors: dict[int, str] = {}
-        envs = self.envs
-        flat = self._flat_obs
+        # Once per env step, so only list work here: observations, rewards and flags are
+        # gathered in lists and turned into arrays once per call (a numpy row assignment per
+        # slot cost more than the list appends and one conversion).
+        step = self._step
         # Discrete envs get Python ints; continuous ones a float32 row per slot.
         moves = actions.tolist() if self.discrete else list(actions)
+        observations: list[Any] = []
+        rewards: list[float] = []
+        done: list[bool] = []
+        errors: dict[int, str] | None = None
         for position, slot in enumerate(slots.tolist()):
             try:
-                ob, reward, terminated, truncated, _ = envs[slot].step(moves[position])
-                obs[position] = ob if flat else np.ravel(ob)
+                ob, reward, terminated, truncated, _ = step[slot](moves[position])
             except Exception:  # an env that fails on a task fails that episode only
+                errors = errors or {}
                 errors[position] = traceback.format_exc(limit=3)
                 self._tasks[slot] = None
-                done[position] = True
-                continue
-            rewards[position] = reward
-            done[position] = terminated or truncated
-        return obs, np.array(rewards, dtype=np.float64), np.array(done, dtype=bool), errors
+                ob, reward, terminated, truncated = None, 0.0, True, False
+            observations.append(ob)
+            rewards.append(reward)
+            done.append(terminated or truncated)
+        return (
+            self._stack(observations),
+            np.array(rewards, dtype=np.float64),
+            np.array(done, dtype=bool),
+            errors or {},
+        )
+
+    def _stack(self, observations: list[Any]) -> np.ndarray:
+        count = len(observations)
+        try:
+            stacked = np.array(observations, dtype=np.float32)
+        except (TypeError, ValueError):  # a failed slot's None, or ragged observations
+            stacked = None
+        if stacked is not None and stacked.size == count * self.obs_dim:
+            return stacked.reshape(count, self.obs_dim)  # no copy for flat observations
+        out = np.zeros((count, self.obs_dim), dtype=np.float32)
+        for position, ob in enumerate(observations):
+            if ob is not None:
+                out[position] = np.ravel(ob)
+        return out
