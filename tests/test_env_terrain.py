@@ -199,3 +199,62 @@ def test_report_draws_bipedal_tasks_with_the_terrain_png(tmp_path, space):
     render = space.metadata["render_png"]
     path = render(space.task(stump_height_high=2.0).as_dict(), tmp_path / "task_x.png")
     assert path.exists() and path.read_bytes()[:4] == b"\x89PNG"
+
+
+def _gymnasium_stepped(env):
+    """The same env running gymnasium's own step and cloud code (the walker before ours)."""
+    from gymnasium.envs.box2d.bipedal_walker import BipedalWalker
+
+    env.step = BipedalWalker.step.__get__(env)
+    env._generate_clouds = BipedalWalker._generate_clouds.__get__(env)
+    return env
+
+
+@pytest.mark.parametrize("render_mode", [None, "rgb_array"])
+def test_walker_steps_are_gymnasiums_bit_for_bit(space, render_mode):
+    """Our step and unrendered reset give gymnasium's observations and rewards exactly."""
+    ours = space.make_env()
+    theirs = _gymnasium_stepped(space.make_env())
+    theirs.render_mode = ours.render_mode = render_mode
+    rng = np.random.default_rng(3)
+    task = space.task(roughness=4.0, pit_gap_high=2.0, stump_height_low=0.5, stump_height_high=1.0)
+    for seed in range(4):
+        for env in (ours, theirs):
+            env.set_task(task.as_dict())
+        first = [env.reset(seed=seed)[0] for env in (ours, theirs)]
+        np.testing.assert_array_equal(*first)
+        assert ours.np_random.bit_generator.state == theirs.np_random.bit_generator.state
+        for t in range(150):
+            # Out-of-range, zero and float64 commands too: the clip and sign paths.
+            action = rng.uniform(-1.5, 1.5, 4).astype(np.float32)
+            if t % 7 == 0:
+                action[t % 4] = 0.0
+            if t % 11 == 0:
+                action = action.astype(np.float64)
+            a, b = ours.step(action.copy()), theirs.step(action.copy())
+            np.testing.assert_array_equal(a[0], b[0])
+            assert a[1:4] == b[1:4] and type(a[1]) is type(b[1])
+            if a[2]:
+                break
+    if render_mode:
+        frame = ours.render()
+        assert frame.shape == (400, 600, 3) and len(ours.cloud_poly) == 10
+        points = ours.course.points
+        edges = sum(not np.array_equal(p, q) for p, q in zip(points[:-1], points[1:], strict=True))
+        assert len(ours.terrain_poly) == edges
+    ours.close()
+    theirs.close()
+
+
+def test_walker_course_follows_the_task_through_its_cache(space):
+    env = space.make_env()
+    rough, flat = space.task(roughness=6.0), space.initial_task()
+    courses = []
+    for task in (rough, flat, rough):
+        env.set_task(task.as_dict())
+        env.reset(seed=5)
+        courses.append(env.course.points.copy())
+    np.testing.assert_array_equal(courses[0], generate_terrain(rough, 5).points)
+    np.testing.assert_array_equal(courses[1], generate_terrain(flat, 5).points)
+    np.testing.assert_array_equal(courses[0], courses[2])
+    env.close()

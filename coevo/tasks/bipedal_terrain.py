@@ -3,13 +3,42 @@
 The walker, its physics, observations and rewards are gymnasium's; only the terrain differs:
 `coevo.tasks.terrain.generate_terrain(task, seed)` replaces gymnasium's generator, so the
 course is a function of (task, reset seed). `render_terrain_png` draws a task's course.
+
+Rollouts run this env millions of times unrendered, so it leaves out what only drawing needs
+and what Python makes slow, with the same arithmetic, so that returns are the same bits as
+gymnasium's own code gives on the same course (a test runs both side by side):
+
+- `step` applies the four motor commands from one vectorized sign/abs/clip instead of twelve
+  scalar numpy calls, and skips the lidar end points that only `render` draws;
+- a reset reuses one edge fixture definition for the ground, builds the polygons `render`
+  draws only when asked for them, and skips the clouds when nothing renders (drawing the
+  same random numbers, so the walker's initial push is unchanged);
+- the course of a (task, seed) is cached: the pool resets with the same seeds again and again.
 """
 
 from __future__ import annotations
 
+import math
+from collections import OrderedDict
+
 import Box2D
+import numpy as np
 from Box2D.b2 import edgeShape, fixtureDef
-from gymnasium.envs.box2d.bipedal_walker import FRICTION, BipedalWalker
+from gymnasium.envs.box2d.bipedal_walker import (
+    FPS,
+    FRICTION,
+    LIDAR_RANGE,
+    MOTORS_TORQUE,
+    SCALE,
+    SPEED_HIP,
+    SPEED_KNEE,
+    TERRAIN_GRASS,
+    TERRAIN_LENGTH,
+    TERRAIN_STEP,
+    VIEWPORT_H,
+    VIEWPORT_W,
+    BipedalWalker,
+)
 
 from coevo.tasks.protocol import PendingTaskMixin
 from coevo.tasks.registry import register
@@ -27,6 +56,17 @@ FLAT = {
 }
 FLAT_WITH_STAIRS = {**FLAT, "stair_height_low": 0.0, "stair_height_high": 0.0, "stair_steps": 2.0}
 _GROUND_COLOR = (102, 153, 76)
+_SPEEDS = (SPEED_HIP, SPEED_KNEE, SPEED_HIP, SPEED_KNEE)
+# Lidar ray offsets from the hull, as gymnasium computes them every step.
+_LIDAR_OFFSETS = tuple(
+    (math.sin(1.5 * i / 10.0) * LIDAR_RANGE, -math.cos(1.5 * i / 10.0) * LIDAR_RANGE)
+    for i in range(10)
+)
+# gymnasium's clouds: TERRAIN_LENGTH // 20 of them, 1 + 2 x 5 uniform draws each.
+_CLOUD_DRAWS = (TERRAIN_LENGTH // 20) * 11
+_FINISH_X = (TERRAIN_LENGTH - TERRAIN_GRASS) * TERRAIN_STEP
+# Courses kept per env: a worker's slot sees a few tasks x the call's episode seeds.
+_COURSE_CACHE = 64
 
 
 class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
@@ -39,6 +79,13 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
         self._task = dict(self.initial_task)
         self._terrain_seed: int | None = None
         self.course: Terrain | None = None
+        self._courses: OrderedDict[tuple, tuple[Terrain, list]] = OrderedDict()
+        # One definition for every ground edge; CreateFixture copies its shape.
+        self._edge = fixtureDef(
+            shape=edgeShape(vertices=[(0.0, 0.0), (1.0, 0.0)]),
+            friction=FRICTION,
+            categoryBits=0x0001,
+        )
         if task:
             self.set_task(task)
             self._apply_pending_task()
@@ -55,24 +102,119 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
         seed = self._terrain_seed
         if seed is None:  # an unseeded reset continues the env's own generator
             seed = int(self.np_random.integers(2**31))
-        self.course = generate_terrain(self._task, seed)
-        points = [tuple(map(float, p)) for p in self.course.points]
+        self.course, points = self._course(seed)
         ground = self.world.CreateStaticBody()
-        self.terrain_poly = []
+        edge = self._edge
         for start, end in zip(points[:-1], points[1:], strict=True):
             if start == end:
                 continue
-            ground.CreateFixture(
-                fixtureDef(
-                    shape=edgeShape(vertices=[start, end]), friction=FRICTION, categoryBits=0x0001
-                )
-            )
-            polygon = [start, end, (end[0], 0), (start[0], 0)]
-            self.terrain_poly.append((polygon, _GROUND_COLOR))
+            edge.shape.vertices = [start, end]
+            ground.CreateFixture(edge)
         ground.color1 = ground.color2 = (76, 230, 76)
         self.terrain: list[Box2D.b2Body] = [ground]
         self.terrain_x = [p[0] for p in points]
         self.terrain_y = [p[1] for p in points]
+
+    def _course(self, seed: int) -> tuple[Terrain, list[tuple[float, float]]]:
+        key = (tuple(sorted(self._task.items())), seed)
+        cached = self._courses.get(key)
+        if cached is None:
+            course = generate_terrain(self._task, seed)
+            cached = course, [tuple(map(float, p)) for p in course.points]
+            self._courses[key] = cached
+            if len(self._courses) > _COURSE_CACHE:
+                self._courses.popitem(last=False)
+        else:
+            self._courses.move_to_end(key)
+        return cached
+
+    @property
+    def terrain_poly(self) -> list:
+        """The ground polygons `render` fills (built on demand: rollouts never draw)."""
+        points = list(zip(self.terrain_x, self.terrain_y, strict=True))
+        return [
+            ([start, end, (end[0], 0), (start[0], 0)], _GROUND_COLOR)
+            for start, end in zip(points[:-1], points[1:], strict=True)
+            if start != end
+        ]
+
+    def _generate_clouds(self) -> None:
+        if self.render_mode is not None:
+            super()._generate_clouds()
+            return
+        # Nothing draws them, but the walker's initial push is drawn after them.
+        self.np_random.uniform(size=_CLOUD_DRAWS)
+        self.cloud_poly = []
+
+    def step(self, action: np.ndarray):
+        """gymnasium's BipedalWalker step (same arithmetic, same bits), with less Python.
+
+        Scalar numpy calls cost microseconds each: sign, abs and clip of the four motor
+        commands are taken once on the whole action, and their elements then combined
+        exactly as gymnasium combines its scalars.
+        """
+        assert self.hull is not None
+        command = np.asarray(action)
+        signs = np.sign(command)
+        strengths = np.clip(np.abs(command), 0, 1)
+        motors = zip(self.joints, _SPEEDS, signs, strengths, strict=True)
+        for joint, speed, sign, strength in motors:
+            joint.motorSpeed = float(speed * sign)
+            joint.maxMotorTorque = float(MOTORS_TORQUE * strength)
+
+        world = self.world
+        world.Step(1.0 / FPS, 6 * 30, 2 * 30)
+        hull = self.hull
+        pos = hull.position
+        vel = hull.linearVelocity
+        x, y = pos[0], pos[1]
+        drawn = self.render_mode is not None
+        for lidar, (dx, dy) in zip(self.lidar, _LIDAR_OFFSETS, strict=True):
+            lidar.fraction = 1.0
+            end = (x + dx, y + dy)
+            if drawn:  # only render reads the ray's end points
+                lidar.p1, lidar.p2 = pos, end
+            world.RayCast(lidar, pos, end)
+
+        joints, legs = self.joints, self.legs
+        angle = hull.angle
+        state = [
+            angle,
+            2.0 * hull.angularVelocity / FPS,
+            0.3 * vel.x * (VIEWPORT_W / SCALE) / FPS,
+            0.3 * vel.y * (VIEWPORT_H / SCALE) / FPS,
+            joints[0].angle,
+            joints[0].speed / SPEED_HIP,
+            joints[1].angle + 1.0,
+            joints[1].speed / SPEED_KNEE,
+            1.0 if legs[1].ground_contact else 0.0,
+            joints[2].angle,
+            joints[2].speed / SPEED_HIP,
+            joints[3].angle + 1.0,
+            joints[3].speed / SPEED_KNEE,
+            1.0 if legs[3].ground_contact else 0.0,
+            *[lidar.fraction for lidar in self.lidar],
+        ]
+        self.scroll = pos.x - VIEWPORT_W / SCALE / 5
+
+        shaping = 130 * pos[0] / SCALE  # forward progress
+        shaping -= 5.0 * abs(state[0])  # keep the hull level
+        reward = 0
+        if self.prev_shaping is not None:
+            reward = shaping - self.prev_shaping
+        self.prev_shaping = shaping
+        for strength in strengths:  # torque cost, one motor after the other as gymnasium
+            reward -= 0.00035 * MOTORS_TORQUE * strength
+
+        terminated = False
+        if self.game_over or pos[0] < 0:
+            reward = -100
+            terminated = True
+        if pos[0] > _FINISH_X:
+            terminated = True
+        if self.render_mode == "human":
+            self.render()
+        return np.array(state, dtype=np.float32), reward, terminated, False, {}
 
 
 class TaskBipedalWalkerStairs(TaskBipedalWalker):
