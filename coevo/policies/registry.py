@@ -146,3 +146,12 @@ register("mlp", _mlp)
 register("torch", _torch)
 register("gru", _recurrent("gru"))
 register("lstm", _recurrent("lstm"))
+
+
+def _actor_critic(observation_space, action_space, options) -> Policy:
+    from coevo.policies.actor_critic import make_actor_critic  # the PPO policy
+
+    return make_actor_critic(observation_space, action_space, options)
+
+
+register("actor_critic", _actor_critic)
