@@ -221,6 +221,27 @@ class Worker:
         counters["pid"] = float(self.pid)
         return ChunkResult(returns, lengths, errors, counters)
 
+    def collect_trajectories(self, jobs: Sequence[Any], sources: Mapping[str, Any]) -> Any:
+        """Run trajectory jobs (coevo/pool/trajectories.py) on this worker's slots; the
+        policy must sample with a value head (the actor-critic)."""
+        from coevo.pool.trajectories import collect
+
+        started, cpu_started = time.perf_counter(), time.process_time()
+        counters = {"cache_hits": 0.0, "cache_misses": 0.0, "bytes_loaded": 0.0}
+        chunk = collect(
+            self.slots,
+            self.policy,
+            self.space.max_episode_steps,
+            jobs,
+            lambda job: self._weights(job.params.key, sources, counters),
+            self.skeleton,
+        )
+        chunk.stats.update(counters)
+        chunk.stats["busy_s"] = time.perf_counter() - started
+        chunk.stats["cpu_s"] = time.process_time() - cpu_started
+        chunk.stats["pid"] = float(self.pid)
+        return chunk
+
     def _params(self, job, sources, counters, perturbed) -> np.ndarray:
         source = job.params
         if isinstance(source, Stored):

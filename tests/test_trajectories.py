@@ -1,0 +1,142 @@
+"""Trajectory jobs on a worker: what the arrays hold, determinism whatever the slots and
+order, failures confined to their stream."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from coevo import tasks
+from coevo.policies import make_policy
+from coevo.pool import Stored, Worker
+from coevo.pool.trajectories import ARRAY_NAMES, TrajectoryJob, streams_of
+from coevo.tasks.task import Param, TaskSpace
+
+ARRAYS = [name for name in ARRAY_NAMES if name not in ("episode_return_sum", "episodes_done")]
+
+
+def _policy(space, **kwargs):
+    env = space.make_env()
+    return make_policy(
+        "actor_critic",
+        env.observation_space,
+        env.action_space,
+        {"hidden": (16, 16), "kwargs": kwargs},
+    )
+
+
+def _jobs(space, horizon, count=6, seed=11):
+    tasks_ = [space.initial_task(), space.task(**{space.params[0].name: space.params[0].high})]
+    return [
+        TrajectoryJob(Stored("theta"), tasks_[i % 2], seed + i // 3, i % 3, horizon)
+        for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize("name", ["cartpole", "pendulum"])
+def test_streams_are_identical_whatever_the_slots_and_order(name):
+    space = dataclasses.replace(tasks.get(name), max_episode_steps=40)
+    policy = _policy(space, normalize_obs=True)
+    theta = policy.init(np.random.default_rng(0))
+    jobs = _jobs(space, horizon=90)
+    first = Worker(space, policy, num_envs=6).collect_trajectories(jobs, {"theta": theta})
+    order = [4, 1, 5, 0, 3, 2]
+    second = Worker(space, policy, num_envs=4).collect_trajectories(
+        [jobs[i] for i in order], {"theta": theta}
+    )
+    for position, index in enumerate(order):
+        for array in ARRAYS:
+            a, b = getattr(first, array)[index], getattr(second, array)[position]
+            assert a.tobytes() == b.tobytes(), (array, index)
+    assert not first.errors
+    # Different streams of one rollout see different episodes.
+    assert first.obs[0].tobytes() != first.obs[1].tobytes()
+
+
+def test_truncation_termination_and_bootstrap_values():
+    space = dataclasses.replace(tasks.get("pendulum"), max_episode_steps=30)
+    policy = _policy(space)
+    theta = policy.init(np.random.default_rng(1))
+    jobs = _jobs(space, horizon=100, count=2)
+    chunk = Worker(space, policy, num_envs=2).collect_trajectories(jobs, {"theta": theta})
+    # Pendulum never terminates; its time limit truncates at steps 30, 60, 90.
+    assert not chunk.terminated.any()
+    for row in range(2):
+        assert np.flatnonzero(chunk.truncated[row]).tolist() == [29, 59, 89]
+        # Bootstrap values where the episode was cut and at the stream's end, nowhere else.
+        assert set(np.flatnonzero(chunk.next_values[row])) == {29, 59, 89, 99}
+        assert chunk.episodes_done[row] == 3
+        total = chunk.rewards[row, :90].astype(np.float64).sum()
+        assert chunk.episode_return_sum[row] == pytest.approx(total, rel=1e-5)
+    # The bootstrap value is the value of the observation after the cut, which the stream
+    # never acts on (a new episode starts); the last one is of `last_obs`.
+    values = policy.values(theta[None], chunk.last_obs[:1])
+    assert chunk.next_values[0, 99] == values[0]
+    # Recorded values and log-probs are those of the acting policy.
+    obs = chunk.obs[0]
+    np.testing.assert_array_equal(policy.values(np.tile(theta, (100, 1)), obs), chunk.values[0])
+
+
+def test_cartpole_terminates_and_streams_go_on():
+    space = tasks.get("cartpole")
+    policy = _policy(space)
+    theta = policy.init(np.random.default_rng(2))
+    chunk = Worker(space, policy, num_envs=3).collect_trajectories(
+        _jobs(space, horizon=200, count=3), {"theta": theta}
+    )
+    assert chunk.terminated.sum() >= 3 and not chunk.truncated.any()
+    assert (chunk.rewards == 1.0).all()
+    ends = chunk.terminated[0] | chunk.truncated[0]
+    # No bootstrap at terminations.
+    assert (chunk.next_values[0][ends] == 0).all()
+    assert chunk.episodes_done[0] == int(chunk.terminated[0].sum())
+    streams = streams_of(chunk)
+    assert streams[1].rewards.base is not None  # views into the chunk, not copies
+    assert chunk.stats["env_steps"] == 600
+    assert chunk.stats["trajectory_bytes"] == chunk.nbytes > 0
+
+
+class Fragile(gym.Env):
+    """Raises at step 4 when its task says so."""
+
+    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self):
+        self.task = {"mode": 0.0}
+        self._next = dict(self.task)
+        self.t = 0
+
+    def get_task(self):
+        return dict(self._next)
+
+    def set_task(self, task):
+        self._next = dict(task)
+
+    def reset(self, *, seed=None, options=None):
+        self.task, self.t = dict(self._next), 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        if self.task["mode"] == 1 and self.t == 4:
+            raise FloatingPointError("wheel fell off")
+        return np.zeros(2, np.float32), 1.0, self.t >= 10, False, {}
+
+
+def test_a_failing_env_fails_its_stream_only():
+    space = TaskSpace("fragile", (Param("mode", 0, 1, 0, 0.0),), Fragile, 50)
+    policy = _policy(space)
+    theta = policy.init(np.random.default_rng(3))
+    jobs = [
+        TrajectoryJob(Stored("theta"), space.task(mode=mode), 5, stream, 25)
+        for stream, mode in enumerate([0, 1, 0])
+    ]
+    chunk = Worker(space, policy, num_envs=3).collect_trajectories(jobs, {"theta": theta})
+    assert list(chunk.errors) == [1]
+    assert "wheel fell off" in chunk.errors[1]
+    assert not chunk.rewards[1].any()  # a failed stream's arrays are zeros
+    assert chunk.episodes_done.tolist() == [2, 0, 2]
