@@ -32,7 +32,7 @@ import numpy as np
 import ray
 
 from coevo import tasks
-from coevo.evolve.es import ESConfig, EvolutionStrategy
+from coevo.optimizers.es import ESConfig, EvolutionStrategy
 from coevo.policy import PolicySpec
 from coevo.pool import EvaluationPool, perturbation_noise
 from coevo.tasks.task import Task, TaskSpace
@@ -180,16 +180,17 @@ def run_coevo(pool: EvaluationPool, job: Job, repeat: int) -> dict[str, float]:
     """Steps per second (wall and workers' CPU), mean return, busy fraction of one repeat."""
     if job.es:
         theta, task = es_centre(pool.space, pool.policy, repeat)
-        es = EvolutionStrategy(ESConfig(population=job.pairs, episodes=1, sigma=ES_SIGMA), pool)
-        state = es.init_state()
+        config = ESConfig(population=job.pairs, episodes=1, sigma=ES_SIGMA)
+        es = EvolutionStrategy(config, pool.policy.num_params)
+        state = es.init_state(theta, np.random.default_rng(0))
     else:
         pairs, seeds = job_inputs(job, pool.space, pool.policy, repeat)
     before = pool.stats_snapshot()
     started = time.perf_counter()
     if job.es:
         # The whole ES step: noise seeds out, returns back, gradient and Adam update.
-        step = es.step_many([theta], [state], [task], np.random.default_rng(2000 + repeat))
-        mean_return = step[0].mean_return
+        step = es.step(pool, theta, state, [task], np.random.default_rng(2000 + repeat))
+        mean_return = step.record.mean_return
     else:
         mean_return = float(pool.evaluate(pairs, episodes=len(seeds), seed=0).mean())
     wall = time.perf_counter() - started

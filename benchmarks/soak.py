@@ -86,15 +86,15 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="also print the samples as JSON")
     args = parser.parse_args()
     overrides = [
-        f"evolution.generations={args.generations}",
+        f"curriculum.generations={args.generations}",
         f"pool.num_workers={args.workers}",
         "optimizer.population=8",
-        "evolution.es_steps=1",
-        "evolution.max_active=4",
-        "evolution.max_children=4",
-        "evolution.repro_threshold=100",
-        "evolution.reproduce_every=2",
-        "evolution.transfer_every=4",
+        "curriculum.optimizer_steps=1",
+        "curriculum.max_active=4",
+        "curriculum.max_children=4",
+        "curriculum.repro_threshold=100",
+        "curriculum.reproduce_every=2",
+        "curriculum.transfer_every=4",
         "task.max_episode_steps=200",
         f"report_every_s={args.report_every_s}",
         f"seed={args.seed}",

@@ -15,10 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from coevo import curricula, optimizers
+from coevo.curricula.base import CurriculumConfig
+from coevo.curricula.poet import PoetConfig
 from coevo.errors import ConfigError
-from coevo.evolve.coevolution import EvolutionConfig
-from coevo.evolve.es import ESConfig
+from coevo.optimizers.base import OptimizerConfig
+from coevo.optimizers.es import ESConfig
 from coevo.pool.pool import Backend
+from coevo.settings import Rule, rule_of
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,9 @@ class RunConfig:
     task: TaskConfig = field(default_factory=TaskConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     pool: PoolConfig = field(default_factory=PoolConfig)
-    optimizer: ESConfig = field(default_factory=ESConfig)
-    evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
+    # Plug-in sections: `name` picks the class, whose own config dataclass types the rest.
+    optimizer: OptimizerConfig = field(default_factory=ESConfig)
+    curriculum: CurriculumConfig = field(default_factory=PoetConfig)
     eligible: EligibleConfig = field(default_factory=EligibleConfig)
     resume: str | None = None
     checkpoints_kept: int = 3
@@ -95,38 +100,9 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "pool.envs_per_worker": (1, None),
     "policy.batch_block": (1, None),
     "policy.log_std_init": (-20.0, 2.0),
-    "optimizer.population": (1, None),
-    "optimizer.episodes": (1, None),
-    "optimizer.sigma": (0.0, None),
-    "optimizer.sigma_decay": (0.0, 1.0),
-    "optimizer.sigma_min": (0.0, None),
-    "optimizer.lr": (0.0, None),
-    "optimizer.lr_decay": (0.0, 1.0),
-    "optimizer.lr_min": (0.0, None),
-    "optimizer.l2": (0.0, None),
-    "optimizer.beta1": (0.0, 1.0),
-    "optimizer.beta2": (0.0, 1.0),
-    "optimizer.epsilon": (0.0, None),
-    "evolution.generations": (1, None),
-    "evolution.initial_pairs": (1, None),
-    "evolution.es_steps": (0, None),
-    "evolution.eval_episodes": (1, None),
-    "evolution.reproduce_every": (1, None),
-    "evolution.max_children": (0, None),
-    "evolution.max_admitted": (0, None),
-    "evolution.max_active": (1, None),
-    "evolution.novelty_k": (1, None),
-    "evolution.transfer_history": (1, None),
-    "evolution.transfer_every": (0, None),
 }
-# Ends of a range that the value must not reach, as (low, high): a zero sigma never
-# explores, a zero epsilon or a beta of 1 divides by zero in Adam.
-_EXCLUSIVE: dict[str, tuple[bool, bool]] = {
-    "optimizer.sigma": (True, False),
-    "optimizer.epsilon": (True, False),
-    "optimizer.beta1": (False, True),
-    "optimizer.beta2": (False, True),
-}
+# Ends of a range that the value must not reach, as (low, high).
+_EXCLUSIVE: dict[str, tuple[bool, bool]] = {}
 _CHOICES: dict[str, tuple[str, ...]] = {
     "mode": ("coevolve", "eligible_parents"),
     "logger": ("none", "tensorboard"),
@@ -134,7 +110,6 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "policy.activation": ("tanh", "relu"),
     "policy.action": ("argmax", "sample", "deterministic", "gaussian"),
     "policy.bounds": ("clip", "tanh"),
-    "evolution.novelty": ("params", "pata_ec"),
 }
 # pool.address: "auto" (the cluster `ray start` last started here) or a head's HOST:PORT.
 _ADDRESS = re.compile(r"^(auto|(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5})$")
@@ -143,21 +118,10 @@ _ADDRESS = re.compile(r"^(auto|(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5})$")
 def parse_config(raw: Mapping[str, Any]) -> RunConfig:
     """Build a validated `RunConfig` from a plain mapping (e.g. a resolved Hydra config)."""
     config = _build(RunConfig, raw, "")
-    evo, opt = config.evolution, config.optimizer
-    if evo.mc_lower > evo.mc_upper:
-        raise ConfigError(
-            "evolution.mc_lower",
-            f"must be <= evolution.mc_upper ({evo.mc_upper:g}), got {evo.mc_lower:g}",
-        )
-    if opt.sigma_min > opt.sigma:
-        raise ConfigError(
-            "optimizer.sigma_min",
-            f"must be <= optimizer.sigma ({opt.sigma:g}), got {opt.sigma_min:g}",
-        )
-    if opt.lr_min > opt.lr:
-        raise ConfigError(
-            "optimizer.lr_min", f"must be <= optimizer.lr ({opt.lr:g}), got {opt.lr_min:g}"
-        )
+    for section in (config.optimizer, config.curriculum):
+        check = getattr(section, "check", None)
+        if check is not None:  # a plug-in's checks across its fields
+            check()
     address = config.pool.address
     if address is not None and not _ADDRESS.match(address):
         raise ConfigError(
@@ -172,6 +136,60 @@ def parse_config(raw: Mapping[str, Any]) -> RunConfig:
     return config
 
 
+# Sections whose `name` picks a plug-in class; the class's `config_class` types the section.
+_PLUGINS = (
+    ("optimizer", "optimizer", optimizers.get),
+    ("curriculum", "curriculum", curricula.get),
+)
+
+
+def _plugin_config(raw: Any, kind: str, get: Any) -> type:
+    default = (
+        dataclasses.fields(RunConfig)[[f.name for f in dataclasses.fields(RunConfig)].index(kind)]
+        .default_factory()
+        .name
+    )
+    name = raw.get("name", default) if isinstance(raw, Mapping) else default
+    config_class = get(name).config_class
+    if not (dataclasses.is_dataclass(config_class) and "name" in config_class.__dataclass_fields__):
+        raise ConfigError(f"{kind}.name", f"{name}'s config_class must be a dataclass with `name`")
+    return config_class
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    """One leaf field of the run config, for tests and docs: its dotted path, type hint and
+    rule, and `plugin`: ("optimizer", "ars") when it belongs to a plug-in's own config."""
+
+    path: str
+    hint: Any
+    rule: Rule
+    plugin: tuple[str, str] | None = None
+
+
+def describe_fields() -> list[FieldInfo]:
+    """Every field of `RunConfig`, with each registered plug-in's fields under its section."""
+    out: list[FieldInfo] = []
+
+    def walk(cls: type, prefix: str, plugin: tuple[str, str] | None) -> None:
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            path = f"{prefix}{f.name}"
+            if cls is RunConfig and f.name in {name for name, _, _ in _PLUGINS}:
+                continue
+            if dataclasses.is_dataclass(hints[f.name]):
+                walk(hints[f.name], f"{path}.", plugin)
+            else:
+                out.append(FieldInfo(path, hints[f.name], _legacy_rule(path, rule_of(f)), plugin))
+
+    walk(RunConfig, "", None)
+    for section, _, get in _PLUGINS:
+        registry = optimizers if section == "optimizer" else curricula
+        for name in registry.names():
+            walk(get(name).config_class, f"{section}.", (section, name))
+    return out
+
+
 def _build(cls: type, raw: Any, prefix: str) -> Any:
     if raw is None:
         raw = {}
@@ -179,6 +197,9 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
         raise ConfigError(prefix.rstrip(".") or "config", f"must be a mapping, got {raw!r}")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name, kind, registry in _PLUGINS:
+        if cls is RunConfig and name in raw and raw[name] is not None:
+            hints[name] = _plugin_config(raw[name], kind, registry)
     unknown = [key for key in raw if key not in fields]
     if unknown:
         raise ConfigError(f"{prefix}{unknown[0]}", f"unknown key; allowed: {', '.join(fields)}")
@@ -189,18 +210,31 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
         if dataclasses.is_dataclass(hint):
             values[name] = _build(hint, value, f"{path}.")
         else:
-            values[name] = _coerce(path, value, hint)
+            values[name] = _coerce(path, value, hint, rule_of(fields[name]))
     return cls(**values)
 
 
-def _coerce(path: str, value: Any, hint: Any) -> Any:
+def _legacy_rule(path: str, rule: Rule) -> Rule:
+    """The field's own rule, or for fields not declared with `setting` the tables above."""
+    if rule != _NO_RULE or (path not in _RANGES and path not in _CHOICES):
+        return rule
+    low, high = _RANGES.get(path, (None, None))
+    open_low, open_high = _EXCLUSIVE.get(path, (False, False))
+    return Rule(low, high, open_low, open_high, _CHOICES.get(path))
+
+
+_NO_RULE = Rule()
+
+
+def _coerce(path: str, value: Any, hint: Any, rule: Rule = _NO_RULE) -> Any:
+    rule = _legacy_rule(path, rule)
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
-        return _coerce(path, value, inner[0])
+        return _coerce(path, value, inner[0], rule)
     if hint is bool:
         if not isinstance(value, bool):
             raise ConfigError(path, f"must be true or false, got {value!r}")
@@ -208,24 +242,22 @@ def _coerce(path: str, value: Any, hint: Any) -> Any:
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
             if not (isinstance(value, float) and value.is_integer()):
-                raise ConfigError(path, f"must be an integer{_range_text(path)}, got {value!r}")
+                raise ConfigError(path, f"must be an integer{rule.range_text()}, got {value!r}")
             value = int(value)
-        _check_range(path, value)
+        _check_range(path, value, rule)
         return value
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(path, f"must be a number{_range_text(path)}, got {value!r}")
+            raise ConfigError(path, f"must be a number{rule.range_text()}, got {value!r}")
         if not math.isfinite(value):  # NaN would pass every comparison below
-            raise ConfigError(path, f"must be a finite number{_range_text(path)}, got {value!r}")
-        _check_range(path, float(value))
+            raise ConfigError(path, f"must be a finite number{rule.range_text()}, got {value!r}")
+        _check_range(path, float(value), rule)
         return float(value)
     if hint is str:
         if not isinstance(value, str):
             raise ConfigError(path, f"must be a string, got {value!r}")
-        if path in _CHOICES and value not in _CHOICES[path]:
-            raise ConfigError(
-                path, f"unknown value '{value}'; allowed: {', '.join(_CHOICES[path])}"
-            )
+        if rule.choices is not None and value not in rule.choices:
+            raise ConfigError(path, f"unknown value '{value}'; allowed: {', '.join(rule.choices)}")
         return value
     if origin is tuple:
         if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
@@ -243,23 +275,7 @@ def _coerce(path: str, value: Any, hint: Any) -> Any:
     return value
 
 
-def _range_text(path: str) -> str:
-    low, high = _RANGES.get(path, (None, None))
-    open_low, open_high = _EXCLUSIVE.get(path, (False, False))
-    if low is not None and high is not None:
-        return f" in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
-    if low is not None:
-        return f" {'>' if open_low else '>='} {low:g}"
-    if high is not None:
-        return f" {'<' if open_high else '<='} {high:g}"
-    return ""
-
-
-def _check_range(path: str, value: float) -> None:
-    low, high = _RANGES.get(path, (None, None))
-    open_low, open_high = _EXCLUSIVE.get(path, (False, False))
-    below = low is not None and (value <= low if open_low else value < low)
-    above = high is not None and (value >= high if open_high else value > high)
-    if below or above:
+def _check_range(path: str, value: float, rule: Rule) -> None:
+    if not rule.in_range(value):
         kind = "an integer" if isinstance(value, int) else "a number"
-        raise ConfigError(path, f"must be {kind}{_range_text(path)}, got {value!r}")
+        raise ConfigError(path, f"must be {kind}{rule.range_text()}, got {value!r}")

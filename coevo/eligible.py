@@ -25,9 +25,9 @@ import pandas as pd
 import yaml
 
 from coevo import checkpoint
+from coevo.curricula.base import Decision
+from coevo.curricula.poet import rules
 from coevo.errors import ConfigError
-from coevo.evolve import rules
-from coevo.evolve.rules import Decision
 from coevo.pool import EvaluationPool
 from coevo.tasks.task import Task, TaskSpace
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from coevo import checkpoint
 from coevo.config import RunConfig
+from coevo.curricula.poet.population import Pair, Population
 from coevo.errors import ConfigError
-from coevo.evolve.population import Pair, Population
 from coevo.pool import EvaluationPool
 from coevo.runner import CHECKPOINTS, load_run_config, prepare
 from coevo.tasks.task import Task, TaskSpace
@@ -33,11 +33,11 @@ def load_saved_run(path: Path) -> SavedRun:
     elif path.is_file():
         run_dir = path.parent.parent  # RUN_DIR/checkpoints/gen_N.pkl
         state = checkpoint.load(path)
-        generation = state["coevolution"]["generation"]
+        generation = state["curriculum"]["generation"]
     else:
         raise FileNotFoundError(f"{path} is neither a run directory nor a checkpoint file")
     return SavedRun(
-        run_dir, load_run_config(run_dir), generation, state["coevolution"]["population"]
+        run_dir, load_run_config(run_dir), generation, state["curriculum"]["population"]
     )
 
 

@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from coevo import checkpoint, tasks
+from coevo import checkpoint, curricula, optimizers, tasks
 from coevo.config import RunConfig, parse_config
+from coevo.curricula.base import Curriculum
 from coevo.eligible import judge_pairs, load_pairs
 from coevo.errors import ConfigError
-from coevo.evolve import Coevolution, EvolutionStrategy, GenerationResult
 from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
 from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
@@ -58,18 +58,6 @@ def describe_pool(pool: EvaluationPool) -> str:
     return (
         f"pool: {pool.num_workers} Ray worker(s) on {len(set(nodes))} node(s), "
         f"{pool.envs_per_worker} envs each"
-    )
-
-
-def format_generation(result: GenerationResult, total: int) -> str:
-    s = result.summary
-    return (
-        f"gen {result.generation:>3}/{total} | active {s['active']:>2} archived {s['archived']:>2}"
-        f" | eligible {s['eligible']:>2} | children {s['children_tried']:>2} tried "
-        f"{s['children_passed_mc']:>2} passed MC {s['admitted']:>2} admitted"
-        f" | transfers {s['transfers']:>2} | ANNECS {s['annecs']:>2} | best {s['best_score']:7.1f} "
-        f"median {s['median_score']:7.1f} | {s['steps_per_s'] / 1000:6.1f}k steps/s"
-        f" | {s['wall_s']:5.1f}s"
     )
 
 
@@ -145,12 +133,18 @@ def run_eligible(
     return frame
 
 
+def build(config: RunConfig, space: TaskSpace, pool: EvaluationPool) -> Curriculum:
+    """The run's curriculum with its optimizer, as the config names them."""
+    optimizer = optimizers.build(config.optimizer, pool.policy.num_params)
+    return curricula.build(config.curriculum, space, pool, optimizer, seed=config.seed)
+
+
 def run(
     config: RunConfig,
     run_dir: Path,
     echo: Callable[[str], None] = print,
     resume: bool = False,
-) -> Coevolution:
+) -> Curriculum:
     """Run (or resume) the experiment, writing tables, checkpoints and report to `run_dir`."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -158,34 +152,33 @@ def run(
     renderer = space.metadata.get("render_png")
     if not resume:
         (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
-    total = config.evolution.generations
+    total = config.curriculum.generations
     logger = ScalarLogger(run_dir, config.logger)
     with _pool(config, space, policy) as pool:
         echo(describe_pool(pool))
-        optimizer = EvolutionStrategy(config.optimizer, pool)
-        coevolution = Coevolution(space, pool, optimizer, config.evolution, seed=config.seed)
+        curriculum = build(config, space, pool)
         recorder = RunRecorder(run_dir)
         checkpoints = run_dir / CHECKPOINTS
 
         def save_checkpoint() -> None:
-            state = {"coevolution": coevolution.state_dict(), "report": recorder.state_dict()}
-            checkpoint.save(checkpoints, coevolution.generation, state, config.checkpoints_kept)
+            state = {"curriculum": curriculum.state_dict(), "report": recorder.state_dict()}
+            checkpoint.save(checkpoints, curriculum.generation, state, config.checkpoints_kept)
 
         if resume:
             generation, state = checkpoint.load_latest(checkpoints, on_skip=echo)
-            coevolution.load_state_dict(state["coevolution"])
-            recorder.load_state_dict(state["report"], coevolution.population)
+            curriculum.load_state_dict(state["curriculum"])
+            recorder.load_state_dict(state["report"], curriculum.population_frame())
             echo(f"resuming {run_dir} after generation {generation}")
         else:
             save_checkpoint()
         report_built = time.monotonic()
         progress = GenerationProgress()
         pool.progress = progress
-        while coevolution.generation < total:
-            progress.start(coevolution.generation + 1, total)
-            result = coevolution.step()
+        while curriculum.generation < total:
+            progress.start(curriculum.generation + 1, total)
+            result = curriculum.step()
             progress.finish()
-            recorder.record(result, coevolution.population)
+            recorder.record(result, curriculum.population_frame())
             logger.log(result.summary)
             save_checkpoint()
             if time.monotonic() - report_built >= config.report_every_s:
@@ -193,9 +186,9 @@ def run(
                 # a small run's time; `coevo-report` rebuilds it on demand.
                 write_report(run_dir, renderer)
                 report_built = time.monotonic()
-            echo(format_generation(result, total))
+            echo(curriculum.progress_line(result, total))
             sys.stdout.flush()
         write_report(run_dir, renderer)
     logger.close()
     echo(f"run directory: {run_dir}")
-    return coevolution
+    return curriculum

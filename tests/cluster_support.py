@@ -180,10 +180,9 @@ def drive(raw_config: dict, run_dir: Path) -> None:
     import ray
 
     from coevo.config import parse_config
-    from coevo.evolve import Coevolution, EvolutionStrategy
     from coevo.pool import EvaluationPool
     from coevo.report import RunRecorder
-    from coevo.runner import prepare
+    from coevo.runner import build, prepare
 
     config = parse_config(raw_config)
     space, policy = prepare(config)
@@ -199,11 +198,10 @@ def drive(raw_config: dict, run_dir: Path) -> None:
     ) as pool:
         nodes_at_start = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
         print("pool ready", json.dumps(pool.worker_nodes()), flush=True)
-        optimizer = EvolutionStrategy(config.optimizer, pool)
-        coevolution = Coevolution(space, pool, optimizer, config.evolution, seed=config.seed)
-        while coevolution.generation < config.evolution.generations:
-            result = coevolution.step()
-            recorder.record(result, coevolution.population)
+        curriculum = build(config, space, pool)
+        while curriculum.generation < config.curriculum.generations:
+            result = curriculum.step()
+            recorder.record(result, curriculum.population_frame())
             print(f"generation {result.generation} done", flush=True)
         report = {
             "cluster_nodes_at_start": nodes_at_start,

@@ -33,15 +33,20 @@ def cartpole_policy(cartpole):
 @pytest.fixture(scope="session")
 def cartpole_solver(cartpole, cartpole_policy):
     """A policy trained by ES (25 steps) that balances the default CartPole."""
-    from coevo.evolve import ESConfig, EvolutionStrategy
+    from coevo import ESConfig, EvolutionStrategy
     from coevo.pool import EvaluationPool
 
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
-        es = EvolutionStrategy(ESConfig(population=16, lr=0.1), pool)
+        es = EvolutionStrategy(
+            ESConfig(population=16, lr=0.1, lr_decay=0.9999, lr_min=0.001, l2=0.01),
+            pool.policy.num_params,
+        )
         rng = np.random.default_rng(1)
-        theta, state = cartpole_policy.init(rng), es.init_state()
+        theta = cartpole_policy.init(rng)
+        state = es.init_state(theta, rng)
         for _ in range(25):
-            theta = es.step_many([theta], [state], [cartpole.initial_task()], rng)[0].theta
+            step = es.step(pool, theta, state, [cartpole.initial_task()], rng)
+            theta, state = step.theta, step.state
         assert pool.evaluate([(theta, cartpole.initial_task())], 5, 0).mean() > 400
     return theta
 

@@ -76,9 +76,9 @@ def test_resume_skips_a_corrupt_newest_checkpoint_and_matches_a_clean_run(tmp_pa
             "seed": 4,
             "pool": {"backend": "local", "num_workers": 1},
             "optimizer": {"population": 6},
-            "evolution": {
+            "curriculum": {
                 "generations": 4,
-                "es_steps": 1,
+                "optimizer_steps": 1,
                 "repro_threshold": 50,
                 "reproduce_every": 1,
                 "max_children": 3,

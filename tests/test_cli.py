@@ -7,14 +7,14 @@ import pandas as pd
 import pytest
 from cli_support import ROOT, cli
 
-from coevo.evolve.coevolution import is_runtime_column
+from coevo.pool.stats import is_runtime_column
 
 SMALL = [
-    "evolution.generations=4",
-    "evolution.es_steps=3",
-    "evolution.repro_threshold=100",
-    "evolution.reproduce_every=1",
-    "evolution.max_children=4",
+    "curriculum.generations=4",
+    "curriculum.optimizer_steps=3",
+    "curriculum.repro_threshold=100",
+    "curriculum.reproduce_every=1",
+    "curriculum.max_children=4",
     "optimizer.population=8",
 ]
 

@@ -23,7 +23,7 @@ from cluster_support import LocalCluster, alive, isolated_env
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from coevo.evolve.coevolution import is_runtime_column
+from coevo.pool.stats import is_runtime_column
 
 DRIVER = str(Path(__file__).with_name("cluster_support.py"))
 GENERATIONS = 6
@@ -34,12 +34,12 @@ OVERRIDES = [
     "pool.num_workers=2",
     "pool.envs_per_worker=8",
     "optimizer.population=8",
-    f"evolution.generations={GENERATIONS}",
-    "evolution.es_steps=2",
-    "evolution.repro_threshold=100",
-    "evolution.reproduce_every=1",
-    "evolution.max_children=4",
-    "evolution.transfer_every=1",
+    f"curriculum.generations={GENERATIONS}",
+    "curriculum.optimizer_steps=2",
+    "curriculum.repro_threshold=100",
+    "curriculum.reproduce_every=1",
+    "curriculum.max_children=4",
+    "curriculum.transfer_every=1",
 ]
 
 

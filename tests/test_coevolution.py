@@ -3,14 +3,13 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from coevo import tasks
-from coevo.evolve import Coevolution, ESConfig, EvolutionConfig, EvolutionStrategy
-from coevo.evolve.coevolution import is_runtime_column
+from coevo import ESConfig, EvolutionStrategy, Poet, PoetConfig, tasks
 from coevo.pool import EvaluationPool
+from coevo.pool.stats import is_runtime_column
 
-SMALL = EvolutionConfig(
+SMALL = PoetConfig(
     generations=4,
-    es_steps=3,
+    optimizer_steps=3,
     eval_episodes=2,
     repro_threshold=100,
     reproduce_every=1,
@@ -24,8 +23,13 @@ SMALL = EvolutionConfig(
 
 
 def _make(space, policy, pool, config, seed=0, initial_tasks=None):
-    es = EvolutionStrategy(ESConfig(population=8, lr=0.1), pool)
-    return Coevolution(space, pool, es, config, seed=seed, initial_tasks=initial_tasks)
+    es = EvolutionStrategy(
+        ESConfig(population=8, lr=0.1, lr_decay=0.9999, lr_min=0.001, l2=0.01),
+        pool.policy.num_params,
+    )
+    return Poet(
+        config, space=space, pool=pool, optimizer=es, seed=seed, initial_tasks=initial_tasks
+    )
 
 
 def _run(space, policy, backend, workers, config=SMALL, seed=3):
@@ -61,7 +65,7 @@ def test_another_seed_gives_another_run(cartpole, cartpole_policy):
 
 
 def test_only_parents_at_threshold_reproduce(cartpole, cartpole_policy, cartpole_solver):
-    config = dataclasses.replace(SMALL, es_steps=0, transfer_every=0, max_active=10)
+    config = dataclasses.replace(SMALL, optimizer_steps=0, transfer_every=0, max_active=10)
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
         co = _make(
             cartpole,
@@ -97,7 +101,7 @@ def test_minimal_criterion_rejects_children_too_easy_for_the_parent(
 ):
     # Tiny mutations: the child is as easy as the parent's task, which the parent solves.
     space = tasks.get("cartpole", {p.name: {"step": 0.01} for p in cartpole.params})
-    config = dataclasses.replace(SMALL, es_steps=0, transfer_every=0, mc_upper=450)
+    config = dataclasses.replace(SMALL, optimizer_steps=0, transfer_every=0, mc_upper=450)
     with EvaluationPool(space, cartpole_policy, "local", 1) as pool:
         co = _make(space, cartpole_policy, pool, config)
         co.population.active[0].theta = cartpole_solver.copy()
@@ -113,7 +117,7 @@ def test_children_identical_to_existing_tasks_are_dropped(
     cartpole, cartpole_policy, cartpole_solver
 ):
     space = tasks.get("cartpole", {p.name: {"step": 0.0} for p in cartpole.params})
-    config = dataclasses.replace(SMALL, es_steps=0, transfer_every=0)
+    config = dataclasses.replace(SMALL, optimizer_steps=0, transfer_every=0)
     with EvaluationPool(space, cartpole_policy, "local", 1) as pool:
         co = _make(space, cartpole_policy, pool, config)
         co.population.active[0].theta = cartpole_solver.copy()
@@ -126,7 +130,9 @@ def test_children_identical_to_existing_tasks_are_dropped(
 
 
 def test_capacity_moves_the_oldest_pairs_to_the_archive(cartpole, cartpole_policy, cartpole_solver):
-    config = dataclasses.replace(SMALL, es_steps=0, transfer_every=0, max_children=0, max_active=2)
+    config = dataclasses.replace(
+        SMALL, optimizer_steps=0, transfer_every=0, max_children=0, max_active=2
+    )
     initial = [cartpole.task(gravity=g) for g in (9.8, 11.0, 12.0)]
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
         co = _make(cartpole, cartpole_policy, pool, config, initial_tasks=initial)
@@ -142,7 +148,7 @@ def test_capacity_moves_the_oldest_pairs_to_the_archive(cartpole, cartpole_polic
 
 
 def test_transfer_gives_a_task_the_better_policy(cartpole, cartpole_policy, cartpole_solver):
-    config = dataclasses.replace(SMALL, es_steps=0, max_children=0, transfer_every=1)
+    config = dataclasses.replace(SMALL, optimizer_steps=0, max_children=0, transfer_every=1)
     initial = [cartpole.initial_task(), cartpole.task(gravity=11.0)]
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
         co = _make(cartpole, cartpole_policy, pool, config, initial_tasks=initial)

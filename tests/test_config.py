@@ -40,12 +40,12 @@ def test_values_are_typed():
         (
             {"bogus": 1},
             "bogus: unknown key; allowed: mode, logger, seed, task, policy, pool, "
-            "optimizer, evolution, eligible, resume, checkpoints_kept, report_every_s",
+            "optimizer, curriculum, eligible, resume, checkpoints_kept, report_every_s",
         ),
-        ({"evolution": {"generations": 0}}, "evolution.generations: must be an integer >= 1"),
+        ({"curriculum": {"generations": 0}}, "curriculum.generations: must be an integer >= 1"),
         (
-            {"evolution": {"mc_lower": 300, "mc_upper": 100}},
-            "evolution.mc_lower: must be <= evolution.mc_upper (100), got 300",
+            {"curriculum": {"mc_lower": 300, "mc_upper": 100}},
+            "curriculum.mc_lower: must be <= curriculum.mc_upper (100), got 300",
         ),
         (
             {"optimizer": {"sigma_decay": 1.5}},

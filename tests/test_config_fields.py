@@ -22,19 +22,17 @@ from typing import Any
 import pytest
 
 from coevo import config as config_module
+from coevo import curricula, optimizers
 from coevo.config import RunConfig, parse_config
 from coevo.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
-RANGES = config_module._RANGES
-EXCLUSIVE = config_module._EXCLUSIVE
-CHOICES = config_module._CHOICES
 # Numeric fields that any finite value suits (scores and thresholds of the user's env).
 UNBOUNDED = {
-    "evolution.repro_threshold",
-    "evolution.mc_lower",
-    "evolution.mc_upper",
-    "evolution.solved_threshold",
+    "curriculum.repro_threshold",
+    "curriculum.mc_lower",
+    "curriculum.mc_upper",
+    "curriculum.solved_threshold",
     "eligible.threshold",
 }
 # A wrong-type value per field type, and what the message must say is allowed instead.
@@ -55,19 +53,6 @@ def _kind(hint: Any) -> type:
     return typing.get_origin(hint) or hint
 
 
-def _fields(cls: type = RunConfig, prefix: str = "") -> list[tuple[str, type]]:
-    """(dotted path, kind) of every leaf field."""
-    hints = typing.get_type_hints(cls)
-    leaves = []
-    for field in dataclasses.fields(cls):
-        hint = hints[field.name]
-        if dataclasses.is_dataclass(hint):
-            leaves += _fields(hint, f"{prefix}{field.name}.")
-        else:
-            leaves.append((f"{prefix}{field.name}", _kind(hint)))
-    return leaves
-
-
 def _sections(cls: type = RunConfig, prefix: str = "") -> list[tuple[str, type]]:
     """('', RunConfig) and (dotted path, class) of every nested section."""
     hints = typing.get_type_hints(cls)
@@ -78,64 +63,99 @@ def _sections(cls: type = RunConfig, prefix: str = "") -> list[tuple[str, type]]
     return found
 
 
-def _nested(path: str, value: Any) -> dict:
+def _nested(path: str, value: Any, plugin: tuple[str, str] | None = None) -> dict:
     for key in reversed(path.split(".")):
         value = {key: value}
+    if plugin is not None and path != f"{plugin[0]}.name":
+        value[plugin[0]]["name"] = plugin[1]
     return value
 
 
-def _allowed(path: str) -> str:
-    """The range as the message must state it, e.g. '>= 1' or 'in [0, 1)'."""
-    low, high = RANGES[path]
-    open_low, open_high = EXCLUSIVE.get(path, (False, False))
-    if low is not None and high is not None:
-        return f"in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
-    if low is not None:
-        return f"{'>' if open_low else '>='} {low:g}"
-    return f"{'<' if open_high else '<='} {high:g}"
-
-
-def _out_of_range(path: str, kind: type) -> list[Any]:
+def _out_of_range(rule: config_module.Rule, kind: type) -> list[Any]:
     """Just outside each end of the field's range (the end itself when it is excluded)."""
-    low, high = RANGES[path]
-    open_low, open_high = EXCLUSIVE.get(path, (False, False))
     step = 1 if kind is int else 0.5
     values = []
-    if low is not None:
-        values.append(kind(low) if open_low else kind(low - step))
-    if high is not None:
-        values.append(kind(high) if open_high else kind(high + step))
+    if rule.low is not None:
+        values.append(kind(rule.low) if rule.open_low else kind(rule.low - step))
+    if rule.high is not None:
+        values.append(kind(rule.high) if rule.open_high else kind(rule.high + step))
     return values
 
 
-FIELDS = _fields()
-NUMERIC = [(path, kind) for path, kind in FIELDS if kind in (int, float)]
+INFOS = config_module.describe_fields()
+FIELDS = [(info.path, _kind(info.hint)) for info in INFOS]
+NUMERIC = [(i.path, _kind(i.hint), i.rule) for i in INFOS if _kind(i.hint) in (int, float)]
+PLUGIN_SECTIONS = {"optimizer": optimizers, "curriculum": curricula}
 
-# (case id, raw config, field named, start of the message after "field: ", value shown)
-CASES: list[tuple[str, dict, str, str, Any]] = []
-for _path, _kind_ in FIELDS:
+# (case id, raw config, field named, start of the message after "field: ", value shown,
+#  the plug-in it belongs to)
+CASES: list[tuple[str, dict, str, str, Any, Any]] = []
+for _info in INFOS:
+    _path, _kind_, _rule, _plugin = _info.path, _kind(_info.hint), _info.rule, _info.plugin
+    _tag = f"{_plugin[1]}:" if _plugin else ""
+    if _plugin and _path == f"{_plugin[0]}.name":
+        continue  # the plug-in's name: see the cases after this loop
+
+    def _case(suffix, value, message, shown, path=_path, plugin=_plugin, tag=_tag):
+        raw = _nested(path, value, plugin)
+        CASES.append((f"{tag}{path}{suffix}", raw, path, message, shown, plugin))
+
     _value, _message = WRONG[_kind_]
-    CASES.append((f"{_path}-wrong-type", _nested(_path, _value), _path, _message, _value))
-    if _path in CHOICES:
-        _message = f"unknown value 'nonsense'; allowed: {', '.join(CHOICES[_path])}"
-        CASES.append((f"{_path}-choice", _nested(_path, "nonsense"), _path, _message, None))
+    _case("-wrong-type", _value, _message, _value)
+    if _rule.choices is not None:
+        _message = f"unknown value 'nonsense'; allowed: {', '.join(_rule.choices)}"
+        _case("-choice", "nonsense", _message, None)
     if _kind_ is float:
         for _value in (math.nan, math.inf, -math.inf):
-            _message = "must be a finite number"
-            CASES.append((f"{_path}={_value}", _nested(_path, _value), _path, _message, _value))
-    if _path in RANGES:
-        for _value in _out_of_range(_path, _kind_):
-            what = "an integer" if _kind_ is int else "a number"
-            _message = f"must be {what} {_allowed(_path)}"
-            CASES.append((f"{_path}={_value}", _nested(_path, _value), _path, _message, _value))
+            _case(f"={_value}", _value, "must be a finite number", _value)
+    for _value in _out_of_range(_rule, _kind_):
+        what = "an integer" if _kind_ is int else "a number"
+        _case(f"={_value}", _value, f"must be {what}{_rule.range_text()}", _value)
+for _section, _registry in PLUGIN_SECTIONS.items():
+    _allowed_names = f"allowed: {', '.join(_registry.names())}, or package.module:Class"
+    CASES.append(
+        (
+            f"{_section}.name-unknown",
+            _nested(f"{_section}.name", "nonsense"),
+            f"{_section}.name",
+            f"unknown {_section} 'nonsense'; {_allowed_names}",
+            None,
+            None,
+        )
+    )
+    CASES.append(
+        (
+            f"{_section}.name-wrong-type",
+            _nested(f"{_section}.name", 7),
+            f"{_section}.name",
+            "must be a string",
+            7,
+            None,
+        )
+    )
+    for _name in _registry.names():
+        _cls = _registry.get(_name).config_class
+        _key = f"{_section}.no_such_key"
+        _message = f"unknown key; allowed: {', '.join(f.name for f in dataclasses.fields(_cls))}"
+        _raw = _nested(_key, 1, (_section, _name))
+        CASES.append((f"{_name}:{_key}", _raw, _key, _message, None, (_section, _name)))
 for _section, _cls in _sections():
+    if _section in PLUGIN_SECTIONS:
+        continue
     _key = f"{_section}.no_such_key" if _section else "no_such_key"
     _allowed_keys = ", ".join(f.name for f in dataclasses.fields(_cls))
     _message = f"unknown key; allowed: {_allowed_keys}"
-    CASES.append((f"{_key}", _nested(_key, 1), _key, _message, None))
+    CASES.append((f"{_key}", _nested(_key, 1), _key, _message, None, None))
     if _section:
         CASES.append(
-            (f"{_section}-not-a-mapping", _nested(_section, 5), _section, "must be a mapping", 5)
+            (
+                f"{_section}-not-a-mapping",
+                _nested(_section, 5),
+                _section,
+                "must be a mapping",
+                5,
+                None,
+            )
         )
 CASES.append(
     (
@@ -144,15 +164,23 @@ CASES.append(
         "pool.address",
         "must be 'auto' or HOST:PORT of a Ray cluster's head",
         "10.0.0.1",
+        None,
     )
 )
 
 
 def test_every_numeric_field_has_a_range_or_is_unbounded_on_purpose():
-    unreviewed = [path for path, _ in NUMERIC if path not in RANGES and path not in UNBOUNDED]
-    assert not unreviewed, f"give these a range in coevo/config.py _RANGES: {unreviewed}"
-    assert set(RANGES) <= {path for path, _ in NUMERIC}  # no stale entries
-    assert set(CHOICES) <= {path for path, kind in FIELDS if kind is str}
+    unreviewed = sorted(
+        {
+            path
+            for path, _, rule in NUMERIC
+            if rule.low is None and rule.high is None and path not in UNBOUNDED
+        }
+    )
+    assert not unreviewed, f"give these a range (settings.setting(low=..., high=...)): {unreviewed}"
+    numeric = {path for path, _, _ in NUMERIC}
+    assert set(config_module._RANGES) <= numeric  # no stale entries
+    assert set(config_module._CHOICES) <= {path for path, kind in FIELDS if kind is str}
 
 
 def test_the_cases_cover_every_field_and_section():
@@ -163,7 +191,7 @@ def test_the_cases_cover_every_field_and_section():
 
 @pytest.mark.parametrize(
     ("raw", "field", "message", "value"),
-    [case[1:] for case in CASES],
+    [case[1:5] for case in CASES],
     ids=[case[0] for case in CASES],
 )
 def test_a_bad_value_names_the_field_and_what_is_allowed(raw, field, message, value):
@@ -219,14 +247,17 @@ def test_coevo_run_refuses_every_case_with_exit_code_2_before_ray_starts(tmp_pat
     # the field has a range, else an infinity, a bad choice or the wrong type); every
     # section's unknown key.
     sections = {section for section, _ in _sections()}
-    last: dict[str, tuple[str, list[str], str]] = {}
-    for _, raw, field, message, _ in CASES:
+    last: dict[Any, tuple[list[str], str, str]] = {}
+    for _, raw, field, message, _, plugin in CASES:
+        if plugin is not None:  # the group picks the plug-in; `name` would be a 2nd leaf
+            raw = {plugin[0]: {k: v for k, v in raw[plugin[0]].items() if k != "name"}}
         path, value = _leaf(raw)
         if path == "resume":  # coevo-run reads resume=RUN_DIR itself: see below
             continue
         if path in sections:  # a whole section is a Hydra config group, not a value
             continue
-        last[path] = ([_override(path, value)], field, message)
+        group = [f"{plugin[0]}={plugin[1]}"] if plugin else []
+        last[(plugin, path)] = ([*group, _override(path, value)], field, message)
     cases = list(last.values())
     cases.append((["resume=/no/such/run"], None, "/no/such/run/config.yaml not found"))
     # The pairs file is read (before Ray starts) in eligible_parents mode.

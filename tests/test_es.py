@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from coevo.evolve import ESConfig, EvolutionStrategy, centred_ranks
+from coevo.optimizers.es import ESConfig, EvolutionStrategy, centred_ranks
 from coevo.pool import EvaluationPool
 
 
@@ -16,13 +16,18 @@ def test_centred_ranks_span_and_ties():
 
 def _train(cartpole, cartpole_policy, steps, seed, backend="local", workers=1):
     with EvaluationPool(cartpole, cartpole_policy, backend, workers) as pool:
-        es = EvolutionStrategy(ESConfig(population=16, lr=0.1), pool)
+        es = EvolutionStrategy(
+            ESConfig(population=16, lr=0.1, lr_decay=0.9999, lr_min=0.001, l2=0.01),
+            pool.policy.num_params,
+        )
         rng = np.random.default_rng(seed)
-        theta, state = cartpole_policy.init(rng), es.init_state()
+        theta = cartpole_policy.init(rng)
+        state = es.init_state(theta, rng)
         task = cartpole.initial_task()
         before = pool.evaluate([(theta, task)], episodes=10, seed=10_000).mean()
         for _ in range(steps):
-            theta = es.step_many([theta], [state], [task], rng)[0].theta
+            step = es.step(pool, theta, state, [task], rng)
+            theta, state = step.theta, step.state
         after = pool.evaluate([(theta, task)], episodes=10, seed=10_000).mean()
     return before, after, theta, state
 
@@ -53,9 +58,11 @@ def test_lr_and_sigma_decay_stop_at_their_floors(cartpole, cartpole_policy):
             sigma_decay=0.5,
             sigma_min=0.04,
         )
-        es = EvolutionStrategy(config, pool)
+        es = EvolutionStrategy(config, pool.policy.num_params)
         rng = np.random.default_rng(0)
-        theta, state = cartpole_policy.init(rng), es.init_state()
+        theta = cartpole_policy.init(rng)
+        state = es.init_state(theta, rng)
         for _ in range(4):
-            theta = es.step_many([theta], [state], [cartpole.initial_task()], rng)[0].theta
+            step = es.step(pool, theta, state, [cartpole.initial_task()], rng)
+            theta, state = step.theta, step.state
     assert state.lr == 0.03 and state.sigma == 0.04

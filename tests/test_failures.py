@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from coevo.evolve import Coevolution, ESConfig, EvolutionConfig, EvolutionStrategy
+from coevo import ESConfig, EvolutionStrategy, Poet, PoetConfig
 from coevo.policy import PolicySpec
 from coevo.pool import EvaluationPool
 from coevo.tasks import Param, TaskSpace
@@ -65,9 +65,9 @@ def test_a_pair_whose_env_raises_is_marked_failed_and_the_run_goes_on(backend, r
         request.getfixturevalue("ray_session")
         # Workers cannot import this test module: ship Fragile by value.
         cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    config = EvolutionConfig(
+    config = PoetConfig(
         generations=2,
-        es_steps=1,
+        optimizer_steps=1,
         eval_episodes=2,
         repro_threshold=5,
         reproduce_every=1,
@@ -75,9 +75,16 @@ def test_a_pair_whose_env_raises_is_marked_failed_and_the_run_goes_on(backend, r
         transfer_every=0,
     )
     with EvaluationPool(SPACE, POLICY, backend, 2, envs_per_worker=2) as pool:
-        es = EvolutionStrategy(ESConfig(population=4), pool)
-        co = Coevolution(
-            SPACE, pool, es, config, seed=0, initial_tasks=[SPACE.task(mode=0), SPACE.task(mode=1)]
+        es = EvolutionStrategy(
+            ESConfig(population=4, lr=0.01, lr_decay=0.9999, lr_min=0.001, l2=0.01),
+            pool.policy.num_params,
+        )
+        co = Poet(
+            config,
+            space=SPACE,
+            pool=pool,
+            optimizer=es,
+            initial_tasks=[SPACE.task(mode=0), SPACE.task(mode=1)],
         )
         results = co.run()
     assert [r.generation for r in results] == [1, 2]
@@ -89,4 +96,4 @@ def test_a_pair_whose_env_raises_is_marked_failed_and_the_run_goes_on(backend, r
         assert rows[1].error == "FloatingPointError: wheel fell off"
     broken = co.population.get(1)
     assert all(np.isnan(s) for s in broken.scores)
-    assert co.population.get(0).es_state.t == 2  # the healthy pair kept optimizing
+    assert co.population.get(0).steps == 2  # the healthy pair kept optimizing

@@ -4,15 +4,21 @@ import dataclasses
 
 import numpy as np
 
-from coevo.evolve import Coevolution, ESConfig, EvolutionConfig, EvolutionStrategy
-from coevo.evolve.novelty import Characterization, ScoreCache, knn_novelty, novelty_scores, pata_ec
-from coevo.evolve.population import Population
-from coevo.evolve.rules import transfer
+from coevo import ESConfig, EvolutionStrategy, Poet, PoetConfig
+from coevo.curricula.poet.novelty import (
+    Characterization,
+    ScoreCache,
+    knn_novelty,
+    novelty_scores,
+    pata_ec,
+)
+from coevo.curricula.poet.population import Population
+from coevo.curricula.poet.rules import transfer
 from coevo.pool import EvaluationPool
 
-BASE = EvolutionConfig(
+BASE = PoetConfig(
     generations=3,
-    es_steps=0,
+    optimizer_steps=0,
     eval_episodes=2,
     repro_threshold=100,
     reproduce_every=1,
@@ -27,8 +33,11 @@ BASE = EvolutionConfig(
 
 
 def _coevolution(space, pool, config, initial_tasks=None):
-    es = EvolutionStrategy(ESConfig(population=8, lr=0.1), pool)
-    return Coevolution(space, pool, es, config, seed=0, initial_tasks=initial_tasks)
+    es = EvolutionStrategy(
+        ESConfig(population=8, lr=0.1, lr_decay=0.9999, lr_min=0.001, l2=0.01),
+        pool.policy.num_params,
+    )
+    return Poet(config, space=space, pool=pool, optimizer=es, seed=0, initial_tasks=initial_tasks)
 
 
 # -- PATA-EC and novelty, by hand ----------------------------------------------------------
@@ -98,12 +107,16 @@ def test_annecs_counts_admitted_children_later_solved(cartpole, cartpole_policy,
         root.theta = cartpole_solver.copy()
         # A constructed history: children admitted through the MC at generation 1.
         solved_child = co.population.add(
-            cartpole.task(gravity=11.0), cartpole_solver, co.optimizer.init_state(), 0, 1
+            cartpole.task(gravity=11.0),
+            cartpole_solver,
+            co.optimizer.init_state(cartpole_solver, co.rng),
+            0,
+            1,
         )
         unsolved_child = co.population.add(
             cartpole.task(gravity=12.0),
             np.zeros_like(cartpole_solver),
-            co.optimizer.init_state(),
+            co.optimizer.init_state(cartpole_solver, co.rng),
             0,
             1,
         )

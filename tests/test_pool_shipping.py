@@ -5,9 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from coevo.evolve.es import ESConfig, EvolutionStrategy
+from coevo.curricula.training import optimize
+from coevo.optimizers.es import ESConfig, EvolutionStrategy
 from coevo.pool import EvaluationPool
-from coevo.pool.pool import busy_key
+from coevo.pool.stats import busy_key
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +56,15 @@ def test_an_es_step_ships_the_centres_only(cartpole, cartpole_policy, pairs):
     thetas = [theta for theta, _ in pairs[:3]]
     task_list = [task for _, task in pairs[:3]]
     with EvaluationPool(cartpole, cartpole_policy, "local", 2, envs_per_worker=4) as pool:
-        es = EvolutionStrategy(ESConfig(population=16, episodes=2), pool)
-        states = [es.init_state() for _ in thetas]
-        es.step_many(thetas, states, task_list, np.random.default_rng(0))
+        es = EvolutionStrategy(ESConfig(population=16, episodes=2), pool.policy.num_params)
+        rng = np.random.default_rng(0)
+        states = [es.init_state(theta, rng) for theta in thetas]
+        optimize(
+            pool,
+            es,
+            [(t, s, [task]) for t, s, task in zip(thetas, states, task_list, strict=True)],
+            rng,
+        )
         # 3 centres travel; the 3 x 32 perturbed vectors are rebuilt by the workers.
         assert pool.stats["bytes_shipped"] == 3 * 4 * cartpole_policy.num_params
         assert pool.stats["episodes"] == 3 * 16 * 2 * 2

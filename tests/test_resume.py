@@ -9,18 +9,18 @@ from pathlib import Path
 import pandas as pd
 from cli_support import COEVO_RUN, ROOT, cli
 
-from coevo.evolve.coevolution import is_runtime_column
+from coevo.pool.stats import is_runtime_column
 
 # Generations take long enough (a fraction of a second with batched physics, more on the
 # gym path) and are many enough that a kill right after generation 3 lands mid-run.
 ARGS = [
     "pool=local",
-    "evolution.generations=12",
-    "evolution.es_steps=3",
-    "evolution.repro_threshold=100",
-    "evolution.reproduce_every=1",
-    "evolution.max_children=6",
-    "evolution.transfer_every=2",
+    "curriculum.generations=12",
+    "curriculum.optimizer_steps=3",
+    "curriculum.repro_threshold=100",
+    "curriculum.reproduce_every=1",
+    "curriculum.max_children=6",
+    "curriculum.transfer_every=2",
     "optimizer.population=48",
     "seed=5",
 ]

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from coevo.evolve import rules
-from coevo.evolve.novelty import knn_novelty
+from coevo.curricula.poet import rules
+from coevo.curricula.poet.novelty import knn_novelty
 
 
 def test_eligibility_outcome_and_reason():

@@ -18,11 +18,10 @@ import numpy as np
 import pandas as pd
 from cli_support import COEVO_RUN, ROOT
 
-from coevo import tasks
-from coevo.evolve import Coevolution, ESConfig, EvolutionConfig, EvolutionStrategy
-from coevo.evolve.coevolution import is_runtime_column
+from coevo import ESConfig, EvolutionStrategy, Poet, PoetConfig, tasks
 from coevo.policy import PolicySpec
 from coevo.pool import EvaluationPool
+from coevo.pool.stats import is_runtime_column
 
 
 class _KillWorkerAfterFirstChunk:
@@ -45,9 +44,9 @@ class _KillWorkerAfterFirstChunk:
 
 
 def _generations(pool: EvaluationPool, space, count: int, before_step=None) -> list:
-    config = EvolutionConfig(
+    config = PoetConfig(
         generations=count,
-        es_steps=2,
+        optimizer_steps=2,
         eval_episodes=2,
         repro_threshold=-2000.0,  # pendulum returns are negative: everyone reproduces
         reproduce_every=1,
@@ -56,8 +55,11 @@ def _generations(pool: EvaluationPool, space, count: int, before_step=None) -> l
         mc_upper=0.0,
         transfer_every=2,
     )
-    es = EvolutionStrategy(ESConfig(population=8), pool)
-    coevolution = Coevolution(space, pool, es, config, seed=11)
+    es = EvolutionStrategy(
+        ESConfig(population=8, lr=0.01, lr_decay=0.9999, lr_min=0.001, l2=0.01),
+        pool.policy.num_params,
+    )
+    coevolution = Poet(config, space=space, pool=pool, optimizer=es, seed=11)
     results = []
     for generation in range(1, count + 1):
         if before_step:
@@ -109,10 +111,10 @@ def test_coevo_run_with_envs_that_raise_or_return_nan_or_inf_goes_on(tmp_path):
             "task.name=fragile",
             "+task.entry_point=fragile_env:FragileCartPole",
             "+task.params.hazard={low: 0, high: 3, init: 0, step: 3, round_to: 1}",
-            "evolution.generations=3",
-            "evolution.repro_threshold=0",
-            "evolution.reproduce_every=1",
-            "evolution.max_children=8",
+            "curriculum.generations=3",
+            "curriculum.repro_threshold=0",
+            "curriculum.reproduce_every=1",
+            "curriculum.max_children=8",
             "optimizer.population=4",
             "seed=1",
             f"hydra.run.dir={tmp_path}",

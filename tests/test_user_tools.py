@@ -9,12 +9,12 @@ from cli_support import cli
 
 SMALL = [
     "pool=local",
-    "evolution.generations=4",
-    "evolution.es_steps=3",
-    "evolution.repro_threshold=100",
-    "evolution.reproduce_every=1",
-    "evolution.max_children=4",
-    "evolution.transfer_every=2",
+    "curriculum.generations=4",
+    "curriculum.optimizer_steps=3",
+    "curriculum.repro_threshold=100",
+    "curriculum.reproduce_every=1",
+    "curriculum.max_children=4",
+    "curriculum.transfer_every=2",
     "optimizer.population=8",
 ]
 
@@ -181,8 +181,8 @@ def test_hydra_multirun_sweeps_a_rule_parameter(tmp_path):
         "coevo-run",
         "-m",
         "pool=local",
-        "evolution.generations=2",
-        "evolution.mc_lower=25,50",
+        "curriculum.generations=2",
+        "curriculum.mc_lower=25,50",
         f"hydra.sweep.dir={tmp_path}",
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -190,5 +190,5 @@ def test_hydra_multirun_sweeps_a_rule_parameter(tmp_path):
 
     for job, value in ((0, 25.0), (1, 50.0)):
         config = yaml.safe_load((tmp_path / str(job) / "config.yaml").read_text())
-        assert config["evolution"]["mc_lower"] == value
+        assert config["curriculum"]["mc_lower"] == value
         assert len(pd.read_csv(tmp_path / str(job) / "summary.csv")) == 2

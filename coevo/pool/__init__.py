@@ -1,5 +1,6 @@
 """The shared evaluation pool: workers that keep envs and a policy skeleton alive."""
 
+from coevo.pool.dispatch import EpisodeResult, register_job_kind
 from coevo.pool.jobs import EpisodeJob, Perturbed, Stored, perturbation_noise, weights_key
 from coevo.pool.pool import Backend, EvalResult, EvaluationPool
 from coevo.pool.worker import Worker
@@ -7,11 +8,13 @@ from coevo.pool.worker import Worker
 __all__ = [
     "Backend",
     "EpisodeJob",
+    "EpisodeResult",
     "EvalResult",
     "EvaluationPool",
     "Perturbed",
     "Stored",
     "Worker",
     "perturbation_noise",
+    "register_job_kind",
     "weights_key",
 ]

@@ -17,6 +17,7 @@ import numpy as np
 from coevo.errors import ConfigError
 from coevo.policies.base import Policy
 from coevo.pool.jobs import EpisodeJob, Stored, weights_key
+from coevo.pool.stats import CHUNK_STAT_KEYS, busy_key, generation_figures
 from coevo.pool.worker import ChunkResult, Worker
 from coevo.tasks.task import Task, TaskSpace
 
@@ -56,20 +57,6 @@ _HEALTH_CHECK_S = 1.0
 # fills a preallocated staging array and is put as soon as it is full, so the driver holds at
 # most one block of copies whatever the number of versions registered.
 _BLOCK_BYTES = 4 << 20
-_STAT_KEYS = (
-    "episodes",
-    "env_steps",
-    "cache_hits",
-    "cache_misses",
-    "bytes_loaded",
-    "busy_s",
-    "cpu_s",
-)
-
-
-def busy_key(worker: int) -> str:
-    """The `stats_snapshot()` key of one worker's cumulative busy seconds."""
-    return f"busy_s_worker_{worker}"
 
 
 class RayWorker(Worker):
@@ -146,7 +133,7 @@ class EvaluationPool:
         self._blocks_made = 0
         self._owns_ray = False
         self.stats = {
-            key: 0.0 for key in (*_STAT_KEYS, "bytes_shipped", "wall_s", "worker_restarts")
+            key: 0.0 for key in (*CHUNK_STAT_KEYS, "bytes_shipped", "wall_s", "worker_restarts")
         }
         self.busy_by_worker = np.zeros(num_workers)
         # Per Ray node id ("local" for the local backend): episodes and busy seconds.
@@ -329,7 +316,7 @@ class EvaluationPool:
         errors: dict[int, str] = {}
         for offset, (worker, node, result) in zip(starts, results, strict=True):
             errors.update({offset + i: msg for i, msg in result.errors.items()})
-            for key in _STAT_KEYS:
+            for key in CHUNK_STAT_KEYS:
                 self.stats[key] += result.stats.get(key, 0.0)
             busy = result.stats.get("busy_s", 0.0)
             self.busy_by_worker[worker] += busy
@@ -340,6 +327,13 @@ class EvaluationPool:
         self._evict()
         self.stats["wall_s"] += time.perf_counter() - started
         return EvalResult(returns, lengths, errors)
+
+    def dispatch(self, jobs: Sequence[Any]) -> list[Any]:
+        """Jobs of any registered kind (see `coevo.pool.dispatch`) in one call; one result
+        per job, in order. `EpisodeJob`s give `EpisodeResult`s."""
+        from coevo.pool.dispatch import dispatch
+
+        return dispatch(self, jobs)
 
     def chunk_sizes(self, n: int) -> list[int]:
         """How a call of `n` jobs is cut into chunks (one Ray call each), in job order.
@@ -560,3 +554,7 @@ class EvaluationPool:
         wall = snapshot["wall_s"]
         snapshot["steps_per_s"] = snapshot["env_steps"] / wall if wall > 0 else 0.0
         return snapshot
+
+    def stats_since(self, before: dict[str, float]) -> dict[str, float]:
+        """The pool's figures since the snapshot `before` (summary.csv's pool columns)."""
+        return generation_figures(before, self.stats_snapshot())

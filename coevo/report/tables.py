@@ -1,4 +1,5 @@
-"""The run directory's tables: summary.csv, eligibility.csv and population.csv.
+"""The run directory's tables: summary.csv, eligibility.csv, population.csv and any extra
+tables a curriculum returns (POET: cross_scores.csv).
 
 Rows are appended every generation, so a crash loses at most the generation in progress.
 The recorder also keeps the rows for the checkpoint: on resume the tables are rewritten
@@ -13,15 +14,12 @@ from typing import Any
 
 import pandas as pd
 
-from coevo.evolve.coevolution import GenerationResult
-from coevo.evolve.population import Population
-from coevo.evolve.rules import Decision
+from coevo.curricula.base import Decision, GenerationResult
 
 SUMMARY = "summary.csv"
 ELIGIBILITY = "eligibility.csv"
 POPULATION = "population.csv"
 CROSS_SCORES = "cross_scores.csv"
-CROSS_SCORE_COLUMNS = ["generation", "policy_pair_id", "task_pair_id", "score"]
 ELIGIBILITY_COLUMNS = [f.name for f in Decision.__dataclass_fields__.values()]
 
 
@@ -33,39 +31,43 @@ class RunRecorder:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.summary_rows: list[dict[str, Any]] = []
         self.eligibility_rows: list[dict[str, Any]] = []
-        self.cross_rows: list[dict[str, Any]] = []
+        self.extra_rows: dict[str, list[dict[str, Any]]] = {}  # file stem -> rows
 
-    def record(self, result: GenerationResult, population: Population) -> None:
+    def record(self, result: GenerationResult, population: pd.DataFrame) -> None:
+        """Append a generation's rows; `population` is the curriculum's population table."""
         decisions = [d.as_row() for d in result.decisions]
         self.summary_rows.append(result.summary)
         self.eligibility_rows.extend(decisions)
         _append(self.run_dir / SUMMARY, [result.summary], list(result.summary))
         _append(self.run_dir / ELIGIBILITY, decisions, ELIGIBILITY_COLUMNS)
-        cross = [
-            dict(zip(CROSS_SCORE_COLUMNS, (result.generation, *row), strict=True))
-            for row in result.cross_scores
-        ]
-        self.cross_rows.extend(cross)
-        _append(self.run_dir / CROSS_SCORES, cross, CROSS_SCORE_COLUMNS)
-        population.to_frame().to_csv(self.run_dir / POPULATION, index=False)
+        for stem, rows in result.tables.items():
+            kept = self.extra_rows.setdefault(stem, [])
+            kept.extend(rows)
+            if kept:
+                _append(self.run_dir / f"{stem}.csv", rows, list(kept[0]))
+        population.to_csv(self.run_dir / POPULATION, index=False)
 
     def state_dict(self) -> dict[str, Any]:
         return {
             "summary": list(self.summary_rows),
             "eligibility": list(self.eligibility_rows),
-            "cross_scores": list(self.cross_rows),
+            "extra": {stem: list(rows) for stem, rows in self.extra_rows.items()},
         }
 
-    def load_state_dict(self, state: dict[str, Any], population: Population) -> None:
+    def load_state_dict(self, state: dict[str, Any], population: pd.DataFrame) -> None:
         """Rewrite every table from checkpointed rows, dropping anything written after."""
         self.summary_rows = list(state["summary"])
         self.eligibility_rows = list(state["eligibility"])
-        self.cross_rows = list(state["cross_scores"])
+        self.extra_rows = {stem: list(rows) for stem, rows in state["extra"].items()}
         columns = list(self.summary_rows[0]) if self.summary_rows else []
         _write(self.run_dir / SUMMARY, self.summary_rows, columns)
         _write(self.run_dir / ELIGIBILITY, self.eligibility_rows, ELIGIBILITY_COLUMNS)
-        _write(self.run_dir / CROSS_SCORES, self.cross_rows, CROSS_SCORE_COLUMNS)
-        population.to_frame().to_csv(self.run_dir / POPULATION, index=False)
+        for stem, rows in self.extra_rows.items():
+            if rows:
+                _write(self.run_dir / f"{stem}.csv", rows, list(rows[0]))
+            else:  # nothing recorded yet: anything there was written after the checkpoint
+                (self.run_dir / f"{stem}.csv").unlink(missing_ok=True)
+        population.to_csv(self.run_dir / POPULATION, index=False)
 
 
 def _write(path: Path, rows: list[dict], columns: list[str]) -> None:

@@ -24,10 +24,14 @@ def main() -> None:
     (HERE / "policies").mkdir(exist_ok=True)
     np.save(HERE / "policies" / "random.npy", theta)
     with EvaluationPool(space, policy, "local", 1) as pool:
-        es = EvolutionStrategy(ESConfig(population=16, lr=0.1), pool)
-        state = es.init_state()
+        # The settings the recorded policies were made with (before ES's defaults became
+        # those of conf/optimizer/es.yaml).
+        config = ESConfig(population=16, lr=0.1, lr_decay=0.9999, lr_min=0.001, l2=0.01)
+        es = EvolutionStrategy(config, pool.policy.num_params)
+        state = es.init_state(theta, rng)
         for step in range(1, 26):
-            theta = es.step_many([theta], [state], [space.initial_task()], rng)[0].theta
+            told = es.step(pool, theta, state, [space.initial_task()], rng)
+            theta, state = told.theta, told.state
             if step == 12:
                 np.save(HERE / "policies" / "novice.npy", theta)
         np.save(HERE / "policies" / "balancer.npy", theta)

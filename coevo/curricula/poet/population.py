@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from coevo.evolve.es import ESState
 from coevo.tasks.task import Task
 
 
@@ -18,13 +18,14 @@ class Pair:
     pair_id: int
     task: Task
     theta: np.ndarray
-    es_state: ESState
+    state: Any  # the optimizer's state for this pair's policy
     parent_id: int | None
     born: int  # generation at which it was created
     scores: list[float] = field(default_factory=list)  # evaluation score per generation
     archived_at: int | None = None
     admitted_by_mc: bool = False  # created as a child that passed the minimal criterion
     solved_at: int | None = None  # first generation a policy reached the solved threshold
+    steps: int = 0  # optimizer steps of the current policy on this task (0 after a transfer)
 
     def recent_best(self, history: int) -> float:
         finite = [s for s in self.scores[-history:] if np.isfinite(s)]
@@ -47,11 +48,11 @@ class Population:
         self,
         task: Task,
         theta: np.ndarray,
-        es_state: ESState,
+        state: Any,
         parent_id: int | None,
         generation: int,
     ) -> Pair:
-        pair = Pair(self.next_id, task, theta.copy(), es_state, parent_id, generation)
+        pair = Pair(self.next_id, task, theta.copy(), state, parent_id, generation)
         self.next_id += 1
         self.active.append(pair)
         return pair
@@ -91,7 +92,7 @@ class Population:
                     **{f"task.{k}": v for k, v in pair.task.params},
                     "score": pair.score,
                     "best_score": max(pair.scores) if pair.scores else float("nan"),
-                    "es_steps": pair.es_state.t,
+                    "optimizer_steps": pair.steps,
                     "admitted_by_mc": pair.admitted_by_mc,
                     "solved_at": pair.solved_at,
                 }

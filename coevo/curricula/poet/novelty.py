@@ -13,7 +13,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from coevo.evolve.es import centred_ranks
+from coevo.optimizers.es import centred_ranks
 from coevo.pool import EvaluationPool
 from coevo.tasks.task import Task, TaskSpace
 

@@ -1,13 +1,16 @@
-"""Transfer: which policy does best on a task, tried directly and after one ES step there."""
+"""Transfer: which policy does best on a task, tried directly and after one optimizer step
+there (the proposal step, taken by the run's own optimizer)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from coevo.evolve.es import ESState, EvolutionStrategy
+from coevo.curricula.training import optimize
+from coevo.optimizers.base import Optimizer
 from coevo.pool import EvaluationPool
 from coevo.tasks.task import Task
 
@@ -24,27 +27,29 @@ class TransferCandidate:
 
 def best_policies(
     pool: EvaluationPool,
-    optimizer: EvolutionStrategy | None,
+    optimizer: Optimizer | None,
     thetas: Sequence[np.ndarray],
     targets: Sequence[Task],
-    target_states: Sequence[ESState] | None,
+    target_states: Sequence[Any] | None,
     episodes: int,
     rng: np.random.Generator,
 ) -> list[list[TransferCandidate]]:
     """For each target task, every source policy tried directly and (when `optimizer` is
-    given) after one proposal ES step on that task; one list of candidates per target.
+    given) after one proposal step of `optimizer` on that task; one list of candidates per
+    target.
 
-    The proposal step starts from a copy of the target pair's optimizer state, which is
-    left untouched. Every evaluation of all targets goes to the pool in one call.
+    The proposal step starts from the target pair's optimizer state, which it leaves
+    unchanged (optimizer states are values). Every evaluation of all targets goes to the
+    pool in one call.
     """
     n_sources = len(thetas)
     combos = [(s, t) for t in range(len(targets)) for s in range(n_sources)]
     proposals: list[np.ndarray] = []
     if optimizer is not None and target_states is not None:
-        steps = optimizer.step_many(
-            [thetas[s] for s, _ in combos],
-            [target_states[t].copy() for _, t in combos],
-            [targets[t] for _, t in combos],
+        steps = optimize(
+            pool,
+            optimizer,
+            [(thetas[s], target_states[t], [targets[t]]) for s, t in combos],
             rng,
         )
         proposals = [step.theta for step in steps]

@@ -7,33 +7,8 @@ and the threshold it was compared with.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 
 import numpy as np
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One row of the eligibility report."""
-
-    generation: int
-    kind: str  # parent, child, transfer, capacity
-    rule: str
-    outcome: str
-    reason: str
-    pair_id: int | None = None
-    parent_id: int | None = None
-    task_id: str = ""
-    task: str = ""
-    score: float = float("nan")
-    threshold: float = float("nan")
-    lower: float = float("nan")
-    upper: float = float("nan")
-    novelty: float = float("nan")
-    error: str = ""  # why an evaluation failed, when one did
-
-    def as_row(self) -> dict:
-        return asdict(self)
 
 
 def _fmt(value: float) -> str:

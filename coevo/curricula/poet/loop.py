@@ -1,98 +1,111 @@
-"""The generation loop of POET / Enhanced POET.
+"""The generation loop of POET / Enhanced POET, as a `Curriculum`.
 
-Per generation: optimize (ES), evaluate, eligibility, reproduce (mutate, drop duplicates,
-minimal criterion, novelty rank, admit with the best transferred policy, capacity), transfer
-(direct and after one proposal ES step), ANNECS. Every decision becomes a `Decision` row.
+Per generation: optimize (the run's optimizer), evaluate, eligibility, reproduce (mutate,
+drop duplicates, minimal criterion, novelty rank, admit with the best transferred policy,
+capacity), transfer (direct and after one proposal optimizer step), ANNECS. Every decision
+becomes a `Decision` row.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
-from coevo.evolve import rules
-from coevo.evolve.es import EvolutionStrategy
-from coevo.evolve.novelty import Characterization, ScoreCache, novelty_scores
-from coevo.evolve.population import Pair, Population
-from coevo.evolve.rules import Decision
-from coevo.evolve.transfer import best_policies, pick_best
-from coevo.pool import EvaluationPool
-from coevo.tasks.task import Task, TaskSpace
+from coevo.curricula.base import (
+    Curriculum,
+    CurriculumConfig,
+    Decision,
+    GenerationResult,
+    PoliciesForTesting,
+)
+from coevo.curricula.poet import rules
+from coevo.curricula.poet.novelty import Characterization, ScoreCache, novelty_scores
+from coevo.curricula.poet.population import Pair, Population
+from coevo.curricula.poet.transfer import best_policies, pick_best
+from coevo.curricula.training import train
+from coevo.errors import ConfigError
+from coevo.settings import setting
+from coevo.tasks.task import Task
+
+if TYPE_CHECKING:
+    from coevo.optimizers.base import Optimizer
+    from coevo.pool import EvaluationPool
+    from coevo.tasks.task import TaskSpace
 
 
 @dataclass(frozen=True)
-class EvolutionConfig:
-    generations: int = 20
-    initial_pairs: int = 1
-    es_steps: int = 2  # ES steps per active pair per generation
-    eval_episodes: int = 3
-    repro_threshold: float = 200.0
-    reproduce_every: int = 2
-    max_children: int = 8  # mutation trials per reproduction
-    max_admitted: int = 1
-    mc_lower: float = 50.0
-    mc_upper: float = 475.0
-    max_active: int = 6
-    novelty: str = Characterization.PARAMS.value  # params (POET) or pata_ec (Enhanced POET)
-    novelty_k: int = 5
-    transfer_every: int = 2  # 0 turns transfer off
-    transfer_proposal: bool = True  # also try each policy after one ES step on the task
-    transfer_history: int = 5  # a transfer must beat the best of this many recent scores
-    solved_threshold: float | None = None  # None: the task space's solved score
+class PoetConfig(CurriculumConfig):
+    """POET's generation loop (Wang et al. 2019, arXiv:1901.01753)."""
+
+    name: str = setting("poet", doc="registry name or package.module:Class")
+    generations: int = setting(30, low=1, doc="generations to run")
+    initial_pairs: int = setting(1, low=1)
+    optimizer_steps: int = setting(2, low=0, doc="optimizer steps per active pair per gen.")
+    eval_episodes: int = setting(3, low=1, doc="episodes behind every score")
+    repro_threshold: float = setting(200.0, doc="a pair may reproduce when its score reaches this")
+    reproduce_every: int = setting(2, low=1)
+    max_children: int = setting(8, low=0, doc="mutation trials per reproduction")
+    max_admitted: int = setting(1, low=0)
+    mc_lower: float = setting(50.0, doc="minimal criterion: lower <= parent's score on child")
+    mc_upper: float = setting(475.0, doc="minimal criterion: parent's score on child <= upper")
+    max_active: int = setting(6, low=1, doc="above this the oldest active pairs are archived")
+    novelty: str = setting(
+        Characterization.PARAMS.value,
+        choices=tuple(c.value for c in Characterization),
+        doc="params (POET) or pata_ec (Enhanced POET)",
+    )
+    novelty_k: int = setting(5, low=1)
+    transfer_every: int = setting(2, low=0, doc="0 turns transfer off")
+    transfer_proposal: bool = setting(True, doc="also try each policy after one optimizer step")
+    transfer_history: int = setting(5, low=1, doc="a transfer must beat the best of this many")
+    solved_threshold: float | None = setting(None, doc="null: the task space's solved score")
+
+    def check(self) -> None:
+        if self.mc_lower > self.mc_upper:
+            raise ConfigError(
+                "curriculum.mc_lower",
+                f"must be <= curriculum.mc_upper ({self.mc_upper:g}), got {self.mc_lower:g}",
+            )
 
 
-# Columns of summary.csv that measure time or depend on how work was split over workers;
-# everything else is determined by config and seed.
-RUNTIME_COLUMNS = (
-    "wall_s",
-    "steps_per_s",
-    "cache_hits",
-    "cache_misses",
-    "bytes_shipped",
-    "worker_busy_s",
-    "worker_restarts",
-)
-_PER_WORKER_PREFIX = "busy_s_worker_"
+@dataclass(frozen=True)
+class EnhancedPoetConfig(PoetConfig):
+    """Enhanced POET (Wang et al. 2020, arXiv:2003.08536): PATA-EC novelty; a larger
+    population admitting more children per reproduction."""
+
+    name: str = setting("enhanced_poet", doc="registry name or package.module:Class")
+    novelty: str = setting(
+        Characterization.PATA_EC.value,
+        choices=tuple(c.value for c in Characterization),
+        doc="params (POET) or pata_ec (Enhanced POET)",
+    )
+    max_active: int = setting(8, low=1, doc="above this the oldest active pairs are archived")
+    max_admitted: int = setting(2, low=0)
 
 
-def is_runtime_column(name: str) -> bool:
-    """True for summary columns that vary with machine, timing or number of workers."""
-    return name in RUNTIME_COLUMNS or name.startswith(_PER_WORKER_PREFIX)
-
-
-@dataclass
-class GenerationResult:
-    generation: int
-    summary: dict[str, Any]
-    decisions: list[Decision] = field(default_factory=list)
-    # Scores of active policies (by pair id) on active tasks (by pair id), when transfer ran:
-    # rows of (policy_pair_id, task_pair_id, score).
-    cross_scores: list[tuple[int, int, float]] = field(default_factory=list)
-
-
-class Coevolution:
+class Poet(Curriculum):
     """Co-evolves (task, policy) pairs; one `step()` is one generation.
 
     Never starts Ray and never writes files: the pool is given, results are returned.
     """
 
+    config_class = PoetConfig
+    config: PoetConfig
+
     def __init__(
         self,
+        config: PoetConfig,
+        *,
         space: TaskSpace,
         pool: EvaluationPool,
-        optimizer: EvolutionStrategy,
-        config: EvolutionConfig,
+        optimizer: Optimizer,
         seed: int = 0,
         initial_tasks: list[Task] | None = None,
     ):
-        self.space = space
-        self.pool = pool
-        self.optimizer = optimizer
-        self.config = config
+        super().__init__(config, space=space, pool=pool, optimizer=optimizer, seed=seed)
         self.characterization = Characterization(config.novelty)
         self.solved_threshold = (
             config.solved_threshold if config.solved_threshold is not None else space.solved_score
@@ -101,29 +114,36 @@ class Coevolution:
         # PATA-EC scores use one fixed seed, so a frozen policy's score on a task never changes.
         self.pata_seed = int(np.random.default_rng([seed, 1]).integers(0, 2**31 - 1))
         self.scores = ScoreCache()
-        self.generation = 0
         self._errors: dict[int, str] = {}  # pair id -> why its last evaluation failed
         self.population = Population()
         tasks = initial_tasks or [space.initial_task()] * config.initial_pairs
         for task in tasks:
             space.check(task)
             theta = pool.policy.init(self.rng)
-            self.population.add(task, theta, optimizer.init_state(), None, 0)
+            self.population.add(task, theta, optimizer.init_state(theta, self.rng), None, 0)
 
     # -- one generation --------------------------------------------------------------------
-    def step(self) -> GenerationResult:
-        self.generation += 1
+    def run_generation(self) -> GenerationResult:
         gen, cfg = self.generation, self.config
-        started = time.perf_counter()
-        stats_before = self.pool.stats_snapshot()
         solved_before = self.population.annecs()
         decisions: list[Decision] = []
         counts: dict[str, float] = {}
 
-        counts["es_mean_return"] = self._optimize()
-        self._evaluate(self.population.active)
+        active = self.population.active
+        counts["train_mean_return"] = train(
+            self.pool,
+            self.optimizer,
+            active,
+            [[p.task] for p in active],
+            cfg.optimizer_steps,
+            self.rng,
+        )
+        self._evaluate(active)
         eligible = self._eligibility(decisions)
-        counts["eligible"] = len(eligible)
+        # Counted from the decision rows, so the summary and eligibility.csv always agree.
+        counts["eligible"] = sum(
+            1 for d in decisions if d.rule == "eligibility" and d.outcome == "eligible"
+        )
         tried = passed = admitted = archived = 0
         if eligible and gen % cfg.reproduce_every == 0:
             tried, passed, admitted = self._reproduce(eligible, decisions)
@@ -146,38 +166,11 @@ class Coevolution:
             newly_solved=annecs - solved_before,
             admitted_total=sum(p.admitted_by_mc for p in self.population.all_pairs()),
         )
-        summary = self._summary(counts, stats_before, time.perf_counter() - started)
-        return GenerationResult(gen, summary, decisions, cross_scores)
-
-    def run(
-        self,
-        generations: int | None = None,
-        callback: Callable[[GenerationResult], None] | None = None,
-    ) -> list[GenerationResult]:
-        """Step until `generations` (default: the config's) have run; returns their results."""
-        results = []
-        while self.generation < (generations or self.config.generations):
-            result = self.step()
-            results.append(result)
-            if callback:
-                callback(result)
-        return results
-
-    def _optimize(self) -> float:
-        active = self.population.active
-        mean_return = float("nan")
-        for _ in range(self.config.es_steps):
-            steps = self.optimizer.step_many(
-                [p.theta for p in active],
-                [p.es_state for p in active],
-                [p.task for p in active],
-                self.rng,
-            )
-            for pair, step in zip(active, steps, strict=True):
-                pair.theta = step.theta
-            means = [s.mean_return for s in steps if np.isfinite(s.mean_return)]
-            mean_return = float(np.mean(means)) if means else float("nan")
-        return mean_return
+        cross = [
+            {"generation": gen, "policy_pair_id": p, "task_pair_id": t, "score": score}
+            for p, t, score in cross_scores
+        ]
+        return GenerationResult(gen, self._summary(counts), decisions, {"cross_scores": cross})
 
     def _evaluate(self, pairs: list[Pair]) -> None:
         seed = int(self.rng.integers(0, 2**31 - 1))
@@ -266,7 +259,11 @@ class Coevolution:
             if ok:
                 theta, origin = starts[admit.index(index)]
                 pair = self.population.add(
-                    child, theta, self.optimizer.init_state(), parent.pair_id, self.generation
+                    child,
+                    theta,
+                    self.optimizer.init_state(theta, self.rng),
+                    parent.pair_id,
+                    self.generation,
                 )
                 pair.admitted_by_mc = True
                 pair_id = pair.pair_id
@@ -387,7 +384,7 @@ class Coevolution:
             self.optimizer if cfg.transfer_proposal else None,
             [p.theta for p in active],
             [p.task for p in active],
-            [p.es_state for p in active],
+            [p.state for p in active],
             cfg.eval_episodes,
             self.rng,
         )
@@ -406,7 +403,8 @@ class Coevolution:
             ok, reason = rules.transfer(best.score, label, recent, cfg.transfer_history)
             if ok:
                 pair.theta = best.theta.copy()
-                pair.es_state = self.optimizer.init_state()
+                pair.state = self.optimizer.init_state(pair.theta, self.rng)
+                pair.steps = 0
                 pair.scores.append(best.score)
                 self._note_score(pair, best.score)
                 transfers += 1
@@ -454,34 +452,15 @@ class Coevolution:
             **fields,
         )
 
-    def _summary(self, counts: dict, before: dict, wall_s: float) -> dict[str, Any]:
-        after = self.pool.stats_snapshot()
+    def _summary(self, counts: dict) -> dict[str, Any]:
         scores = np.array([p.score for p in self.population.active], dtype=float)
         finite = scores[np.isfinite(scores)]
-        env_steps = after["env_steps"] - before["env_steps"]
-        pool_wall = after["wall_s"] - before["wall_s"]
         return {
-            "generation": self.generation,
             "active": len(self.population.active),
             "archived": len(self.population.archive),
             **counts,
             "best_score": float(finite.max()) if finite.size else float("nan"),
             "median_score": float(np.median(finite)) if finite.size else float("nan"),
-            "episodes": after["episodes"] - before["episodes"],
-            "env_steps": env_steps,
-            "steps_per_s": env_steps / pool_wall if pool_wall > 0 else 0.0,
-            "cache_hits": after["cache_hits"] - before["cache_hits"],
-            "cache_misses": after["cache_misses"] - before["cache_misses"],
-            "bytes_shipped": after["bytes_shipped"] - before["bytes_shipped"],
-            "worker_busy_s": after["busy_s"] - before["busy_s"],
-            **{
-                key: after[key] - before.get(key, 0.0)
-                for key in after
-                if key.startswith(_PER_WORKER_PREFIX)
-            },
-            "worker_restarts": after.get("worker_restarts", 0.0)
-            - before.get("worker_restarts", 0.0),
-            "wall_s": wall_s,
         }
 
     # -- checkpointing ---------------------------------------------------------------------
@@ -496,3 +475,31 @@ class Coevolution:
         self.generation = state["generation"]
         self.rng.bit_generator.state = state["rng"]
         self.population = state["population"]
+
+    # -- tables and tests --------------------------------------------------------------------
+    def population_frame(self) -> pd.DataFrame:
+        return self.population.to_frame()
+
+    def policies_for_testing(self) -> PoliciesForTesting:
+        """Every active pair's policy; a test task's score is the best of them (POET's
+        population specialises: some member should handle a task, not every member)."""
+        return PoliciesForTesting(
+            {f"pair_{p.pair_id}": p.theta for p in self.population.active}, best_of=True
+        )
+
+    def progress_line(self, result: GenerationResult, total: int) -> str:
+        s = result.summary
+        return (
+            f"gen {result.generation:>3}/{total} | active {s['active']:>2} archived "
+            f"{s['archived']:>2} | eligible {s['eligible']:>2} | children "
+            f"{s['children_tried']:>2} tried {s['children_passed_mc']:>2} passed MC "
+            f"{s['admitted']:>2} admitted | transfers {s['transfers']:>2} | ANNECS "
+            f"{s['annecs']:>2} | best {s['best_score']:7.1f} median {s['median_score']:7.1f} | "
+            f"{s['steps_per_s'] / 1000:6.1f}k steps/s | {s['wall_s']:5.1f}s"
+        )
+
+
+class EnhancedPoet(Poet):
+    """Enhanced POET: the same loop with PATA-EC novelty by default."""
+
+    config_class = EnhancedPoetConfig

@@ -1,0 +1,69 @@
+"""Curricula behind one interface (`base.Curriculum`), found by name.
+
+`get("poet")` or `get("package.module:Class")` returns the class; a user's curriculum
+outside the package needs no registration, its import path in `curriculum.name` is enough.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from coevo.curricula.base import (
+    Curriculum,
+    CurriculumConfig,
+    Decision,
+    GenerationResult,
+    PoliciesForTesting,
+)
+from coevo.plugins import Registry
+
+if TYPE_CHECKING:
+    from coevo.optimizers.base import Optimizer
+    from coevo.pool import EvaluationPool
+    from coevo.tasks.task import TaskSpace
+
+REGISTRY: Registry[Curriculum] = Registry(
+    "curriculum",
+    Curriculum,
+    {
+        "poet": "coevo.curricula.poet:Poet",
+        "enhanced_poet": "coevo.curricula.poet:EnhancedPoet",
+    },
+)
+
+
+def get(name: str) -> type[Curriculum]:
+    """The curriculum class registered as `name`, or at import path "package.module:Class"."""
+    return REGISTRY.get(name)
+
+
+def register(name: str, target: type[Curriculum] | str) -> None:
+    REGISTRY.register(name, target)
+
+
+def names() -> list[str]:
+    return REGISTRY.names()
+
+
+def build(
+    config: CurriculumConfig,
+    space: TaskSpace,
+    pool: EvaluationPool,
+    optimizer: Optimizer,
+    seed: int = 0,
+) -> Curriculum:
+    """The curriculum that `config.name` names, built with `config`."""
+    return get(config.name)(config, space=space, pool=pool, optimizer=optimizer, seed=seed)
+
+
+__all__ = [
+    "Curriculum",
+    "CurriculumConfig",
+    "Decision",
+    "GenerationResult",
+    "PoliciesForTesting",
+    "build",
+    "get",
+    "names",
+    "register",
+]

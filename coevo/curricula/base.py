@@ -1,0 +1,168 @@
+"""The curriculum seam: what the runner, the tables, the report and checkpoints rely on.
+
+A curriculum decides which (task, policy) pairs to train and evaluate; one `step()` is one
+generation and returns a `GenerationResult`: a summary row, decision rows (outcome and
+reason, for eligibility.csv) and optional extra tables. It never starts Ray or writes
+files: the runner owns the pool, the run directory, checkpoints and report.
+
+Subclasses implement `run_generation`, `state_dict`/`load_state_dict`, `population_frame`
+(population.csv) and `policies_for_testing`. The pool's statistics for the generation
+(episodes, env steps, timings) are added to the summary by `step()` itself, so every
+curriculum reports them the same way.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from coevo.settings import setting
+
+if TYPE_CHECKING:
+    from coevo.optimizers.base import Optimizer
+    from coevo.pool import EvaluationPool
+    from coevo.tasks.task import TaskSpace
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    """Base of every curriculum's config: `name` picks the implementation (a registry name
+    or "package.module:Class"); `generations` is how many `step()`s a run takes."""
+
+    name: str = setting("poet", doc="registry name or package.module:Class")
+    generations: int = setting(30, low=1, doc="generations to run")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One row of eligibility.csv: a rule applied to a pair or candidate, and why."""
+
+    generation: int
+    kind: str  # e.g. parent, child, transfer, capacity; a curriculum may add its own
+    rule: str
+    outcome: str
+    reason: str
+    pair_id: int | None = None
+    parent_id: int | None = None
+    task_id: str = ""
+    task: str = ""
+    score: float = float("nan")
+    threshold: float = float("nan")
+    lower: float = float("nan")
+    upper: float = float("nan")
+    novelty: float = float("nan")
+    error: str = ""  # why an evaluation failed, when one did
+
+    def as_row(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class GenerationResult:
+    generation: int
+    summary: dict[str, Any]  # one row of summary.csv
+    decisions: list[Decision] = field(default_factory=list)
+    # Extra tables: file stem -> rows appended to RUN_DIR/<stem>.csv (e.g. cross_scores).
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PoliciesForTesting:
+    """The policies to score on a held-out test set.
+
+    `best_of`: True when a test task's score is the best over these policies (a population
+    whose members specialise, as in POET); False when each policy is scored on its own
+    (one generalist policy, or a few seeds of it, as in DR or PLR).
+    """
+
+    policies: dict[str, np.ndarray]
+    best_of: bool
+
+
+class Curriculum(ABC):
+    """One implementation per curriculum; the registry in `coevo.curricula` finds it by
+    name or import path. Built as `Class(config, space=..., pool=..., optimizer=...,
+    seed=...)`."""
+
+    config_class: ClassVar[type[CurriculumConfig]] = CurriculumConfig
+
+    def __init__(
+        self,
+        config: CurriculumConfig,
+        *,
+        space: TaskSpace,
+        pool: EvaluationPool,
+        optimizer: Optimizer,
+        seed: int = 0,
+    ):
+        self.config = config
+        self.space = space
+        self.pool = pool
+        self.optimizer = optimizer
+        self.seed = seed
+        self.generation = 0
+
+    # -- the protocol ------------------------------------------------------------------------
+    def step(self) -> GenerationResult:
+        """One generation: `run_generation`, then the pool's figures for it in the summary."""
+        import time
+
+        self.generation += 1
+        started = time.perf_counter()
+        before = self.pool.stats_snapshot()
+        result = self.run_generation()
+        pool_stats = self.pool.stats_since(before)
+        result.summary = {
+            "generation": self.generation,
+            **result.summary,
+            **pool_stats,
+            "wall_s": time.perf_counter() - started,
+        }
+        return result
+
+    @abstractmethod
+    def run_generation(self) -> GenerationResult:
+        """The curriculum's work for generation `self.generation` (already incremented);
+        its summary holds the curriculum's own columns (the pool's are added)."""
+
+    @abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly: generation, RNG states, population."""
+
+    @abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def population_frame(self) -> pd.DataFrame:
+        """population.csv: one row per pair or level the curriculum keeps."""
+
+    @abstractmethod
+    def policies_for_testing(self) -> PoliciesForTesting: ...
+
+    # -- defaults --------------------------------------------------------------------------
+    def progress_line(self, result: GenerationResult, total: int) -> str:
+        """The console line of a generation."""
+        s = result.summary
+        return (
+            f"gen {result.generation:>3}/{total} | best {s.get('best_score', float('nan')):7.1f}"
+            f" | {s.get('steps_per_s', 0.0) / 1000:6.1f}k steps/s | {s['wall_s']:5.1f}s"
+        )
+
+    def run(
+        self,
+        generations: int | None = None,
+        callback: Callable[[GenerationResult], None] | None = None,
+    ) -> list[GenerationResult]:
+        """Step until `generations` (default: the config's) have run; returns their results."""
+        results = []
+        while self.generation < (generations or self.config.generations):
+            result = self.step()
+            results.append(result)
+            if callback:
+                callback(result)
+        return results

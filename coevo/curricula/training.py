@@ -1,0 +1,80 @@
+"""Train policies with an optimizer: the helper every curriculum shares.
+
+`optimize` takes one optimizer step for each (theta, state, tasks) item: every item's jobs
+go to the pool in ONE call (so every worker stays busy whatever the number of pairs), and
+each item's results go back to the optimizer that asked for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from coevo.optimizers.base import Optimizer, Told
+from coevo.pool import EvaluationPool
+from coevo.tasks.task import Task
+
+
+@dataclass
+class Learner:
+    """A policy being trained: its parameters, its optimizer state and its steps so far."""
+
+    theta: np.ndarray
+    state: Any
+    steps: int = 0
+
+
+class Trainable(Protocol):
+    """Anything with `theta`, `state` and `steps` (a `Learner`, POET's `Pair`)."""
+
+    theta: np.ndarray
+    state: Any
+    steps: int
+
+
+def optimize(
+    pool: EvaluationPool,
+    optimizer: Optimizer,
+    items: Sequence[tuple[np.ndarray, Any, Sequence[Task]]],
+    rng: np.random.Generator,
+) -> list[Told]:
+    """One step for each (theta, state, tasks); the states given are left unchanged."""
+    asked = [
+        optimizer.ask(theta, state, tasks, rng, pool.register) for theta, state, tasks in items
+    ]
+    results = pool.dispatch([job for ask in asked for job in ask.jobs])
+    told, offset = [], 0
+    for (theta, state, _), ask in zip(items, asked, strict=True):
+        own = results[offset : offset + len(ask.jobs)]
+        offset += len(ask.jobs)
+        told.append(optimizer.tell(theta, state, ask, own))
+    return told
+
+
+def train(
+    pool: EvaluationPool,
+    optimizer: Optimizer,
+    learners: Sequence[Trainable],
+    tasks: Sequence[Sequence[Task]],
+    steps: int,
+    rng: np.random.Generator,
+) -> float:
+    """`steps` optimizer steps for each learner on its tasks, updating the learners in
+    place; returns the mean return of the last step over the learners (NaN if none)."""
+    mean_return = float("nan")
+    for _ in range(steps):
+        told = optimize(
+            pool,
+            optimizer,
+            [(lr.theta, lr.state, own) for lr, own in zip(learners, tasks, strict=True)],
+            rng,
+        )
+        for learner, step in zip(learners, told, strict=True):
+            learner.theta, learner.state = step.theta, step.state
+            learner.steps += 1
+        means = [s.record.mean_return for s in told if np.isfinite(s.record.mean_return)]
+        mean_return = float(np.mean(means)) if means else float("nan")
+    return mean_return

@@ -1,0 +1,50 @@
+"""Optimizers behind one ask/tell interface (`base.Optimizer`), found by name.
+
+`get("es")` or `get("package.module:Class")` returns the class; a user's optimizer outside
+the package needs no registration, its import path in `optimizer.name` is enough.
+"""
+
+from __future__ import annotations
+
+from coevo.optimizers.base import Asked, Optimizer, OptimizerConfig, StepRecord, Told
+from coevo.plugins import Registry
+
+REGISTRY: Registry[Optimizer] = Registry(
+    "optimizer",
+    Optimizer,
+    {
+        "es": "coevo.optimizers.es:EvolutionStrategy",
+        "ars": "coevo.optimizers.ars:AugmentedRandomSearch",
+    },
+)
+
+
+def get(name: str) -> type[Optimizer]:
+    """The optimizer class registered as `name`, or at import path "package.module:Class"."""
+    return REGISTRY.get(name)
+
+
+def register(name: str, target: type[Optimizer] | str) -> None:
+    REGISTRY.register(name, target)
+
+
+def names() -> list[str]:
+    return REGISTRY.names()
+
+
+def build(config: OptimizerConfig, num_params: int) -> Optimizer:
+    """The optimizer that `config.name` names, built with `config`."""
+    return get(config.name)(config, num_params)
+
+
+__all__ = [
+    "Asked",
+    "Optimizer",
+    "OptimizerConfig",
+    "StepRecord",
+    "Told",
+    "build",
+    "get",
+    "names",
+    "register",
+]

@@ -1,0 +1,116 @@
+"""The optimizer seam, in the ask/tell shape.
+
+An optimizer never calls the pool. For each (theta, state, task) the loop asks it for jobs
+(`ask`), sends every pair's jobs to the pool in ONE call (`EvaluationPool.dispatch`, which
+accepts jobs of different kinds and returns one result per job, in order) and tells each
+optimizer its own results back (`tell`), which returns the new theta, the new state and a
+`StepRecord`. ES asks for `EpisodeJob`s of perturbed seeds and is told their returns; a
+gradient method asks for trajectory jobs and is told the trajectories.
+
+States are values: `ask` and `tell` never change the state they are given (`tell` returns
+a new one), so a transfer's proposal step can start from a pair's state without copying it,
+and a state pickles into a checkpoint and resumes exactly.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from coevo.settings import setting
+from coevo.tasks.task import Task
+
+# `register(theta) -> key`: puts a parameter vector in the pool's weight store once per
+# version; jobs name their parameters by that key (weights travel once).
+Register = Callable[[np.ndarray], str]
+
+
+@dataclass(frozen=True)
+class OptimizerConfig:
+    """Base of every optimizer's config: `name` picks the implementation (a registry name
+    or "package.module:Class"). Subclasses add their fields with `setting(...)` ranges."""
+
+    name: str = setting("es", doc="registry name or package.module:Class")
+
+
+@dataclass
+class Asked:
+    """What one `ask` wants evaluated: `jobs` for the pool, and `memo`, the optimizer's own
+    note of how it built them (e.g. ES's noise seeds), handed back to `tell`."""
+
+    jobs: list[Any]
+    memo: Any = None
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What one optimizer step did, for the tables and the console."""
+
+    mean_return: float  # mean over the step's episodes: a cheap progress signal
+    failed: int = 0  # jobs whose evaluation failed
+    reason: str = ""  # why the step did what it did, when it did something unusual
+    extra: dict[str, float] = field(default_factory=dict)  # optimizer-specific numbers
+
+
+@dataclass
+class Told:
+    """A step's outcome: the new parameters and optimizer state, and its record."""
+
+    theta: np.ndarray
+    state: Any
+    record: StepRecord
+
+
+class Optimizer(ABC):
+    """One parameter vector's optimizer. Subclasses set `config_class` and implement
+    `init_state`, `ask` and `tell`; the registry in `coevo.optimizers` finds them by name
+    or import path.
+    """
+
+    config_class: ClassVar[type[OptimizerConfig]] = OptimizerConfig
+
+    def __init__(self, config: OptimizerConfig, num_params: int):
+        self.config = config
+        self.num_params = num_params
+
+    @abstractmethod
+    def init_state(self, theta: np.ndarray, rng: np.random.Generator) -> Any:
+        """A fresh state for optimizing `theta` (a new pair, or a transferred policy)."""
+
+    @abstractmethod
+    def ask(
+        self,
+        theta: np.ndarray,
+        state: Any,
+        tasks: Sequence[Task],
+        rng: np.random.Generator,
+        register: Register,
+    ) -> Asked:
+        """The jobs of one step on `tasks` (one task, or several to spread the step's episodes
+        over, e.g. for a single policy trained on a curriculum's tasks). Draws its
+        randomness from `rng` only and does not change `state`."""
+
+    @abstractmethod
+    def tell(self, theta: np.ndarray, state: Any, asked: Asked, results: Sequence[Any]) -> Told:
+        """The step from `results` (one per job of `asked.jobs`, in order)."""
+
+    def step(
+        self,
+        pool: Any,
+        theta: np.ndarray,
+        state: Any,
+        tasks: Sequence[Task],
+        rng: np.random.Generator,
+    ) -> Told:
+        """One step on its own: ask, run the jobs on `pool`, tell. (A curriculum steps many
+        pairs at once with `coevo.curricula.training.optimize`, one pool call for all.)"""
+        asked = self.ask(theta, state, tasks, rng, pool.register)
+        return self.tell(theta, state, asked, pool.dispatch(asked.jobs))
+
+    def steps_taken(self, state: Any) -> int:
+        """Steps taken since `init_state` (population.csv's `optimizer_steps`)."""
+        return int(getattr(state, "t", 0))

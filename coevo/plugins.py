@@ -1,0 +1,58 @@
+"""Name -> class registries for the plug-in seams (optimizers, curricula).
+
+A name is a registered one ("es", "poet") or an import path "package.module:Class", so a
+user's class outside coevo works without registering it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Generic, TypeVar
+
+from coevo.errors import ConfigError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str, base: type, builtins: dict[str, str]):
+        self.kind = kind  # "optimizer": the config section and the word in messages
+        self.base = base
+        self._entries: dict[str, type | str] = dict(builtins)
+
+    def register(self, name: str, target: type | str) -> None:
+        self._entries[name] = target
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def get(self, name: str) -> type[T]:
+        field = f"{self.kind}.name"
+        allowed = f"allowed: {', '.join(self.names())}, or package.module:Class"
+        if not isinstance(name, str) or not name:
+            raise ConfigError(
+                field, f"must be a string naming a {self.kind}; {allowed}, got {name!r}"
+            )
+        target = self._entries.get(name, name if ":" in name else None)
+        if target is None:
+            raise ConfigError(field, f"unknown {self.kind} '{name}'; {allowed}")
+        if isinstance(target, str):
+            target = _import(field, target)
+        if not (isinstance(target, type) and issubclass(target, self.base)):
+            raise ConfigError(
+                field,
+                f"'{name}' is not a {self.base.__module__}.{self.base.__qualname__} subclass",
+            )
+        return target
+
+
+def _import(field: str, path: str) -> type:
+    module_name, _, attribute = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(field, f"cannot import '{module_name}' of '{path}': {error}") from None
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise ConfigError(field, f"module '{module_name}' has no '{attribute}'") from None

@@ -1,0 +1,60 @@
+"""The pool's counters, and the per-generation figures derived from them.
+
+`generation_figures(before, after)` turns two `stats_snapshot()`s into the pool's columns
+of a summary.csv row; `is_runtime_column` names the columns that vary with machine, timing
+or number of workers (all other columns are a function of config and seed).
+"""
+
+from __future__ import annotations
+
+# Counters a worker reports per chunk, summed by the pool.
+CHUNK_STAT_KEYS = (
+    "episodes",
+    "env_steps",
+    "cache_hits",
+    "cache_misses",
+    "bytes_loaded",
+    "busy_s",
+    "cpu_s",
+)
+PER_WORKER_PREFIX = "busy_s_worker_"
+RUNTIME_COLUMNS = (
+    "wall_s",
+    "steps_per_s",
+    "cache_hits",
+    "cache_misses",
+    "bytes_shipped",
+    "worker_busy_s",
+    "worker_restarts",
+)
+
+
+def busy_key(worker: int) -> str:
+    """The `stats_snapshot()` key of one worker's cumulative busy seconds."""
+    return f"{PER_WORKER_PREFIX}{worker}"
+
+
+def is_runtime_column(name: str) -> bool:
+    """True for summary columns that vary with machine, timing or number of workers."""
+    return name in RUNTIME_COLUMNS or name.startswith(PER_WORKER_PREFIX)
+
+
+def generation_figures(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """The pool's work between two snapshots, as summary.csv columns."""
+    env_steps = after["env_steps"] - before["env_steps"]
+    pool_wall = after["wall_s"] - before["wall_s"]
+    return {
+        "episodes": after["episodes"] - before["episodes"],
+        "env_steps": env_steps,
+        "steps_per_s": env_steps / pool_wall if pool_wall > 0 else 0.0,
+        "cache_hits": after["cache_hits"] - before["cache_hits"],
+        "cache_misses": after["cache_misses"] - before["cache_misses"],
+        "bytes_shipped": after["bytes_shipped"] - before["bytes_shipped"],
+        "worker_busy_s": after["busy_s"] - before["busy_s"],
+        **{
+            key: after[key] - before.get(key, 0.0)
+            for key in after
+            if key.startswith(PER_WORKER_PREFIX)
+        },
+        "worker_restarts": after.get("worker_restarts", 0.0) - before.get("worker_restarts", 0.0),
+    }
