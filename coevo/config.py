@@ -37,6 +37,9 @@ class TaskConfig:
     entry_point: str | None = None  # "package.module:Class" with get_task/set_task
     env_kwargs: dict = field(default_factory=dict)  # fixed constructor keywords
     env_config: dict | None = None  # entry_point only: one dict argument, as RLlib passes it
+    # entry_point only: how a task reaches set_task: dict, scalar (a one-parameter space's
+    # bare value, e.g. an int level), or "package.module:function" (called with the dict).
+    task_format: str = "dict"
 
 
 @dataclass(frozen=True)

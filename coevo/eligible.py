@@ -9,13 +9,24 @@ Pairs come from a YAML or CSV file. YAML:
       - name: from-a-run
         task: {gravity: 9.8}
         policy: {checkpoint: runs/x/checkpoints/gen_000030.pkl, pair: 3}
+      - name: my-actor                            # a torch state_dict for a module of yours
+        policy: {torch: actor.pt, module: "mypkg.nets:Actor", kwargs: {width: 64}}
+      - name: scripted
+        policy: {torchscript: actor_scripted.pt}
+      - name: sb3-ppo                             # a Stable-Baselines3 zip (coevo[sb3])
+        policy: {sb3: ppo_cartpole.zip}           # optional: vecnormalize: stats.pkl
 
-CSV: columns `name`, `policy`, optional `pair` (with a checkpoint policy), and one column per
-task parameter (`gravity`, ...).
+`.npy` and checkpoint policies use the run's policy config; the others bring their own
+architecture, and pairs are evaluated in groups of one architecture each (one pool per
+group). CSV: columns `name`, `policy`, optional `pair` (with a checkpoint policy), and one
+column per task parameter (`gravity`, ...); a `.zip` policy is read as SB3, a `.pt` one as
+TorchScript.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,19 +39,27 @@ from coevo import checkpoint
 from coevo.curricula.base import Decision
 from coevo.curricula.poet import rules
 from coevo.errors import ConfigError
+from coevo.policies.base import ActionSpec, Policy
 from coevo.pool import EvaluationPool
 from coevo.tasks.task import Task, TaskSpace
+
+# Keys of a YAML pair's `policy` mapping that name a file of each kind.
+POLICY_FORMS = ("checkpoint", "torch", "torchscript", "sb3")
 
 
 @dataclass(frozen=True)
 class GivenPair:
+    """A task and a policy; `policy` None means the run's policy (from its config)."""
+
     name: str
     task: Task
     theta: np.ndarray
     source: str
+    policy: Policy | None = None
 
 
-def load_pairs(path: Path, space: TaskSpace, num_params: int) -> list[GivenPair]:
+def load_pairs(path: Path, space: TaskSpace, policy: Policy) -> list[GivenPair]:
+    """The file's pairs; `policy` is the run's, used by `.npy` and checkpoint entries."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError("eligible.pairs_file", f"{path} not found")
@@ -53,19 +72,25 @@ def load_pairs(path: Path, space: TaskSpace, num_params: int) -> list[GivenPair]
             raise ConfigError("eligible.pairs_file", f"{path}: expected a non-empty 'pairs' list")
     else:
         raise ConfigError("eligible.pairs_file", f"{path}: allowed formats: .yaml, .yml, .csv")
+    env = space.make_env()
+    spaces = (env.observation_space, env.action_space)
+    env.close()
     pairs = []
+    loaded: dict[tuple, Any] = {}  # a file named by several pairs is read once
     for index, entry in enumerate(entries):
         where = f"{path.name}: pairs[{index}]"
         if not isinstance(entry, dict) or "policy" not in entry:
             raise ConfigError(where, "each pair needs 'policy' (and usually 'task')")
-        task = space.task(**{k: float(v) for k, v in (entry.get("task") or {}).items()})
-        theta, source = _load_policy(entry["policy"], path.parent, where)
-        if theta.shape != (num_params,):
+        task = space.task(**dict(entry.get("task") or {}))
+        own, theta, source = _load_policy(entry["policy"], path.parent, where, spaces, loaded)
+        if own is None and theta.shape != (policy.num_params,):
             raise ConfigError(
                 f"{where}.policy",
-                f"{source} has {theta.size} parameters; the policy config needs {num_params}",
+                f"{source} has {theta.size} parameters; the policy config needs "
+                f"{policy.num_params}",
             )
-        pairs.append(GivenPair(str(entry.get("name", f"pair{index}")), task, theta, source))
+        name = str(entry.get("name", f"pair{index}"))
+        pairs.append(GivenPair(name, task, theta, source, own))
     return pairs
 
 
@@ -89,25 +114,123 @@ def _csv_entries(path: Path, space: TaskSpace) -> list[dict[str, Any]]:
     return entries
 
 
-def _load_policy(spec: Any, base: Path, where: str) -> tuple[np.ndarray, str]:
+def _load_policy(
+    spec: Any, base: Path, where: str, spaces: tuple, loaded: dict[tuple, Any]
+) -> tuple[Policy | None, np.ndarray, str]:
+    """(own policy or None for the run's, parameter vector, source text) of one entry."""
+    field = f"{where}.policy"
     if isinstance(spec, str) and spec.endswith(".npy"):
         file = (base / spec).resolve()
         if not file.is_file():
-            raise ConfigError(f"{where}.policy", f"{spec} not found (looked in {base})")
-        return np.load(file).astype(np.float32).ravel(), spec
-    if isinstance(spec, dict) and "checkpoint" in spec:
-        file = (base / str(spec["checkpoint"])).resolve()
-        state = checkpoint.load(file)
-        population = state["coevolution"]["population"]
-        try:
-            pair = population.get(int(spec.get("pair", 0)))
-        except KeyError:
-            known = ", ".join(str(p.pair_id) for p in population.all_pairs())
+            raise ConfigError(field, f"{spec} not found (looked in {base})")
+        return None, np.load(file).astype(np.float32).ravel(), spec
+    if isinstance(spec, str) and spec.endswith(".zip"):
+        spec = {"sb3": spec}
+    elif isinstance(spec, str) and spec.endswith(".pt"):
+        spec = {"torchscript": spec}
+    forms = [k for k in POLICY_FORMS if isinstance(spec, Mapping) and k in spec]
+    if len(forms) != 1:
+        raise ConfigError(
+            field,
+            "must be a .npy file or a mapping with one of "
+            + ", ".join(f"{k}: FILE" for k in POLICY_FORMS)
+            + f" (got {spec!r})",
+        )
+    form = forms[0]
+    if form == "checkpoint":
+        return (None, *_checkpoint_policy(spec, base, field))
+    key = (form, repr(sorted(spec.items(), key=str)))
+    if key not in loaded:
+        loaded[key] = _load_own_policy(form, spec, base, field, spaces)
+    own = loaded[key]
+    return own.policy, own.theta.copy(), f"{form}:{spec[form]}"
+
+
+def _checkpoint_policy(spec: Mapping, base: Path, field: str) -> tuple[np.ndarray, str]:
+    file = (base / str(spec["checkpoint"])).resolve()
+    state = checkpoint.load(file)
+    run_state = state.get("curriculum", state.get("coevolution"))
+    population = run_state["population"]
+    try:
+        pair = population.get(int(spec.get("pair", 0)))
+    except KeyError:
+        known = ", ".join(str(p.pair_id) for p in population.all_pairs())
+        raise ConfigError(f"{field}.pair", f"not in {file.name}; known: {known}") from None
+    return pair.theta.copy(), f"{spec['checkpoint']}#pair{pair.pair_id}"
+
+
+def _load_own_policy(form: str, spec: Mapping, base: Path, field: str, spaces: tuple) -> Any:
+    """A torch, TorchScript or SB3 policy, checked against the task space's env."""
+    from coevo.policies import loaders  # imports torch: only when a pairs file needs it
+
+    obs_space, act_space = spaces
+    file = (base / str(spec[form])).resolve()
+    options = {k: spec[k] for k in ("action", "batch_block") if k in spec}
+    allowed = {
+        "torch": {"torch", "module", "kwargs"},
+        "torchscript": {"torchscript"},
+        "sb3": {"sb3", "vecnormalize"},
+    }[form] | set(options)
+    unknown = sorted(set(spec) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"{field}.{unknown[0]}",
+            f"unknown key for a {form} policy; allowed: {', '.join(sorted(allowed))}, "
+            "action, batch_block",
+        )
+    if form == "torch":
+        if not spec.get("module"):
             raise ConfigError(
-                f"{where}.policy.pair", f"not in {file.name}; known: {known}"
-            ) from None
-        return pair.theta.copy(), f"{spec['checkpoint']}#pair{pair.pair_id}"
-    raise ConfigError(f"{where}.policy", "must be a .npy file or {checkpoint: PATH, pair: ID}")
+                f"{field}.module", "required with torch: FILE ('package.module:Class')"
+            )
+        own = loaders.load_torch(
+            file,
+            str(spec["module"]),
+            dict(spec.get("kwargs") or {}),
+            obs_space,
+            act_space,
+            field,
+            options,
+        )
+    elif form == "torchscript":
+        own = loaders.load_torchscript_policy(
+            file, obs_space, act_space, f"{field}.torchscript", options
+        )
+    else:
+        vecnormalize = spec.get("vecnormalize")
+        own = loaders.load_sb3_policy(
+            file,
+            f"{field}.sb3",
+            (base / str(vecnormalize)).resolve() if vecnormalize else None,
+            options,
+        )
+    _check_fits(own.policy, obs_space, act_space, f"{field}.{form}")
+    return own
+
+
+def _check_fits(policy: Policy, obs_space: Any, act_space: Any, field: str) -> None:
+    obs_dim = int(np.prod(obs_space.shape))
+    if policy.obs_dim != obs_dim:
+        raise ConfigError(
+            field,
+            f"the policy takes observations of size {policy.obs_dim}; the task space's env "
+            f"gives {obs_dim}",
+        )
+    env = ActionSpec.for_space(act_space)
+    ours = policy.action
+    if (ours.discrete, ours.size) != (env.discrete, env.size) or (
+        not env.discrete and (ours.low, ours.high) != (env.low, env.high)
+    ):
+        raise ConfigError(
+            field,
+            f"the policy acts in {_describe(ours)}; the task space's env takes {_describe(env)}",
+        )
+
+
+def _describe(spec: ActionSpec) -> str:
+    if spec.discrete:
+        return f"{spec.size} discrete actions"
+    return f"a {spec.size}-dim box [{spec.low}, {spec.high}]"
 
 
 def judge_pairs(
@@ -117,24 +240,73 @@ def judge_pairs(
     threshold: float,
     seed: int = 0,
 ) -> tuple[list[Decision], np.ndarray]:
-    """Evaluate each pair K episodes on the pool; one eligibility decision per pair."""
-    returns, errors = pool.evaluate_detailed([(p.theta, p.task) for p in pairs], episodes, seed)
-    decisions = []
-    for index, (pair, score) in enumerate(zip(pairs, returns.mean(axis=1), strict=True)):
-        ok, reason = rules.eligibility(float(score), threshold)
-        decisions.append(
-            Decision(
-                generation=0,
-                kind="pair",
-                rule="eligibility",
-                outcome="eligible" if ok else "ineligible",
-                reason=f"{pair.name}: {reason}",
-                pair_id=index,
-                task_id=pair.task.id,
-                task=pair.task.to_json(),
-                score=float(score),
-                threshold=threshold,
-                error=errors.get(index, ""),
+    """Evaluate each pair K episodes on one pool; one eligibility decision per pair.
+
+    Every pair's policy must be the pool's (or None); `judge_groups` takes mixed ones.
+    """
+    for pair in pairs:
+        if pair.policy is not None and pair.policy.signature() != pool.policy.signature():
+            raise ConfigError(
+                f"pairs: {pair.name}", "its policy differs from the pool's; use judge_groups"
             )
-        )
+    returns, errors = pool.evaluate_detailed([(p.theta, p.task) for p in pairs], episodes, seed)
+    decisions = [
+        _decision(index, pair, float(score), threshold, errors.get(index, ""))
+        for index, (pair, score) in enumerate(zip(pairs, returns.mean(axis=1), strict=True))
+    ]
     return decisions, returns
+
+
+def judge_groups(
+    open_pool: Callable[[Policy], EvaluationPool],
+    default_policy: Policy,
+    pairs: list[GivenPair],
+    episodes: int,
+    threshold: float,
+    seed: int = 0,
+) -> tuple[list[Decision], np.ndarray, dict[str, float]]:
+    """`judge_pairs` for pairs of several architectures: one pool per architecture, opened
+    by `open_pool(policy)` one after the other. Returns decisions and returns in the pairs'
+    order, and the pools' episode, step and time counters summed."""
+    groups: dict[Any, list[int]] = {}
+    policies: dict[Any, Policy] = {}
+    for index, pair in enumerate(pairs):
+        policy = pair.policy or default_policy
+        key = policy.signature()
+        groups.setdefault(key, []).append(index)
+        policies.setdefault(key, policy)
+    decisions: list[Decision | None] = [None] * len(pairs)
+    returns = np.zeros((len(pairs), episodes))
+    stats = {"episodes": 0.0, "env_steps": 0.0, "wall_s": 0.0}
+    for key, members in groups.items():
+        group = [pairs[i] for i in members]
+        with open_pool(policies[key]) as pool:
+            shared = [
+                GivenPair(p.name, p.task, p.theta, p.source, None) for p in group
+            ]  # the pool's own policy
+            found, got = judge_pairs(pool, shared, episodes, threshold, seed)
+            snapshot = pool.stats_snapshot()
+        for index, decision, row in zip(members, found, got, strict=True):
+            decisions[index] = dataclasses.replace(decision, pair_id=index)
+            returns[index] = row
+        for name in stats:
+            stats[name] += snapshot[name]
+    stats["steps_per_s"] = stats["env_steps"] / stats["wall_s"] if stats["wall_s"] > 0 else 0.0
+    return [d for d in decisions if d is not None], returns, stats
+
+
+def _decision(index: int, pair: GivenPair, score: float, threshold: float, error: str) -> Decision:
+    ok, reason = rules.eligibility(score, threshold)
+    return Decision(
+        generation=0,
+        kind="pair",
+        rule="eligibility",
+        outcome="eligible" if ok else "ineligible",
+        reason=f"{pair.name}: {reason}",
+        pair_id=index,
+        task_id=pair.task.id,
+        task=pair.task.to_json(),
+        score=score,
+        threshold=threshold,
+        error=error,
+    )

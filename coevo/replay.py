@@ -11,6 +11,7 @@ from coevo import checkpoint
 from coevo.config import RunConfig
 from coevo.curricula.poet.population import Pair, Population
 from coevo.errors import ConfigError
+from coevo.policies.noise import seed_key, uniforms
 from coevo.pool import EvaluationPool
 from coevo.runner import CHECKPOINTS, load_run_config, prepare
 from coevo.tasks.task import Task, TaskSpace
@@ -89,11 +90,21 @@ def record_gif(
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # render off-screen, no display needed
     env = space.make_env()
     env.render_mode = "rgb_array"  # classic-control and Box2D envs read this at render()
-    env.set_task(task.as_dict())
+    env.set_task(space.env_task(task))
     obs, _ = env.reset(seed=seed)
     frames = [env.render()]
-    for _ in range(space.max_episode_steps):
-        action = policy_spec.act(theta[None], np.asarray(obs, np.float32).reshape(1, -1))[0]
+    # The worker's own step: recurrent state and action noise as in evaluation.
+    state = policy_spec.initial_state(1)
+    key = np.array([seed_key(seed)])
+    for step in range(space.max_episode_steps):
+        noise = (
+            uniforms(key, np.array([step]), policy_spec.noise_dim)
+            if policy_spec.noise_dim
+            else None
+        )
+        obs_row = np.asarray(obs, np.float32).reshape(1, -1)
+        output = policy_spec.step(theta[None], obs_row, state, noise)
+        state, action = output.state, output.actions[0]
         obs, _, terminated, truncated, _ = env.step(int(action) if policy_spec.discrete else action)
         frames.append(env.render())
         if terminated or truncated:

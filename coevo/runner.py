@@ -16,7 +16,7 @@ import yaml
 from coevo import checkpoint, curricula, optimizers, tasks
 from coevo.config import RunConfig, parse_config
 from coevo.curricula.base import Curriculum
-from coevo.eligible import judge_pairs, load_pairs
+from coevo.eligible import judge_groups, load_pairs
 from coevo.errors import ConfigError
 from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
@@ -91,14 +91,18 @@ def run_eligible(
     run_dir.mkdir(parents=True, exist_ok=True)
     space, policy = prepare(config)
     options = config.eligible
-    pairs = load_pairs(Path(options.pairs_file), space, policy.num_params)
+    pairs = load_pairs(Path(options.pairs_file), space, policy)
     (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
     started = time.perf_counter()
-    with _pool(config, space, policy) as pool:
-        decisions, returns = judge_pairs(
-            pool, pairs, options.episodes, options.threshold, config.seed
-        )
-        stats = pool.stats_snapshot()
+    # One pool per policy architecture in the file (most files have one).
+    decisions, returns, stats = judge_groups(
+        lambda group_policy: _pool(config, space, group_policy),
+        policy,
+        pairs,
+        options.episodes,
+        options.threshold,
+        config.seed,
+    )
     frame = pd.DataFrame([d.as_row() for d in decisions], columns=ELIGIBILITY_COLUMNS)
     frame.to_csv(run_dir / ELIGIBILITY, index=False)
     per_episode = pd.DataFrame(returns, columns=[f"episode_{k}" for k in range(returns.shape[1])])

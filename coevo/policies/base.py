@@ -101,12 +101,13 @@ class ObsNorm:
     clip: float | None = 10.0
 
     def apply(self, obs: np.ndarray) -> np.ndarray:
-        mean = np.asarray(self.mean, dtype=np.float32)
-        scale = np.sqrt(np.asarray(self.var, dtype=np.float32) + np.float32(self.epsilon))
-        out = (obs - mean) / scale
+        # In float64, then float32: the arithmetic SB3's VecNormalize does (elementwise, so
+        # each row's bits are independent of the batch).
+        mean = np.asarray(self.mean, dtype=np.float64)
+        out = (obs - mean) / np.sqrt(np.asarray(self.var, dtype=np.float64) + self.epsilon)
         if self.clip is not None:
             out = np.clip(out, -self.clip, self.clip)
-        return out.astype(np.float32, copy=False)
+        return out.astype(np.float32)
 
 
 @dataclass
@@ -179,6 +180,10 @@ class Policy(ABC):
         network = self.init_network(rng).astype(np.float32)
         extra = np.full(self.action.extra_params, self.log_std_init, dtype=np.float32)
         return np.concatenate([network, extra]).astype(np.float32)
+
+    def signature(self) -> object:
+        """Equal for policies that may share one worker skeleton (only parameters differ)."""
+        return self
 
     def initial_state(self, batch: int) -> np.ndarray:
         """Zero state rows, the state at every episode start."""

@@ -6,12 +6,17 @@ Each loader fails with a `ConfigError` naming the field it was given under (e.g.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import torch
 
 from coevo.errors import ConfigError
+from coevo.policies.base import ActionSpec, Policy
 
 
 def _torch_load(file: str | Path, field: str, weights_only: bool = True) -> Any:
@@ -63,3 +68,86 @@ def load_torchscript(file: str | Path, field: str) -> torch.nn.Module:
         return torch.jit.load(str(path), map_location="cpu")
     except Exception as error:
         raise ConfigError(field, f"{file} is not a TorchScript file: {error}") from None
+
+
+@dataclass(frozen=True)
+class LoadedPolicy:
+    """A policy with its parameter vector, as loaded from a file or given as a module."""
+
+    policy: Policy
+    theta: np.ndarray
+    source: str
+
+
+def from_module(
+    module: torch.nn.Module,
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    options: Mapping[str, Any] | None = None,
+    source: str = "module",
+) -> LoadedPolicy:
+    """A module instance (the Python API's way in): its current weights are the vector."""
+    from coevo.policies.registry import torch_policy_for
+
+    policy = torch_policy_for(module, observation_space, action_space, options, source)
+    return LoadedPolicy(policy, policy.init_from_module(), source)
+
+
+def load_torch(
+    file: str | Path,
+    module_path: str,
+    kwargs: Mapping[str, Any],
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    field: str,
+    options: Mapping[str, Any] | None = None,
+) -> LoadedPolicy:
+    """`{torch: FILE.pt, module: "package.module:Class", kwargs: {...}}`."""
+    from coevo.policies.registry import build_module
+
+    obs_dim = int(np.prod(observation_space.shape))
+    act_dim = ActionSpec.for_space(action_space).size
+    module = build_module(module_path, kwargs, obs_dim, act_dim, field=f"{field}.module")
+    load_state_dict_into(module, file, f"{field}.torch")
+    return from_module(module, observation_space, action_space, options, str(file))
+
+
+def load_torchscript_policy(
+    file: str | Path,
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    field: str,
+    options: Mapping[str, Any] | None = None,
+) -> LoadedPolicy:
+    """`{torchscript: FILE.pt}`: a scripted module taking a batch of observations."""
+    module = load_torchscript(file, field)
+    return from_module(module, observation_space, action_space, options, str(file))
+
+
+def load_sb3_policy(
+    file: str | Path,
+    field: str,
+    vecnormalize: str | Path | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> LoadedPolicy:
+    """`{sb3: FILE.zip, vecnormalize: FILE.pkl}`: acts as SB3's `predict(deterministic=True)`."""
+    from coevo.policies.sb3 import load_sb3
+    from coevo.policies.torch_policy import DEFAULT_BATCH_BLOCK, TorchPolicy
+
+    options = dict(options or {})
+    actor, obs_space, spec, norm, log_std = load_sb3(
+        file, field, vecnormalize, options.get("action")
+    )
+    policy = TorchPolicy(
+        actor,
+        int(np.prod(obs_space.shape)),
+        spec,
+        obs_norm=norm,
+        log_std_init=float(log_std.mean()) if log_std is not None else 0.0,
+        batch_block=int(options.get("batch_block") or DEFAULT_BATCH_BLOCK),
+        source=str(file),
+    )
+    theta = policy.init_from_module()
+    if spec.extra_params and log_std is not None:
+        theta[policy.num_network_params :] = log_std
+    return LoadedPolicy(policy, theta, str(file))

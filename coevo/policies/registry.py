@@ -83,14 +83,20 @@ def torch_policy_for(
     )
 
 
-def build_module(path: str, kwargs: Mapping[str, Any], obs_dim: int, act_dim: int) -> Any:
+def build_module(
+    path: str,
+    kwargs: Mapping[str, Any],
+    obs_dim: int,
+    act_dim: int,
+    field: str = "policy.module",
+) -> Any:
     """Instantiate `package.module:Class` with kwargs; obs_dim / act_dim are passed too when
     the constructor takes them and the kwargs do not say."""
     import torch
 
     from coevo.tasks.generic import resolve_entry_point
 
-    cls = resolve_entry_point(path, "policy.module")
+    cls = resolve_entry_point(path, field)
     kwargs = dict(kwargs)
     try:
         accepted = inspect.signature(cls).parameters
@@ -102,10 +108,10 @@ def build_module(path: str, kwargs: Mapping[str, Any], obs_dim: int, act_dim: in
     try:
         module = cls(**kwargs)
     except Exception as error:
-        raise ConfigError("policy.kwargs", f"{path}({kwargs}) failed: {error!r}") from None
+        raise ConfigError(field, f"{path}(**{kwargs}) failed: {error!r}") from None
     if not isinstance(module, torch.nn.Module):
         kind = type(module).__name__
-        raise ConfigError("policy.module", f"{path} builds a {kind}, not a torch nn.Module")
+        raise ConfigError(field, f"{path} builds a {kind}, not a torch nn.Module")
     return module
 
 

@@ -58,6 +58,13 @@ class TorchPolicy(Policy):
         self.source = source
         self.state_size = int(getattr(module, "state_size", 0) or 0)
         self.has_value = bool(getattr(module, "has_value", False))
+        # TorchScript cannot be called functionally: it runs per distinct parameter vector.
+        self.scripted = isinstance(module, torch.jit.ScriptModule)
+        if self.scripted and (self.state_size or self.has_value):
+            raise ConfigError(
+                "policy.torchscript",
+                f"{source}: recurrent or value-head TorchScript modules are not supported",
+            )
         self.shapes: tuple[tuple[str, tuple[int, ...]], ...] = tuple(
             (name, tuple(p.shape)) for name, p in module.named_parameters()
         )
@@ -85,6 +92,32 @@ class TorchPolicy(Policy):
         named = dict((module or self.module).named_parameters())
         parts = [named[name].detach().reshape(-1).float().cpu() for name, _ in self.shapes]
         return torch.cat(parts).numpy().astype(np.float32)
+
+    def init_from_module(self) -> np.ndarray:
+        """The module's current weights as a full parameter vector (log_std at its init)."""
+        extra = np.full(self.action.extra_params, self.log_std_init, dtype=np.float32)
+        return np.concatenate([self.flatten(), extra]).astype(np.float32)
+
+    def signature(self) -> tuple:
+        """Equal for policies that may share one worker skeleton (only parameters differ)."""
+        if self.scripted:
+            return ("torchscript", id(self))
+        buffers = tuple(
+            (name, tuple(b.shape), b.detach().cpu().numpy().tobytes())
+            for name, b in self.module.named_buffers()
+        )
+        kind = type(self.module)
+        return (
+            f"{kind.__module__}.{kind.__qualname__}",
+            self.shapes,
+            buffers,
+            self.obs_dim,
+            self.action,
+            self.obs_norm,
+            self.state_size,
+            self.has_value,
+            self.batch_block,
+        )
 
     def load_into_module(self, flat: np.ndarray, module: torch.nn.Module | None = None) -> None:
         """Copy a flat vector (network part) into the module's parameters in place."""
@@ -145,7 +178,25 @@ class TorchPolicy(Policy):
             states.append(next_state)
         return torch.stack(outs), torch.stack(values), torch.stack(states)
 
+    def _network_scripted(self, params: np.ndarray, obs: np.ndarray):
+        """Rows grouped by parameter vector; each group in fixed blocks of batched obs."""
+        block = self.batch_block
+        out = np.zeros((obs.shape[0], self.act_dim), dtype=np.float32)
+        vectors, inverse = np.unique(params, axis=0, return_inverse=True)
+        with torch.inference_mode():
+            for group, vector in enumerate(vectors):
+                self.load_into_module(vector)
+                rows = np.flatnonzero(inverse.ravel() == group)
+                for start in range(0, rows.size, block):
+                    chosen = rows[start : start + block]
+                    batch = _padded(obs[chosen], block)
+                    result = self.module(torch.from_numpy(batch))
+                    out[chosen] = result[: chosen.size].reshape(chosen.size, -1).numpy()
+        return out, np.zeros((obs.shape[0], 0), dtype=np.float32), None
+
     def network(self, params, obs, state):
+        if self.scripted:
+            return self._network_scripted(params, obs)
         batch, block = obs.shape[0], self.batch_block
         outs, values, states = [], [], []
         with torch.inference_mode():
@@ -168,8 +219,7 @@ class TorchPolicy(Policy):
 
     def _check_output(self) -> None:
         """One probe forward: the output must fit the action space (fails at build time)."""
-        rng = np.random.default_rng(0)
-        params = self.init(rng)[None]
+        params = self.init_from_module()[None]  # the module's own weights: left as they are
         obs = np.zeros((1, self.obs_dim), dtype=np.float32)
         try:
             out, state, _ = self.network(

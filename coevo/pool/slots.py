@@ -34,8 +34,9 @@ class EnvSlots(Protocol):
 class GymSlots:
     """One task-settable gymnasium env per slot; tasks are swapped with `set_task`."""
 
-    def __init__(self, make_env: Any, num_slots: int, discrete: bool):
+    def __init__(self, make_env: Any, num_slots: int, discrete: bool, env_task: Any = Task.as_dict):
         self.num_slots = num_slots
+        self.env_task = env_task  # Task -> what set_task takes (TaskSpace.env_task)
         self.envs = [make_env() for _ in range(num_slots)]
         self.discrete = discrete
         shape = self.envs[0].observation_space.shape
@@ -48,7 +49,7 @@ class GymSlots:
         env = self.envs[slot]
         if self._tasks[slot] != task:
             self._tasks[slot] = None  # unknown until set_task succeeds
-            env.set_task(task.as_dict())
+            env.set_task(self.env_task(task))
             self._tasks[slot] = task
         obs, _ = env.reset(seed=seed)
         self._step[slot] = env.step  # looked up again per episode: an env may rebind it

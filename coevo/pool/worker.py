@@ -52,7 +52,7 @@ class Worker:
         self.slots: EnvSlots = (
             space.make_slots(num_envs)
             if space.make_slots is not None
-            else GymSlots(space.make_env, num_envs, policy.discrete)
+            else GymSlots(space.make_env, num_envs, policy.discrete, space.env_task)
         )
         if "torch" in sys.modules:  # a torch policy or env: one thread per worker
             sys.modules["torch"].set_num_threads(1)

@@ -74,7 +74,7 @@ class GymTaskEnv(gym.Env):
         return dict(self._pending if self._pending is not None else self._task)
 
     def set_task(self, task: Mapping[str, float]) -> None:
-        self._pending = {k: float(v) for k, v in task.items()}
+        self._pending = dict(task)  # int parameters stay ints
 
     def _apply(self, task: Mapping[str, float]) -> None:
         kwargs = dict(self.factory.env_kwargs)
@@ -259,8 +259,14 @@ def class_task_space(
     env_kwargs: Mapping[str, Any] | None = None,
     env_config: Mapping[str, Any] | None = None,
     max_episode_steps: int | None = None,
+    task_format: str = "dict",
 ) -> TaskSpace:
-    """A task space over a user's task-settable env class, given by import path."""
+    """A task space over a user's task-settable env class, given by import path.
+
+    One env is built and given the initial task in the declared `task_format` (get_task,
+    set_task, reset), so an env that does not take that form fails here, quoted, before
+    any worker starts.
+    """
     if env_kwargs and env_config is not None:
         raise ConfigError("task.env_config", "give env_config or env_kwargs, not both")
     cls = resolve_entry_point(entry_point)
@@ -283,8 +289,13 @@ def class_task_space(
             raise ConfigError(
                 "task.entry_point", f"{entry_point} does not build an env with reset/step"
             )
-        current = env.get_task()
-        if isinstance(current, Mapping):
+        try:
+            current = env.get_task()
+        except Exception as error:
+            raise ConfigError(
+                "task.entry_point", f"{entry_point}.get_task() failed: {error!r}"
+            ) from None
+        if task_format == "dict" and isinstance(current, Mapping):
             unknown = [p.name for p in schema if p.name not in current]
             if unknown:
                 raise ConfigError(
@@ -293,11 +304,39 @@ def class_task_space(
                     f"{', '.join(map(str, current)) or 'nothing'}",
                 )
         steps = max_episode_steps or getattr(getattr(env, "spec", None), "max_episode_steps", None)
+        if steps is None:
+            raise ConfigError("task.max_episode_steps", f"required for entry_point {entry_point}")
+        space = TaskSpace(
+            name=name,
+            params=schema,
+            make_env=factory,
+            max_episode_steps=int(steps),
+            task_format=task_format,
+        )
+        _check_task_form(env, space, entry_point)
     finally:
         env.close()
-    if steps is None:
-        raise ConfigError("task.max_episode_steps", f"required for entry_point {entry_point}")
-    return TaskSpace(name=name, params=schema, make_env=factory, max_episode_steps=int(steps))
+    return space
+
+
+def _check_task_form(env: Any, space: TaskSpace, entry_point: str) -> None:
+    """Give the env its initial task in the declared form and reset it: the env's own
+    exception, quoted, if it does not take that form."""
+    value = space.env_task(space.initial_task())
+    try:
+        env.set_task(value)
+        env.reset(seed=0)
+    except Exception as error:
+        raise ConfigError(
+            "task.task_format",
+            f"{entry_point} does not take its task as {space.task_format}: "
+            f"set_task({value!r}) then reset() raised {error!r}"
+            + (
+                "; a one-parameter space can pass the bare value (task_format: scalar)"
+                if space.task_format == "dict" and len(space.params) == 1
+                else ""
+            ),
+        ) from None
 
 
 # -- shared --------------------------------------------------------------------------------
@@ -336,11 +375,16 @@ def _split_params(
             if not isinstance(target, str) or not target:
                 raise ConfigError(f"{where}.{given[0]}", f"must be a name, got {target!r}")
             mappings[pname] = (given[0], target)
-        numbers = {}
+        numbers: dict[str, Any] = {}
         for key in PARAM_FIELDS:
             if key not in fields or (key == "round_to" and fields[key] is None):
                 continue
             value = fields[key]
+            if key == "type":
+                if not isinstance(value, str):
+                    raise ConfigError(f"{where}.type", f"must be float or int, got {value!r}")
+                numbers[key] = value
+                continue
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ConfigError(f"{where}.{key}", f"must be a number, got {value!r}")
             numbers[key] = float(value)
@@ -355,6 +399,13 @@ def space_from_config(config: Any) -> TaskSpace:
     env_id, entry_point, env_kwargs, env_config): a registered space, or a generic one."""
     name, params = config.name, dict(config.params or {})
     steps = config.max_episode_steps
+    task_format = getattr(config, "task_format", "dict")
+    if task_format != "dict" and config.entry_point is None:
+        raise ConfigError(
+            "task.task_format",
+            f"'{task_format}' is for task.entry_point spaces only (registered and env_id "
+            "spaces take their task as a dict)",
+        )
     if config.env_id is None and config.entry_point is None:
         for field in ("env_kwargs", "env_config"):
             if getattr(config, field):
@@ -374,5 +425,5 @@ def space_from_config(config: Any) -> TaskSpace:
             raise ConfigError("task.env_config", "only for task.entry_point; use env_kwargs")
         return gym_task_space(name, config.env_id, params, config.env_kwargs, steps)
     return class_task_space(
-        name, config.entry_point, params, config.env_kwargs, config.env_config, steps
+        name, config.entry_point, params, config.env_kwargs, config.env_config, steps, task_format
     )

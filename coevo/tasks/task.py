@@ -1,4 +1,11 @@
-"""Tasks (immutable parameter sets) and task spaces (their schema, mutation and distance)."""
+"""Tasks (immutable parameter sets) and task spaces (their schema, mutation and distance).
+
+A task space also says how a `Task` reaches its env's `set_task` (`task_format`): the
+parameters as a dict (the default), the single parameter's value (`scalar`, e.g. RLlib's
+curriculum example takes an int level), or whatever a user function
+(`package.module:function`) makes of the dict. A parameter declared `type: int` stays an
+int everywhere: in the task, the env, mutation and the tables.
+"""
 
 from __future__ import annotations
 
@@ -13,22 +20,30 @@ import numpy as np
 from coevo.errors import ConfigError
 
 
+def _canonical(value: Any) -> int | float:
+    """Ints (Python or numpy) stay ints, anything else becomes a float."""
+    if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
+        return int(value)
+    return float(value)
+
+
 @dataclass(frozen=True)
 class Task:
-    """One environment configuration: a task space name and named float parameters.
+    """One environment configuration: a task space name and named number parameters.
 
     Immutable and hashable; `id` is a content hash so equal tasks share an id everywhere.
+    Values are floats, or ints for parameters of `type: int` (the space casts them).
     """
 
     space: str
-    params: tuple[tuple[str, float], ...]
+    params: tuple[tuple[str, int | float], ...]
 
     def __post_init__(self) -> None:
         object.__setattr__(
-            self, "params", tuple(sorted((str(k), float(v)) for k, v in self.params))
+            self, "params", tuple(sorted((str(k), _canonical(v)) for k, v in self.params))
         )
 
-    def __getitem__(self, name: str) -> float:
+    def __getitem__(self, name: str) -> int | float:
         for key, value in self.params:
             if key == name:
                 return value
@@ -37,7 +52,7 @@ class Task:
     def __iter__(self) -> Iterator[str]:
         return (key for key, _ in self.params)
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, int | float]:
         return dict(self.params)
 
     @property
@@ -57,9 +72,16 @@ class Task:
         return f"Task({self.space}: {inner})"
 
 
+PARAM_TYPES = ("float", "int")
+TASK_FORMATS = ("dict", "scalar")  # or "package.module:function"
+
+
 @dataclass(frozen=True)
 class Param:
-    """Schema of one task parameter: bounds, initial value, mutation step, rounding."""
+    """Schema of one task parameter: bounds, initial value, mutation step, rounding, type.
+
+    An `int` parameter's values are Python ints: mutation rounds to the nearest int.
+    """
 
     name: str
     low: float
@@ -67,9 +89,21 @@ class Param:
     init: float
     step: float
     round_to: float | None = None
+    type: str = "float"
 
     def validate(self, space: str) -> None:
         where = f"task.params.{self.name}"
+        if self.type not in PARAM_TYPES:
+            raise ConfigError(
+                f"{where}.type", f"unknown type '{self.type}'; allowed: {', '.join(PARAM_TYPES)}"
+            )
+        if self.type == "int":
+            for key in ("low", "high", "init"):
+                value = getattr(self, key)
+                if not float(value).is_integer():
+                    raise ConfigError(
+                        f"{where}.{key}", f"must be a whole number for type int, got {value:g}"
+                    )
         if not self.low <= self.high:
             raise ConfigError(
                 where, f"lower bound {self.low:g} > upper bound {self.high:g} in '{space}'"
@@ -82,13 +116,27 @@ class Param:
         if self.step < 0:
             raise ConfigError(where, f"mutation step must be >= 0 in '{space}', got {self.step:g}")
 
-    def clip(self, value: float) -> float:
+    def clip(self, value: float) -> int | float:
         if self.round_to:
             value = round(value / self.round_to) * self.round_to
+        if self.type == "int":
+            return int(min(max(round(value), round(self.low)), round(self.high)))
         return float(min(max(value, self.low), self.high))
 
+    def cast(self, value: Any, where: str) -> int | float:
+        """A given value as this parameter's type (a non-whole value for an int is refused)."""
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(where, f"must be a number, got {value!r}") from None
+        if self.type == "int":
+            if not number.is_integer():
+                raise ConfigError(where, f"must be a whole number (type int), got {value!r}")
+            return int(number)
+        return number
 
-PARAM_FIELDS = ("low", "high", "init", "step", "round_to")
+
+PARAM_FIELDS = ("low", "high", "init", "step", "round_to", "type")
 
 
 @dataclass(frozen=True)
@@ -110,10 +158,23 @@ class TaskSpace:
     make_slots: Callable[[int], Any] | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     ordered: tuple[tuple[str, str], ...] = ()
+    task_format: str = "dict"  # dict, scalar, or "package.module:function" (see module doc)
 
     def __post_init__(self) -> None:
         for p in self.params:
             p.validate(self.name)
+        if self.task_format == "scalar" and len(self.params) != 1:
+            raise ConfigError(
+                "task.task_format",
+                f"scalar passes one parameter's value; '{self.name}' has {len(self.params)} "
+                f"({', '.join(self.names)})",
+            )
+        if self.task_format not in TASK_FORMATS and ":" not in self.task_format:
+            raise ConfigError(
+                "task.task_format",
+                f"unknown value '{self.task_format}'; allowed: dict, scalar, or "
+                "'package.module:function' (called with the task's dict)",
+            )
         for low_name, high_name in self.ordered:
             lo, hi = self.param(low_name), self.param(high_name)
             # Mutation swaps a crossed pair and clips each to its own bounds; that keeps
@@ -144,6 +205,14 @@ class TaskSpace:
             f"unknown parameter of task space '{self.name}'; known: {', '.join(self.names)}",
         )
 
+    def env_task(self, task: Task) -> Any:
+        """What the env's `set_task` receives for `task` (see `task_format`)."""
+        if self.task_format == "dict":
+            return task.as_dict()
+        if self.task_format == "scalar":
+            return task.params[0][1]
+        return _task_function(self.task_format)(task.as_dict())
+
     def with_overrides(self, overrides: Mapping[str, Mapping[str, Any]] | None) -> TaskSpace:
         """A copy with some parameters' bounds/init/step replaced (as given in config)."""
         if not overrides:
@@ -157,19 +226,21 @@ class TaskSpace:
                     f"task.params.{name}.{sorted(unknown)[0]}",
                     f"unknown field; allowed: {', '.join(PARAM_FIELDS)}",
                 )
-            params[name] = replace(base, **{k: _as_float(name, k, v) for k, v in fields.items()})
+            values = {k: v if k == "type" else _as_float(name, k, v) for k, v in fields.items()}
+            params[name] = replace(base, **values)
         return replace(self, params=tuple(params[p.name] for p in self.params))
 
     def task(self, **values: float) -> Task:
         """A task with the given values; parameters not named take their initial value."""
         for name, value in values.items():
             p = self.param(name)
-            if not p.low <= float(value) <= p.high:
+            value = p.cast(value, f"task.{name}")
+            if not p.low <= value <= p.high:
                 raise ConfigError(
                     f"task.{name}",
-                    f"{float(value):g} outside bounds [{p.low:g}, {p.high:g}] of '{self.name}'",
+                    f"{value:g} outside bounds [{p.low:g}, {p.high:g}] of '{self.name}'",
                 )
-        full = {p.name: float(values.get(p.name, p.init)) for p in self.params}
+        full = {p.name: p.cast(values.get(p.name, p.init), f"task.{p.name}") for p in self.params}
         for low_name, high_name in self.ordered:
             if full[low_name] > full[high_name]:
                 raise ConfigError(
@@ -226,3 +297,18 @@ def _as_float(name: str, key: str, value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"task.params.{name}.{key}", f"must be a number, got {value!r}") from None
+
+
+_TASK_FUNCTIONS: dict[str, Callable[[dict], Any]] = {}
+
+
+def _task_function(path: str) -> Callable[[dict], Any]:
+    """The user function of a `task_format` import path, resolved once per process."""
+    if path not in _TASK_FUNCTIONS:
+        from coevo.tasks.generic import resolve_entry_point
+
+        function = resolve_entry_point(path, "task.task_format")
+        if not callable(function):
+            raise ConfigError("task.task_format", f"{path} is not callable")
+        _TASK_FUNCTIONS[path] = function
+    return _TASK_FUNCTIONS[path]
