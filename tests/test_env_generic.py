@@ -174,7 +174,8 @@ def test_rllib_style_class_runs_unchanged_in_the_pool():
         ),
         (
             {"name": "g", "env_id": "Pendulum-v1", "params": {"g": {**PENDULUM_G, "lo": 1}}},
-            "task.params.g.lo: unknown field; allowed: low, high, init, step, round_to, type, kwarg",
+            "task.params.g.lo: unknown field; allowed: low, high, init, step, round_to, type, "
+            "kwarg",
         ),
         (
             {
