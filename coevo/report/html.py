@@ -82,7 +82,7 @@ def write_report(run_dir: Path, render_task: TaskRenderer | None = None) -> Path
                     ),
                 )
             )
-        if not population.empty:
+        if {"pair_id", "parent_id", "born"} <= set(population.columns):  # a lineage
             figures.append(
                 ("Lineage of tasks", plots.lineage_tree(population, plot_dir / "lineage.png"))
             )
@@ -123,13 +123,18 @@ def _return_freed_memory() -> None:
 
 
 def _headline(summary: pd.DataFrame) -> str:
+    # Any curriculum's summary: each part only when its column is there.
     last = summary.iloc[-1]
-    annecs = f"; ANNECS {int(last['annecs'])}" if "annecs" in summary else ""
-    return (
-        f"<p>{len(summary)} generations; {int(last['active'])} active and "
-        f"{int(last['archived'])} archived pairs{annecs}; best score "
-        f"{last['best_score']:.1f}; {int(summary['env_steps'].sum()):,} env steps.</p>"
-    )
+    parts = [f"{len(summary)} generations"]
+    if {"active", "archived"} <= set(summary.columns):
+        parts.append(f"{int(last['active'])} active and {int(last['archived'])} archived pairs")
+    if "annecs" in summary:
+        parts.append(f"ANNECS {int(last['annecs'])}")
+    if "best_score" in summary:
+        parts.append(f"best score {last['best_score']:.1f}")
+    if "env_steps" in summary:
+        parts.append(f"{int(summary['env_steps'].sum()):,} env steps")
+    return f"<p>{'; '.join(parts)}.</p>"
 
 
 def _figure(run_dir: Path, caption: str, image: Path) -> str:
@@ -146,7 +151,11 @@ def _task_pictures(run_dir: Path, population: pd.DataFrame, render: TaskRenderer
     for _, row in population.iterrows():
         task = {c.removeprefix("task."): float(row[c]) for c in task_columns}
         image = render(task, run_dir / "plots" / f"task_{row['task_id']}.png")
-        out.append(_figure(run_dir, f"pair {int(row['pair_id'])} ({row['status']})", image))
+        if "pair_id" in row:
+            caption = f"pair {int(row['pair_id'])} ({row['status']})"
+        else:
+            caption = f"task {row['task_id']}"
+        out.append(_figure(run_dir, caption, image))
     return "".join(out)
 
 

@@ -23,16 +23,19 @@ def population_curves(summary: pd.DataFrame, path: Path) -> Path:
     """Active, archived, ANNECS; best and median score; env steps/s, per generation."""
     fig, (pairs, scores, speed) = plt.subplots(3, 1, figsize=(7, 7.5), sharex=True)
     gens = summary["generation"]
-    pairs.plot(gens, summary["active"], label="active", marker=".")
-    pairs.plot(gens, summary["archived"], label="archived", marker=".")
+    # Columns of any curriculum: each curve only where its column is there.
+    for column in ("active", "archived", "tasks", "policies"):
+        if column in summary:
+            pairs.plot(gens, summary[column], label=column, marker=".")
     if "annecs" in summary:
         pairs.plot(gens, summary["annecs"], label="ANNECS", marker=".")
     if "admitted" in summary:
         pairs.bar(gens, summary["admitted"], alpha=0.3, label="admitted this generation")
     pairs.set_ylabel("pairs / tasks")
     pairs.legend(loc="upper left", fontsize=8)
-    scores.plot(gens, summary["best_score"], label="best score", marker=".")
-    scores.plot(gens, summary["median_score"], label="median score", marker=".")
+    for column in ("best_score", "median_score"):
+        if column in summary:
+            scores.plot(gens, summary[column], label=column.replace("_", " "), marker=".")
     scores.set_ylabel("score")
     scores.legend(loc="lower right", fontsize=8)
     speed.plot(gens, summary["steps_per_s"], marker=".", color="tab:gray")
