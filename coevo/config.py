@@ -55,7 +55,7 @@ class PolicyConfig:
     module: str | None = None  # name=torch: "package.module:Class" of an nn.Module
     kwargs: dict = field(default_factory=dict)  # name=torch: the module's constructor keywords
     file: str | None = None  # name=torch: a state_dict to start from
-    batch_block: int = 32  # torch kinds: rows per fixed-shape forward (part of the policy)
+    batch_block: int = 64  # torch kinds: rows per fixed-shape forward (part of the policy)
 
 
 @dataclass(frozen=True)

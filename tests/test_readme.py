@@ -3,16 +3,46 @@
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_the_readme_api_examples_run(ray_session, capsys):
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    assert len(blocks) == 2
+def _blocks(section: str) -> list[str]:
+    """The ```python blocks of one `## section` of the README."""
+    text = README.read_text()
+    start = text.index(f"## {section}\n")
+    end = text.find("\n## ", start + 1)
+    return re.findall(r"```python\n(.*?)```", text[start : end if end > 0 else None], flags=re.S)
+
+
+def _run(blocks: list[str]) -> dict:
     namespace: dict = {}
-    for block in blocks:  # the second example reuses the first one's names
+    for block in blocks:  # a later example may reuse an earlier one's names
         exec(compile(block, str(README), "exec"), namespace)
+    return namespace
+
+
+def test_the_readme_api_examples_run(ray_session, capsys):
+    blocks = _blocks("The programmatic API")
+    assert len(blocks) == 2
+    namespace = _run(blocks)
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("eligible to reproduce: [")
     assert len(out) == 4  # one line per generation of the second example
     assert namespace["returns"].shape == (8, 5)
+
+
+def test_the_bring_your_own_policy_example_runs(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("stable_baselines3")
+    monkeypatch.chdir(tmp_path)  # the example saves its SB3 zip in the working directory
+    namespace = _run(_blocks("Bring your own policy"))
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(" ")[0] for line in out[-2:]] == ["module", "ppo_cartpole.zip"]
+    assert namespace["ppo"].policy.action.mode == "argmax"
+
+
+def test_the_bring_your_own_environment_example_runs(capsys):
+    namespace = _run(_blocks("Bring your own environment"))
+    assert namespace["levels"].task(level=3)["level"] == 3
+    assert capsys.readouterr().out.strip().startswith("[[")

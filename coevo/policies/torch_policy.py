@@ -28,7 +28,7 @@ from torch.func import functional_call, vmap
 from coevo.errors import ConfigError
 from coevo.policies.base import ActionSpec, ObsNorm, Policy
 
-DEFAULT_BATCH_BLOCK = 32
+DEFAULT_BATCH_BLOCK = 64
 
 
 class TorchPolicy(Policy):

@@ -221,12 +221,14 @@ def _build_checked(factory: Any, what: str) -> Any:
 class ClassEnvFactory:
     """Builds a user's task-settable env from its import path (resolved where it runs)."""
 
-    entry_point: str
+    entry_point: str | type  # an import path, or the class itself (Python API)
     env_kwargs: tuple[tuple[str, Any], ...] = ()
     env_config: tuple[tuple[str, Any], ...] | None = None  # RLlib style: one dict argument
 
     def __call__(self) -> Any:
-        cls = resolve_entry_point(self.entry_point)
+        cls = self.entry_point
+        if isinstance(cls, str):
+            cls = resolve_entry_point(cls)
         if self.env_config is not None:
             return cls(dict(self.env_config))
         return cls(**dict(self.env_kwargs))
@@ -254,14 +256,15 @@ def resolve_entry_point(path: str, field: str = "task.entry_point") -> Any:
 
 def class_task_space(
     name: str,
-    entry_point: str,
+    entry_point: str | type,
     params: Mapping[str, Mapping[str, Any]],
     env_kwargs: Mapping[str, Any] | None = None,
     env_config: Mapping[str, Any] | None = None,
     max_episode_steps: int | None = None,
     task_format: str = "dict",
 ) -> TaskSpace:
-    """A task space over a user's task-settable env class, given by import path.
+    """A task space over a user's task-settable env class, given by import path (or, from
+    Python, the class itself: Ray ships a class defined in a script or notebook by value).
 
     One env is built and given the initial task in the declared `task_format` (get_task,
     set_task, reset), so an env that does not take that form fails here, quoted, before
@@ -269,7 +272,10 @@ def class_task_space(
     """
     if env_kwargs and env_config is not None:
         raise ConfigError("task.env_config", "give env_config or env_kwargs, not both")
-    cls = resolve_entry_point(entry_point)
+    target = entry_point  # what the factory builds from: an import path or the class
+    cls = resolve_entry_point(target) if isinstance(target, str) else target
+    if not isinstance(target, str):  # messages name the class
+        entry_point = getattr(cls, "__qualname__", repr(cls))
     missing = [m for m in ("get_task", "set_task") if not callable(getattr(cls, m, None))]
     if missing:
         raise ConfigError(
@@ -279,7 +285,7 @@ def class_task_space(
         )
     schema, _ = _split_params(name, params, (), required_mapping=False)
     factory = ClassEnvFactory(
-        entry_point,
+        target,
         tuple(dict(env_kwargs or {}).items()),
         None if env_config is None else tuple(dict(env_config).items()),
     )
