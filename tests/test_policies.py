@@ -59,12 +59,12 @@ def test_flat_vector_round_trips_through_the_module(rng):
 def test_torch_rows_are_bit_identical_whatever_the_batch(kind, rng):
     options = {"module": f"{__name__}:Actor", "hidden": (8,)}
     policy = make_policy(kind, BOX4, TWO, options)
-    n = 70  # three blocks of 32, the last padded
+    n = 150  # three blocks of 64, the last padded
     params = np.stack([policy.init(rng) for _ in range(n)])
     obs = rng.standard_normal((n, 4)).astype(np.float32)
     state = rng.standard_normal((n, policy.state_size)).astype(np.float32)
     out, next_state, _ = policy.network(params, obs, state)
-    for rows in ([5], [0, 69, 33], list(range(40, 0, -3))):
+    for rows in ([5], [0, 149, 70], list(range(140, 0, -3))):
         part, part_state, _ = policy.network(params[rows], obs[rows], state[rows])
         assert np.array_equal(part, out[rows]) and np.array_equal(part_state, next_state[rows])
 
