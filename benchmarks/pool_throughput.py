@@ -10,12 +10,21 @@ For each job it prints, measured in this run:
   baseline     one plain Ray task per episode that builds the env and the policy (a torch
                module, batch-1 inference): what users hand-roll
 
+  replay       per CPU second: the same episodes as the pool's (task, seed and the actions
+               the policy took, recorded on a local worker for the first `--replay-episodes`)
+               stepped in a plain loop in this process: the like-for-like reference where an
+               env's step costs depend on the actions (LunarLander's engines, the walker's
+               falls); `per CPU s / replay` is what the rollout loop and the policy cost
+
 Jobs: pendulum_16x4, pendulum_256x5 (pairs x episodes, task = gravity), pendulum_es (one
-ES step of 256 mirrored pairs, 512 episodes) and cartpole_256x5. Each job is repeated
-(`--repeats`) with fresh policies; every figure is the best of its repeats and the raw
-reference is re-measured before each repeat.
+ES step of 256 mirrored pairs, 512 episodes) and cartpole_256x5 by default; also
+lunar_lander_64x2 and bipedal_terrain_16x2 (tasks spread over roughness). Each job is
+repeated (`--repeats`) with fresh policies; every figure is the best of its repeats and the
+raw reference is re-measured before each repeat. The policy is an MLP (`--hidden`, numpy)
+or the same layers as a torch nn.Module (`--policy torch`, coevo's TorchPolicy).
 
     .venv/bin/python benchmarks/pool_throughput.py [--json] [--workers 2] [--repeats 2]
+        [--hidden 64 64] [--policy mlp|torch] [--jobs cartpole_256x5 lunar_lander_64x2]
 """
 
 from __future__ import annotations
@@ -33,12 +42,15 @@ import ray
 
 from coevo import tasks
 from coevo.optimizers.es import ESConfig, EvolutionStrategy
-from coevo.policy import PolicySpec
+from coevo.policies import Policy, PolicySpec, torch_policy_for
 from coevo.pool import EvaluationPool, perturbation_noise
+from coevo.pool.jobs import EpisodeJob, Stored
+from coevo.pool.worker import Worker
 from coevo.tasks.task import Task, TaskSpace
 
-HIDDEN = (16,)
+HIDDEN = (64, 64)  # the issue's target policy; the figures before 2026-11-22 used (16,)
 JOBS = ("pendulum_16x4", "pendulum_256x5", "pendulum_es", "cartpole_256x5")
+MORE_JOBS = ("lunar_lander_64x2", "bipedal_terrain_16x2")
 ES_PAIRS = 256
 ES_SIGMA = 0.1
 
@@ -57,22 +69,39 @@ class Job:
 
 
 def job_of(name: str) -> Job:
-    space, kind = name.split("_")
+    space, kind = name.rsplit("_", 1)
     if kind == "es":
         return Job(name, space, ES_PAIRS, 1, es=True)
     pairs, episodes = kind.split("x")
     return Job(name, space, int(pairs), int(episodes))
 
 
-def policy_for(space: TaskSpace) -> PolicySpec:
+def policy_for(space: TaskSpace, kind: str, hidden: tuple[int, ...]) -> Policy:
+    """The MLP of `hidden` layers, in numpy (`mlp`) or as a torch module (`torch`)."""
     env = space.make_env()
-    return PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=HIDDEN)
+    mlp = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=hidden)
+    if kind == "mlp":
+        return mlp
+    import torch
+
+    layers: list[torch.nn.Module] = []
+    sizes = mlp.layer_sizes
+    for index, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+        layers.append(torch.nn.Linear(fan_in, fan_out))
+        if index < len(sizes) - 2:
+            layers.append(torch.nn.Tanh())
+    return torch_policy_for(torch.nn.Sequential(*layers), env.observation_space, env.action_space)
+
+
+def spread_param(space: TaskSpace) -> str:
+    names = [p.name for p in space.params]
+    return "gravity" if "gravity" in names else names[0]
 
 
 def gravity_tasks(space: TaskSpace, count: int) -> list[Task]:
-    """Tasks that differ in gravity only, spread over its bounds."""
-    p = space.param("gravity")
-    return [space.task(gravity=p.clip(g)) for g in np.linspace(p.low, p.high, count)]
+    """Tasks that differ in gravity only (else the first parameter), spread over its bounds."""
+    p = space.param(spread_param(space))
+    return [space.task(**{p.name: p.clip(g)}) for g in np.linspace(p.low, p.high, count)]
 
 
 def fixed_action(space: TaskSpace) -> Any:
@@ -89,7 +118,7 @@ def raw_rates(space_name: str, seconds: float) -> tuple[float, float]:
     """
     space = tasks.get(space_name)
     env = space.make_env()
-    env.set_task(space.task(gravity=space.param("gravity").init).as_dict())
+    env.set_task(space.initial_task().as_dict())
     action = fixed_action(space)
     limit = space.max_episode_steps
     env.reset(seed=0)
@@ -117,6 +146,60 @@ def _raw_remote(space_name: str, seconds: float) -> float:
 def raw_parallel_steps_per_s(space_name: str, workers: int, seconds: float) -> float:
     # num_cpus=0: runs beside the pool's idle actors, which hold the CPU resources.
     return float(sum(ray.get([_raw_remote.remote(space_name, seconds) for _ in range(workers)])))
+
+
+class _RecordingEnv:
+    """Passes calls to an env and records each episode's task, reset seed and actions."""
+
+    def __init__(self, env: Any, log: list):
+        self.env, self.log = env, log
+        self.observation_space, self.action_space = env.observation_space, env.action_space
+
+    def set_task(self, task: dict) -> None:
+        self.task = dict(task)
+        self.env.set_task(task)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        self.actions: list = []
+        self.log.append((self.task, seed, self.actions))
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: Any):
+        self.actions.append(np.array(action, copy=True) if hasattr(action, "shape") else action)
+        return self.env.step(action)
+
+
+def replay_steps_per_cpu_s(
+    space: TaskSpace, policy: Policy, pairs: list[tuple[np.ndarray, Task]], seeds: list[int]
+) -> float:
+    """The pool's episodes (first pairs x seeds given) replayed in a plain loop, per CPU s.
+
+    A local worker with one env per slot runs them once while recording each episode's task,
+    seed and actions; a fresh env then replays the recordings, timed: the env's own work for
+    exactly those episodes, without the policy or the rollout loop.
+    """
+    log: list = []
+    recording = dataclasses.replace(
+        space, make_slots=None, make_env=lambda: _RecordingEnv(space.make_env(), log)
+    )
+    worker = Worker(recording, policy, 16)
+    sources = {f"p{i}": theta for i, (theta, _) in enumerate(pairs)}
+    jobs = [
+        EpisodeJob(Stored(f"p{i}"), task, seed)
+        for i, (_, task) in enumerate(pairs)
+        for seed in seeds
+    ]
+    worker.run(jobs, sources)
+    env = space.make_env()
+    steps = 0
+    started = time.process_time()
+    for task, seed, actions in log:
+        env.set_task(task)
+        env.reset(seed=seed)
+        for action in actions:
+            env.step(action)
+        steps += len(actions)
+    return steps / (time.process_time() - started)
 
 
 @ray.remote(num_cpus=1)
@@ -205,12 +288,12 @@ def run_coevo(pool: EvaluationPool, job: Job, repeat: int) -> dict[str, float]:
 
 
 def run_baseline(
-    space: TaskSpace, policy: PolicySpec, job: Job, repeat: int
+    space: TaskSpace, policy: PolicySpec, job: Job, repeat: int, args
 ) -> tuple[float, float]:
     pairs, seeds = job_inputs(job, space, policy, repeat)
     started = time.perf_counter()
     refs = [
-        baseline_episode.remote(space.name, HIDDEN, theta, task.as_dict(), seed)
+        baseline_episode.remote(space.name, args.hidden, theta, task.as_dict(), seed)
         for theta, task in pairs
         for seed in seeds
     ]
@@ -255,22 +338,37 @@ def measure_pool(
                 if label == "coevo":
                     parallel = raw_parallel_steps_per_s(space.name, args.workers, args.raw_seconds)
                     figures.add(job, "raw_parallel_steps_per_s", parallel)
+                    if args.replay_episodes:
+                        figures.add(
+                            job,
+                            "replay_steps_per_cpu_s",
+                            replay_for(job, space, policy, repeat, args),
+                        )
                 got = run_coevo(pool, job, repeat)
                 for key, value in got.items():
                     figures.add(job, f"{label}_{key}", value)
                 progress(f"{job.name} {label} repeat {repeat}: {got['steps_per_s']:,.0f} steps/s")
 
 
+def replay_for(job: Job, space: TaskSpace, policy: Policy, repeat: int, args) -> float:
+    """The replay reference for the first `--replay-episodes` episodes of this repeat."""
+    pairs, seeds = job_inputs(job, space, policy, repeat)
+    count = max(1, args.replay_episodes // len(seeds))
+    return replay_steps_per_cpu_s(space, policy, pairs[:count], seeds)
+
+
 def measure_baseline(
     space: TaskSpace, policy: PolicySpec, jobs: list[Job], args, figures: Figures
 ) -> None:
+    if not args.baseline_repeats:
+        return
     # Warm-up: the task workers import torch and coevo once, before any timing.
     theta, task = es_centre(space, policy, -1)
     warm = baseline_episode.remote
-    ray.get([warm(space.name, HIDDEN, theta, task.as_dict(), 0) for _ in range(4)])
+    ray.get([warm(space.name, args.hidden, theta, task.as_dict(), 0) for _ in range(4)])
     for job in jobs:
         for repeat in range(args.baseline_repeats):
-            rate, mean_return = run_baseline(space, policy, job, repeat)
+            rate, mean_return = run_baseline(space, policy, job, repeat, args)
             figures.add(job, "baseline_steps_per_s", rate)
             figures.add(job, "baseline_mean_return", mean_return)
             progress(f"{job.name} baseline repeat {repeat}: {rate:,.0f} steps/s")
@@ -279,13 +377,15 @@ def measure_baseline(
 def summarize(job: Job, figures: Figures, args: argparse.Namespace) -> dict[str, Any]:
     f = figures.values[job.name]
     raw_single = best(f["raw_single_steps_per_s"])
+    nan = float("nan")
     row: dict[str, Any] = {
         "coevo_steps_per_s": best(f["coevo_steps_per_s"]),
         "raw_x_workers_steps_per_s": raw_single * args.workers,
-        "baseline_steps_per_s": best(f["baseline_steps_per_s"]),
+        "baseline_steps_per_s": best(f.get("baseline_steps_per_s", [nan])),
         "raw_single_steps_per_s": raw_single,
         "raw_parallel_steps_per_s": best(f["raw_parallel_steps_per_s"]),
         "raw_steps_per_cpu_s": best(f["raw_single_steps_per_cpu_s"]),
+        "replay_steps_per_cpu_s": best(f.get("replay_steps_per_cpu_s", [nan])),
     }
     for label in ("coevo", "coevo_gym_slots"):
         if f"{label}_steps_per_s" not in f:
@@ -297,10 +397,12 @@ def summarize(job: Job, figures: Figures, args: argparse.Namespace) -> dict[str,
         per_cpu = best(f[f"{label}_steps_per_cpu_s"])
         row[f"{label}_steps_per_cpu_s"] = per_cpu
         row[f"{label}_per_cpu_over_raw"] = per_cpu / row["raw_steps_per_cpu_s"]
+        row[f"{label}_per_cpu_over_replay"] = per_cpu / row["replay_steps_per_cpu_s"]
         row[f"{label}_busy_fraction"] = best(f[f"{label}_busy_fraction"])
     row.update(
         workers=args.workers,
         envs_per_worker=args.envs_per_worker,
+        policy=f"{args.policy} {list(args.hidden)}",
         episodes=job.num_episodes,
         repeats=args.repeats,
         baseline_repeats=args.baseline_repeats,
@@ -316,7 +418,7 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     for space_name in dict.fromkeys(job.space for job in jobs):
         space_jobs = [job for job in jobs if job.space == space_name]
         space = tasks.get(space_name)
-        policy = policy_for(space)
+        policy = policy_for(space, args.policy, tuple(args.hidden))
         # Pools one after the other: each pool's actors hold the CPUs while it lives.
         measure_pool("coevo", space, policy, space_jobs, args, figures)
         if space.make_slots is not None:
@@ -333,13 +435,15 @@ def progress(message: str) -> None:
 def print_table(results: dict[str, dict[str, Any]], conditions: dict[str, Any]) -> None:
     first = next(iter(results.values()))
     print(
-        f"workers {first['workers']}, envs per worker {first['envs_per_worker']}, "
+        f"{first['policy']} policy, workers {first['workers']}, "
+        f"envs per worker {first['envs_per_worker']}, "
         f"best of {first['repeats']} repeats (baseline: {first['baseline_repeats']}); "
         f"load average before {conditions['loadavg_before']}, after {conditions['loadavg_after']}"
     )
     print(
         f"{'job':<15}{'slots':<14}{'coevo':>10}{'raw x W':>10}{'/raw':>6}{'baseline':>10}"
-        f"{'/base':>7}{'raw par':>10}{'| per CPU s':>12}{'raw':>9}{'/raw':>6}{'busy':>6}"
+        f"{'/base':>7}{'raw par':>10}{'| per CPU s':>12}{'raw':>9}{'/raw':>6}"
+        f"{'replay':>9}{'/replay':>8}{'busy':>6}"
     )
     for name, row in results.items():
         for label in ("coevo", "coevo_gym_slots"):
@@ -353,14 +457,16 @@ def print_table(results: dict[str, dict[str, Any]], conditions: dict[str, Any]) 
                 f"{row['baseline_steps_per_s']:>10,.0f}{row[f'{label}_over_baseline']:>7.1f}"
                 f"{row['raw_parallel_steps_per_s']:>10,.0f}"
                 f"{row[f'{label}_steps_per_cpu_s']:>12,.0f}{row['raw_steps_per_cpu_s']:>9,.0f}"
-                f"{row[f'{label}_per_cpu_over_raw']:>6.2f}{row[f'{label}_busy_fraction']:>6.2f}"
+                f"{row[f'{label}_per_cpu_over_raw']:>6.2f}{row['replay_steps_per_cpu_s']:>9,.0f}"
+                f"{row[f'{label}_per_cpu_over_replay']:>8.2f}{row[f'{label}_busy_fraction']:>6.2f}"
             )
     print(
         "env steps/s. coevo: EvaluationPool with the named slots (GymSlots: one gymnasium env\n"
         "per slot); raw x W: the env alone, one process, fixed action, x workers; /raw, /base:\n"
         "coevo over raw x W and over baseline (one Ray task per episode, torch batch 1);\n"
         "raw par: the env alone in W processes at once (what the cores give right now).\n"
-        "per CPU s: env steps per CPU second of the workers' processes vs the raw env's;\n"
+        "per CPU s: env steps per CPU second of the workers' processes vs the raw env's\n"
+        "(fixed action) and vs replay (the same episodes' actions, plain loop);\n"
         "busy: workers' time in Worker.run / (wall x workers)."
     )
 
@@ -373,7 +479,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--baseline-repeats", type=int, default=1)
     parser.add_argument("--raw-seconds", type=float, default=0.5)
-    parser.add_argument("--jobs", nargs="+", default=list(JOBS), choices=JOBS)
+    parser.add_argument("--jobs", nargs="+", default=list(JOBS), choices=JOBS + MORE_JOBS)
+    parser.add_argument("--hidden", type=int, nargs="+", default=list(HIDDEN))
+    parser.add_argument("--policy", choices=("mlp", "torch"), default="mlp")
+    parser.add_argument("--replay-episodes", type=int, default=128, help="0: no replay")
     args = parser.parse_args(argv)
     ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
     conditions = {"loadavg_before": loadavg()}
