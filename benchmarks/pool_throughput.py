@@ -441,7 +441,7 @@ def print_table(results: dict[str, dict[str, Any]], conditions: dict[str, Any]) 
         f"load average before {conditions['loadavg_before']}, after {conditions['loadavg_after']}"
     )
     print(
-        f"{'job':<15}{'slots':<14}{'coevo':>10}{'raw x W':>10}{'/raw':>6}{'baseline':>10}"
+        f"{'job':<21}{'slots':<14}{'coevo':>10}{'raw x W':>10}{'/raw':>6}{'baseline':>10}"
         f"{'/base':>7}{'raw par':>10}{'| per CPU s':>12}{'raw':>9}{'/raw':>6}"
         f"{'replay':>9}{'/replay':>8}{'busy':>6}"
     )
@@ -451,7 +451,7 @@ def print_table(results: dict[str, dict[str, Any]], conditions: dict[str, Any]) 
                 continue
             slots = row[f"{label}_slots"].rsplit(".", 1)[-1]
             print(
-                f"{name:<15}{slots:<14}{row[f'{label}_steps_per_s']:>10,.0f}"
+                f"{name:<21}{slots:<14}{row[f'{label}_steps_per_s']:>10,.0f}"
                 f"{row['raw_x_workers_steps_per_s']:>10,.0f}"
                 f"{row[f'{label}_over_raw_x_workers']:>6.2f}"
                 f"{row['baseline_steps_per_s']:>10,.0f}{row[f'{label}_over_baseline']:>7.1f}"
