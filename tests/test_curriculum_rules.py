@@ -22,6 +22,8 @@ from coevo.curricula.level_scores import (
     max_mc,
     positive_value_loss,
     return_regret,
+    stream_advantages,
+    trajectory_positive_value_loss,
 )
 from coevo.curricula.task_sampling import decode_task, uniform_task
 from coevo.tasks.task import Param, TaskSpace
@@ -159,6 +161,29 @@ def test_positive_value_loss_by_hand():
     assert gae_advantages([0], [0.0], 2.0, 1.0, 0.95) == pytest.approx([2.0])
 
 
+def test_stream_advantages_stop_at_episode_ends_and_bootstrap_by_hand():
+    rewards, values = [1.0] * 4, [0.0] * 4
+    # Episode 1 terminates at t1; episode 2 runs to the stream's end, bootstrapped with 5:
+    # A3 = 1 + 5 = 6, A2 = 1 + A3 = 7, A1 = 1 (terminated), A0 = 1 + A1 = 2.
+    terminated, truncated = [False, True, False, False], [False] * 4
+    next_values = [0.0, 0.0, 0.0, 5.0]
+    advantages = stream_advantages(rewards, values, next_values, terminated, truncated, 1, 1)
+    assert advantages == pytest.approx([2.0, 1.0, 7.0, 6.0])
+    # Truncated at t1 instead: bootstrap with next_values[1] = 3: A1 = 4, A0 = 5.
+    truncated = [False, True, False, False]
+    next_values = [0.0, 3.0, 0.0, 5.0]
+    advantages = stream_advantages(rewards, values, next_values, [False] * 4, truncated, 1, 1)
+    assert advantages == pytest.approx([5.0, 4.0, 7.0, 6.0])
+
+    class Stream:  # the fields of a PPO rollout stream
+        pass
+
+    stream = Stream()
+    stream.rewards, stream.values, stream.next_values = rewards, values, next_values
+    stream.terminated, stream.truncated = [False] * 4, truncated
+    assert trajectory_positive_value_loss(stream, 1.0, 1.0) == pytest.approx(22 / 4)
+
+
 def test_max_mc_and_return_regret_by_hand():
     assert max_mc([1.0, 2.0, 3.0], 4.0) == pytest.approx(2.0)
     assert np.isnan(max_mc([], 4.0))
@@ -216,7 +241,6 @@ def test_edit_is_the_space_mutator_applied_num_edits_times():
 def test_alp_is_the_return_gap_to_the_nearest_previous_task():
     space = _space()
     teacher = ALPGMMTeacher(space, fit_rate=10, bootstrap=10, max_components=3)
-    rng = np.random.default_rng(0)
     history = [
         (0.0, -2.0, 1.0),
         (1.0, 2.0, 5.0),
@@ -226,11 +250,11 @@ def test_alp_is_the_return_gap_to_the_nearest_previous_task():
         (0.4, 0.4, 7.0),
     ]
     for x, y, r in history:
-        assert teacher.record(space.task(x=x, y=y), r, rng) == 0.0  # history too short
+        assert teacher.record(space.task(x=x, y=y), r) == 0.0  # history too short
     # nearest previous task of (0.95, 1.8) is (1.0, 2.0) with return 5: ALP |9 - 5|
-    assert teacher.record(space.task(x=0.95, y=1.8), 9.0, rng) == 4.0
-    assert teacher.record(space.task(x=0.5, y=0.1), 1.0, rng) == 2.0  # vs (0.5, 0) return 3
-    assert np.isnan(teacher.record(space.task(x=0.5, y=0.1), float("nan"), rng))
+    assert teacher.record(space.task(x=0.95, y=1.8), 9.0) == 4.0
+    assert teacher.record(space.task(x=0.5, y=0.1), 1.0) == 2.0  # vs (0.5, 0) return 3
+    assert np.isnan(teacher.record(space.task(x=0.5, y=0.1), float("nan")))
     assert len(teacher) == 8
 
 
@@ -245,12 +269,11 @@ def _teacher_with_progress_in_one_corner(criterion: str = "aic") -> ALPGMMTeache
         criterion=criterion,
         random_ratio=0.0,
     )
-    rng = np.random.default_rng(11)
     data = np.random.default_rng(12)
     for i in range(60):
         task = uniform_task(space, data)
         r = (10.0 * (i % 2)) if task["x"] < 0.3 else 1.0
-        teacher.record(task, r, rng)
+        teacher.record(task, r)
     return teacher
 
 

@@ -28,6 +28,10 @@ REGISTRY: Registry[Curriculum] = Registry(
     {
         "poet": "coevo.curricula.poet:Poet",
         "enhanced_poet": "coevo.curricula.poet:EnhancedPoet",
+        "dr": "coevo.curricula.dr:DomainRandomization",
+        "plr": "coevo.curricula.plr:PrioritizedLevelReplay",
+        "accel": "coevo.curricula.accel:ACCEL",
+        "alp_gmm": "coevo.curricula.alp_gmm:ALPGMM",
     },
 )
 

@@ -14,11 +14,12 @@ class (see conf/curriculum/alp_gmm.yaml). Our own code; the rules:
   task; else a component with probability proportional to its mean ALP (uniform if all are
   0), then a task from its Gaussian (task dimensions), clipped to the bounds.
 
-Deviation, said once: the ALP column is divided by the window's largest ALP before the fit,
-so the mixture sees tasks and ALP on comparable [0, 1] scales without needing the env's
-return bounds (TeachMyAgent rescales returns with given bounds when `scale_reward` is on).
-The mixture's own randomness comes from the caller's generator (an integer seed per fit), so
-fits and samples repeat exactly for a given generator state.
+Deviation, said once: by default (`alp_scale="window_max"`) the ALP column is divided by the
+window's largest ALP before the fit, so the mixture sees tasks (unit cube) and ALP on
+comparable [0, 1] scales without needing the env's return bounds (TeachMyAgent fits raw ALP,
+or rescales returns with given bounds when `scale_reward` is on); `alp_scale="none"` fits
+raw ALP as TeachMyAgent does. As in TeachMyAgent every fit uses one fixed `random_state`
+(`gmm_seed`), so fits repeat exactly; sampling draws from the caller's generator.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from coevo.curricula.task_sampling import decode_task, uniform_task
 from coevo.tasks.task import Task, TaskSpace
 
 CRITERIA = ("aic", "bic")
+ALP_SCALES = ("window_max", "none")
 
 
 @dataclass
@@ -89,6 +91,8 @@ class ALPGMMTeacher:
     criterion: str = "aic"
     em_inits: int = 1
     min_history: int = 5
+    alp_scale: str = "window_max"
+    gmm_seed: int = 0
     tasks: list[Task] = field(default_factory=list)
     points: list[np.ndarray] = field(default_factory=list)  # the tasks in the unit cube
     returns: list[float] = field(default_factory=list)
@@ -106,6 +110,8 @@ class ALPGMMTeacher:
             raise ValueError("bootstrap must be >= fit_rate (TeachMyAgent's rule)")
         if not 0.0 <= self.random_ratio <= 1.0:
             raise ValueError("random_ratio must be in [0, 1]")
+        if self.alp_scale not in ALP_SCALES:
+            raise ValueError(f"alp_scale must be one of {', '.join(ALP_SCALES)}")
 
     def __len__(self) -> int:
         return len(self.points)
@@ -119,7 +125,7 @@ class ALPGMMTeacher:
         nearest = int(np.argmin(distances))  # first of equals: deterministic
         return float(abs(episode_return - self.returns[nearest]))
 
-    def record(self, task: Task, episode_return: float, rng: np.random.Generator) -> float:
+    def record(self, task: Task, episode_return: float) -> float:
         """Add a (task, return) to the history; refits the mixture when due. Returns the ALP.
 
         A failed evaluation (NaN return) is not recorded: failures are not learning progress.
@@ -134,21 +140,25 @@ class ALPGMMTeacher:
         self.alps.append(alp)
         n = len(self.points)
         if n >= self.bootstrap and n % self.fit_rate == 0:
-            self.fit(rng)
+            self.fit()
         return alp
 
-    def fit(self, rng: np.random.Generator) -> Mixture:
+    def fit(self) -> Mixture:
         from sklearn.mixture import GaussianMixture  # optional dependency: the curricula extra
 
         window = slice(-self.fit_rate, None)
         alps = np.asarray(self.alps[window], dtype=float)
-        scale = float(alps.max()) if alps.size and alps.max() > 0 else 1.0
+        scale = 1.0
+        if self.alp_scale == "window_max" and alps.size and alps.max() > 0:
+            scale = float(alps.max())
         data = np.column_stack([np.stack(self.points[window]), alps / scale])
-        seed = int(rng.integers(0, 2**31 - 1))
         best, values = None, {}
         for k in range(self.min_components, self.max_components + 1):
             model = GaussianMixture(
-                n_components=k, covariance_type="full", random_state=seed, n_init=self.em_inits
+                n_components=k,
+                covariance_type="full",
+                random_state=self.gmm_seed,
+                n_init=self.em_inits,
             ).fit(data)
             values[k] = float(model.aic(data) if self.criterion == "aic" else model.bic(data))
             if best is None or values[k] < values[best.n_components]:
@@ -195,3 +205,13 @@ class ALPGMMTeacher:
             {"index": i, "task_id": t.id, "task": t.to_json(), "return": r, "alp": a}
             for i, (t, r, a) in enumerate(zip(self.tasks, self.returns, self.alps, strict=True))
         ]
+
+    # The space holds an env factory (often a closure): checkpoints keep only the history.
+    _STATE = ("tasks", "points", "returns", "alps", "mixture", "gmm_seed")
+
+    def state_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._STATE}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name in self._STATE:
+            setattr(self, name, state[name])

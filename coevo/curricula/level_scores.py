@@ -61,6 +61,67 @@ def positive_value_loss(
     return float(np.clip(advantages, 0.0, None).mean())
 
 
+def stream_advantages(
+    rewards: Sequence[float],
+    values: Sequence[float],
+    next_values: Sequence[float],
+    terminated: Sequence[bool],
+    truncated: Sequence[bool],
+    gamma: float,
+    gae_lambda: float,
+) -> np.ndarray:
+    """GAE over a stream of steps that may hold several episodes (a PPO rollout stream).
+
+    After step t the next value is 0 if the episode terminated there, `next_values[t]` if it
+    was truncated there or t is the stream's last step (the bootstrap), else `values[t+1]`;
+    advantages do not flow back across an episode's end.
+    """
+    r = np.asarray(rewards, dtype=float)
+    v = np.asarray(values, dtype=float)
+    n = len(r)
+    advantages = np.zeros(n)
+    running = 0.0
+    for t in range(n - 1, -1, -1):
+        last = t == n - 1
+        if terminated[t]:
+            following = 0.0
+        elif truncated[t] or last:
+            following = float(next_values[t])
+        else:
+            following = v[t + 1]
+        if terminated[t] or truncated[t] or last:
+            running = 0.0
+        delta = r[t] + gamma * following - v[t]
+        running = delta + gamma * gae_lambda * running
+        advantages[t] = running
+    return advantages
+
+
+def trajectory_positive_value_loss(trajectory: object, gamma: float, gae_lambda: float) -> float:
+    """`positive_value_loss` of an episode (`rewards`, `values`, optional `last_value`) or of
+    a stream (`rewards`, `values`, `next_values`, `terminated`, `truncated`)."""
+    if len(trajectory.rewards) == 0:
+        return float("nan")
+    if hasattr(trajectory, "next_values"):
+        advantages = stream_advantages(
+            trajectory.rewards,
+            trajectory.values,
+            trajectory.next_values,
+            trajectory.terminated,
+            trajectory.truncated,
+            gamma,
+            gae_lambda,
+        )
+        return float(np.clip(advantages, 0.0, None).mean())
+    return positive_value_loss(
+        trajectory.rewards,
+        trajectory.values,
+        getattr(trajectory, "last_value", 0.0),
+        gamma,
+        gae_lambda,
+    )
+
+
 def max_mc(values: Sequence[float], max_return: float) -> float:
     """(1/T) Σ_t (R_max - V(s_t)), R_max the highest return ever reached on this level."""
     v = np.asarray(values, dtype=float)

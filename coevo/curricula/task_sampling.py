@@ -1,7 +1,8 @@
 """Tasks drawn from a task space: uniform (domain randomisation) and from unit-cube points.
 
-Both keep the space's rules: values rounded to `round_to` stay on their grid (integer
-parameters stay integers) and interval pairs (`ordered`) keep low ≤ high.
+Both keep the space's rules: values rounded to `round_to` stay on their grid, parameters of
+`type: int` stay Python ints (every integer in the bounds equally likely), and interval pairs
+(`ordered`) keep low ≤ high.
 """
 
 from __future__ import annotations
@@ -11,16 +12,18 @@ import numpy as np
 from coevo.tasks.task import Param, Task, TaskSpace
 
 
-def _uniform_value(param: Param, rng: np.random.Generator) -> float:
+def _uniform_value(param: Param, rng: np.random.Generator) -> int | float:
     if param.high <= param.low:
-        return param.low
-    if param.round_to:
+        return param.clip(param.low)
+    is_int = getattr(param, "type", "float") == "int"
+    grid = param.round_to or (1.0 if is_int else None)
+    if grid:
         # Uniform over the grid points inside the bounds, so each value is equally likely
         # (rounding a continuous draw would halve the chance of the two end points).
-        first = np.ceil(param.low / param.round_to - 1e-9)
-        last = np.floor(param.high / param.round_to + 1e-9)
+        first = np.ceil(param.low / grid - 1e-9)
+        last = np.floor(param.high / grid + 1e-9)
         if last >= first:
-            return param.clip(float(rng.integers(int(first), int(last) + 1)) * param.round_to)
+            return param.clip(float(rng.integers(int(first), int(last) + 1)) * grid)
     return param.clip(float(rng.uniform(param.low, param.high)))
 
 

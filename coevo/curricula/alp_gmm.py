@@ -1,0 +1,160 @@
+"""`alp_gmm`: ALP-GMM, tasks sampled where absolute learning progress is high.
+
+Portelas, Colas, Hofmann, Oudeyer, CoRL 2019 (arXiv:1910.07224). Each round a student draws
+`tasks_per_step` tasks from its teacher (`alp_gmm_teacher.py`: a Gaussian mixture over
+(task, ALP), random exploration, bootstrap), takes one optimizer step on them, and records
+each task's training return, from which the teacher computes its ALP (as TeachMyAgent
+records each training episode's return). For continuous task spaces; integer-grid parameters
+are rounded after sampling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from coevo.curricula.alp_gmm_teacher import ALP_SCALES, CRITERIA, ALPGMMTeacher, Sampled
+from coevo.curricula.base import Decision
+from coevo.curricula.level_sampling import (
+    LevelSamplingConfig,
+    LevelSamplingCurriculum,
+    Outcome,
+    Plan,
+    Student,
+)
+from coevo.errors import ConfigError
+from coevo.settings import setting
+from coevo.tasks.task import Task
+
+# Sources: TeachMyAgent `ALPGMM.__init__` defaults (teachers/algos/alp_gmm.py), which are the
+# paper's settings: fit every 250 episodes, 20% random tasks, 2..10 components by AIC.
+TEACHER_FIELDS = (
+    "fit_rate",
+    "bootstrap",
+    "random_ratio",
+    "min_components",
+    "max_components",
+    "criterion",
+    "em_inits",
+    "min_history",
+    "alp_scale",
+)
+
+
+@dataclass(frozen=True)
+class ALPGMMConfig(LevelSamplingConfig):
+    name: str = setting("alp_gmm", doc="registry name or package.module:Class")
+    fit_rate: int = setting(250, low=2, doc="tasks between two fits (TeachMyAgent: 250)")
+    bootstrap: int = setting(
+        250, low=2, doc="random tasks before the first fit (TeachMyAgent: = fit_rate)"
+    )
+    random_ratio: float = setting(
+        0.2, low=0.0, high=1.0, doc="share of uniform exploration tasks (paper: 20%)"
+    )
+    min_components: int = setting(2, low=1, doc="fewest Gaussians tried (TeachMyAgent: 2)")
+    max_components: int = setting(10, low=1, doc="most Gaussians tried (TeachMyAgent: 10)")
+    criterion: str = setting("aic", choices=CRITERIA, doc="model choice (TeachMyAgent: aic)")
+    em_inits: int = setting(1, low=1, doc="EM restarts per fit (TeachMyAgent nb_em_init: 1)")
+    min_history: int = setting(
+        5, low=0, doc="ALP is 0 until the history holds more tasks (TeachMyAgent: 5)"
+    )
+    alp_scale: str = setting(
+        "window_max",
+        choices=ALP_SCALES,
+        doc="ALP divided by the fit window's largest before fitting (none: raw, as TeachMyAgent)",
+    )
+
+
+class ALPGMM(LevelSamplingCurriculum):
+    config_class = ALPGMMConfig
+    config: ALPGMMConfig
+
+    def __init__(self, config, **kwargs):
+        super().__init__(config, **kwargs)
+        settings = {name: getattr(config, name) for name in TEACHER_FIELDS}
+        try:
+            self.teachers = {
+                s.index: ALPGMMTeacher(
+                    self.space, **settings, gmm_seed=int(s.rng.integers(0, 2**31 - 1))
+                )
+                for s in self.students
+            }
+        except ValueError as error:
+            raise ConfigError("curriculum", str(error)) from None
+
+    def begin_generation(self) -> None:
+        self._counts = {"random_tasks": 0, "gmm_tasks": 0, "fits": 0}
+        self._alps: list[float] = []
+
+    def plan(self, student: Student, decisions: list[Decision]) -> Plan:
+        teacher = self.teachers[student.index]
+        sampled = [teacher.sample(student.rng) for _ in range(self.config.tasks_per_step)]
+        for s in sampled:
+            self._counts["gmm_tasks" if s.origin == "gmm" else "random_tasks"] += 1
+        return Plan(train=[s.task for s in sampled], note=sampled)
+
+    def observe(
+        self, student: Student, plan: Plan, outcome: Outcome, decisions: list[Decision]
+    ) -> list[Task]:
+        teacher = self.teachers[student.index]
+        by_task = {signal.task: signal for signal in outcome.trained}
+        sampled: list[Sampled] = plan.note
+        for s in sampled:
+            signal = by_task[s.task]
+            fitted_before = teacher.mixture
+            alp = teacher.record(s.task, signal.mean_return)
+            if np.isfinite(alp):
+                self._alps.append(alp)
+            refit = teacher.mixture is not fitted_before
+            self._counts["fits"] += int(refit)
+            fit_note = ""
+            if refit:
+                m = teacher.mixture
+                fit_note = (
+                    f"; refit: {m.components} components by {m.criterion.upper()} over the "
+                    f"last {self.config.fit_rate} tasks"
+                )
+            decisions.append(
+                self.decision(
+                    student,
+                    s.task,
+                    "sample",
+                    s.origin,
+                    f"{s.reason(self.config.random_ratio)}; training return "
+                    f"{signal.mean_return:.1f}, ALP {alp:.3g}{fit_note}",
+                    score=alp,
+                    error=signal.error,
+                )
+            )
+        return []
+
+    def curriculum_summary(self) -> dict[str, Any]:
+        components = [
+            t.mixture.components if t.mixture is not None else 0 for t in self.teachers.values()
+        ]
+        return {
+            **self._counts,
+            "mean_alp": float(np.mean(self._alps)) if self._alps else float("nan"),
+            "gmm_components": float(np.mean(components)),
+            "history": float(np.mean([len(t) for t in self.teachers.values()])),
+        }
+
+    def student_rows(self, student: Student) -> list[dict[str, Any]]:
+        return self.teachers[student.index].rows()
+
+    def curriculum_state(self) -> dict[str, Any]:
+        return {index: teacher.state_dict() for index, teacher in self.teachers.items()}
+
+    def load_curriculum_state(self, state: dict[str, Any]) -> None:
+        for index, saved in state.items():
+            self.teachers[int(index)].load_state_dict(saved)
+
+    def progress_line(self, result, total: int) -> str:
+        s = result.summary
+        return (
+            f"gen {result.generation:>3}/{total} | tasks {s['gmm_tasks']:>2} GMM "
+            f"{s['random_tasks']:>2} random | components {s['gmm_components']:4.1f} | "
+            f"ALP {s['mean_alp']:7.3g} | best {s['best_score']:7.1f} | {s['wall_s']:5.1f}s"
+        )

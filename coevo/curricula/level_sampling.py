@@ -1,0 +1,357 @@
+"""The shared loop of the level-sampling curricula (dr, plr, accel, alp_gmm).
+
+One policy is trained on the tasks the curriculum picks; `policies` > 1 trains that many
+independent policies side by side (each with its own generator, level buffer or task
+history), their work sent to the pool in one call. A generation is `rounds` rounds; in each
+round every student gets a `Plan`:
+
+- `train`: tasks for one optimizer step (ES spreads its perturbations over them);
+- `score`: tasks to evaluate with the current policy, without training (PLR⊥'s new levels).
+
+All students' optimizer jobs and evaluation jobs go to the pool in ONE `dispatch` call; each
+student's results go back to its curriculum (`observe`), which may ask for evaluations of
+further tasks with the updated policy (ACCEL's edited levels: a second call per round).
+
+Student i draws from its own generator seeded with (seed, i), so student 0 gives the same
+results whether it runs alone or beside others.
+
+Beside `single_policy.SinglePolicyCurriculum` (the framework's simpler base: every learner
+trains on the same picked tasks, then is evaluated on them): this base is for curricula that
+must also score tasks WITHOUT training on them (PLR⊥), follow up with the updated policy
+(ACCEL), or keep per-seed state (a level buffer or task history per policy).
+
+Level signals. A curriculum sees, for each task, the mean return of the episodes on it and
+the raw results. Results that carry per-step `rewards` and `values` (and `last_value`), as an
+actor-critic optimizer's trajectories may, let PLR compute value-based scores; an optimizer
+says it gives them with the class attribute `provides_values = True`.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from coevo.curricula.base import (
+    Curriculum,
+    CurriculumConfig,
+    Decision,
+    GenerationResult,
+    PoliciesForTesting,
+)
+from coevo.errors import ConfigError
+from coevo.pool.jobs import EpisodeJob, Stored
+from coevo.settings import setting
+from coevo.tasks.task import Task
+
+log = logging.getLogger("coevo.curricula")
+
+
+@dataclass(frozen=True)
+class LevelSamplingConfig(CurriculumConfig):
+    """Settings every single-policy curriculum shares."""
+
+    policies: int = setting(1, low=1, doc="independent policies (seeds) trained side by side")
+    rounds: int = setting(
+        1, low=1, doc="rounds per generation: one optimizer step or level evaluation each"
+    )
+    tasks_per_step: int = setting(
+        4,
+        low=1,
+        doc="tasks per optimizer step or per batch of new levels (dcd: one per parallel "
+        "env, 16-32 with PPO; ES spreads its mirrored pairs over them, so keep it at most "
+        "optimizer.population)",
+    )
+    eval_episodes: int = setting(2, low=1, doc="episodes per task when scoring without training")
+
+
+@dataclass
+class Student:
+    """One policy being trained: parameters, optimizer state and its own generator."""
+
+    index: int
+    theta: np.ndarray
+    state: Any
+    rng: np.random.Generator
+    steps: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"policy_{self.index}"
+
+
+@dataclass(frozen=True)
+class Signal:
+    """What the episodes on one task said: their mean return and the raw results."""
+
+    task: Task
+    mean_return: float
+    results: tuple[Any, ...] = ()
+    error: str = ""
+
+    def trajectories(self) -> list[Any]:
+        """The results that carry per-step rewards and value predictions, if any."""
+        return [r for r in self.results if hasattr(r, "values") and hasattr(r, "rewards")]
+
+
+@dataclass
+class Plan:
+    """A student's work for one round, and the curriculum's note on why."""
+
+    train: list[Task] = field(default_factory=list)
+    score: list[Task] = field(default_factory=list)
+    note: Any = None
+
+
+@dataclass
+class Outcome:
+    """What came back for a plan: per-task signals of training and of scoring."""
+
+    trained: list[Signal]
+    scored: list[Signal]
+    step_return: float = float("nan")  # the optimizer's own mean return of its step
+
+
+def result_return(result: Any) -> float:
+    """An evaluation result's return: an episode's `ret`, or a stream's mean return over the
+    episodes that ended in it (NaN if none did, or if it failed)."""
+    if getattr(result, "error", ""):
+        return float("nan")
+    if hasattr(result, "ret"):
+        return float(result.ret)
+    done = int(getattr(result, "episodes_done", 0))
+    return float(result.episode_return_sum) / done if done else float("nan")
+
+
+def _signals(tasks: Sequence[Task], jobs: Sequence[Any], results: Sequence[Any]) -> list[Signal]:
+    """Group results by the task of their job, in the order of `tasks`."""
+    by_task: dict[Task, list[Any]] = {task: [] for task in tasks}
+    for job, result in zip(jobs, results, strict=True):
+        by_task.setdefault(job.task, []).append(result)
+    signals = []
+    for task in dict.fromkeys(tasks):
+        own = by_task[task]
+        returns = np.array([result_return(r) for r in own], dtype=float)
+        errors = [getattr(r, "error", "") for r in own if getattr(r, "error", "")]
+        finite = returns[np.isfinite(returns)]
+        # A failed episode makes the task's return NaN: failures are never scores. (A stream
+        # in which no episode ended has no return and is left out of the mean.)
+        mean = float(finite.mean()) if finite.size and not errors else float("nan")
+        signals.append(Signal(task, mean, tuple(own), errors[0] if errors else ""))
+    return signals
+
+
+class LevelSamplingCurriculum(Curriculum):
+    """Base of dr, plr, accel and alp_gmm: subclasses plan, observe and keep their state."""
+
+    config_class = LevelSamplingConfig
+    config: LevelSamplingConfig
+
+    def __init__(self, config, *, space, pool, optimizer, seed: int = 0):
+        super().__init__(config, space=space, pool=pool, optimizer=optimizer, seed=seed)
+        population = getattr(optimizer.config, "population", None)
+        if isinstance(population, int) and config.tasks_per_step > population:
+            # ES gives each task whole mirrored pairs (pair i on task i mod n): more tasks
+            # than pairs would leave some with no episodes at all.
+            raise ConfigError(
+                "curriculum.tasks_per_step",
+                f"{config.tasks_per_step} > optimizer.population {population}; "
+                f"allowed: 1..{population}",
+            )
+        self.students: list[Student] = []
+        for index in range(config.policies):
+            rng = np.random.default_rng([seed, index])
+            theta = pool.policy.init(rng)
+            self.students.append(Student(index, theta, optimizer.init_state(theta, rng), rng))
+        self._last_returns: dict[int, float] = {}
+
+    # -- what subclasses implement ------------------------------------------------------------
+    @abstractmethod
+    def plan(self, student: Student, decisions: list[Decision]) -> Plan: ...
+
+    @abstractmethod
+    def observe(
+        self, student: Student, plan: Plan, outcome: Outcome, decisions: list[Decision]
+    ) -> list[Task]:
+        """Take the round's signals; returns tasks to score with the updated policy."""
+
+    def observe_followup(
+        self, student: Student, plan: Plan, signals: list[Signal], decisions: list[Decision]
+    ) -> None:
+        """Signals of the tasks `observe` asked for (ACCEL's edited levels)."""
+
+    @abstractmethod
+    def curriculum_summary(self) -> dict[str, Any]:
+        """This generation's curriculum columns for summary.csv."""
+
+    @abstractmethod
+    def student_rows(self, student: Student) -> list[dict[str, Any]]:
+        """population.csv rows of one student (its level buffer or task history)."""
+
+    @abstractmethod
+    def curriculum_state(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def load_curriculum_state(self, state: dict[str, Any]) -> None: ...
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run_generation(self) -> GenerationResult:
+        decisions: list[Decision] = []
+        self._generation_returns: dict[int, list[float]] = {s.index: [] for s in self.students}
+        self.begin_generation()
+        for _ in range(self.config.rounds):
+            plans = [self.plan(student, decisions) for student in self.students]
+            outcomes = self._execute(plans)
+            followups = [
+                self.observe(student, plan, outcome, decisions)
+                for student, plan, outcome in zip(self.students, plans, outcomes, strict=True)
+            ]
+            if any(followups):
+                scored = self._score_many(followups)
+                for student, plan, signals in zip(self.students, plans, scored, strict=True):
+                    if signals:
+                        self.observe_followup(student, plan, signals, decisions)
+        means = {
+            index: float(np.mean(values)) if values else float("nan")
+            for index, values in self._generation_returns.items()
+        }
+        self._last_returns.update(means)
+        finite = [v for v in means.values() if np.isfinite(v)]
+        summary = {
+            "students": len(self.students),
+            "optimizer_steps": int(sum(s.steps for s in self.students)),
+            **self.curriculum_summary(),
+            "best_score": max(finite) if finite else float("nan"),
+            "median_score": float(np.median(finite)) if finite else float("nan"),
+        }
+        return GenerationResult(self.generation, summary, decisions)
+
+    def begin_generation(self) -> None:
+        """Reset per-generation counters (subclasses extend)."""
+
+    def _execute(self, plans: list[Plan]) -> list[Outcome]:
+        """Every student's optimizer jobs and evaluation jobs in one pool call."""
+        jobs: list[Any] = []
+        spans = []
+        for student, plan in zip(self.students, plans, strict=True):
+            asked = None
+            start = len(jobs)
+            if plan.train:
+                asked = self.optimizer.ask(
+                    student.theta, student.state, plan.train, student.rng, self.pool.register
+                )
+                jobs.extend(asked.jobs)
+            middle = len(jobs)
+            jobs.extend(self._score_jobs(student, plan.score))
+            spans.append((asked, start, middle, len(jobs)))
+        results = self.pool.dispatch(jobs) if jobs else []
+        outcomes = []
+        for student, plan, (asked, start, middle, end) in zip(
+            self.students, plans, spans, strict=True
+        ):
+            trained: list[Signal] = []
+            step_return = float("nan")
+            if asked is not None:
+                own = results[start:middle]
+                told = self.optimizer.tell(student.theta, student.state, asked, own)
+                trained = _signals(plan.train, asked.jobs, own)
+                student.theta, student.state = told.theta, told.state
+                student.steps += 1
+                step_return = told.record.mean_return
+            scored = _signals(plan.score, jobs[middle:end], results[middle:end])
+            for signal in (*trained, *scored):
+                if np.isfinite(signal.mean_return):
+                    self._generation_returns[student.index].append(signal.mean_return)
+            outcomes.append(Outcome(trained, scored, step_return))
+        return outcomes
+
+    def _score_jobs(self, student: Student, tasks: Sequence[Task]) -> list[Any]:
+        """Jobs that evaluate the current policy on `tasks` without training it.
+
+        An optimizer with a critic (`provides_values`) is asked for its own jobs (e.g. PPO's
+        rollout streams, which carry value predictions) and never told the results: the
+        rollouts dcd scores levels with, minus the update. Otherwise: plain episodes.
+        """
+        if not tasks:
+            return []
+        if getattr(self.optimizer, "provides_values", False):
+            asked = self.optimizer.ask(
+                student.theta, student.state, list(tasks), student.rng, self.pool.register
+            )
+            return list(asked.jobs)
+        key = self.pool.register(student.theta)
+        seed = int(student.rng.integers(0, 2**31 - 1))
+        episodes = self.config.eval_episodes
+        return [EpisodeJob(Stored(key), task, seed + k) for task in tasks for k in range(episodes)]
+
+    def _score_many(self, tasks_per_student: list[list[Task]]) -> list[list[Signal]]:
+        jobs_per_student = [
+            self._score_jobs(student, tasks)
+            for student, tasks in zip(self.students, tasks_per_student, strict=True)
+        ]
+        results = self.pool.dispatch([job for jobs in jobs_per_student for job in jobs])
+        out, offset = [], 0
+        for tasks, jobs in zip(tasks_per_student, jobs_per_student, strict=True):
+            own = results[offset : offset + len(jobs)]
+            offset += len(jobs)
+            out.append(_signals(tasks, jobs, own) if tasks else [])
+        return out
+
+    # -- helpers for subclasses ----------------------------------------------------------------
+    def decision(
+        self, student: Student, task: Task | None, rule: str, outcome: str, reason: str, **fields
+    ) -> Decision:
+        return Decision(
+            generation=self.generation,
+            kind="level",
+            rule=rule,
+            outcome=outcome,
+            reason=reason,
+            pair_id=student.index,
+            task_id=task.id if task is not None else "",
+            task=task.to_json() if task is not None else "",
+            **fields,
+        )
+
+    # -- the protocol's remaining parts ----------------------------------------------------------
+    def population_frame(self) -> pd.DataFrame:
+        rows = [
+            {"student": student.index, **row}
+            for student in self.students
+            for row in self.student_rows(student)
+        ]
+        return pd.DataFrame(rows)
+
+    def policies_for_testing(self) -> PoliciesForTesting:
+        return PoliciesForTesting({s.name: s.theta for s in self.students}, best_of=False)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "generation": self.generation,
+            "students": [
+                {
+                    "theta": s.theta,
+                    "state": s.state,
+                    "rng": s.rng.bit_generator.state,
+                    "steps": s.steps,
+                }
+                for s in self.students
+            ],
+            "last_returns": dict(self._last_returns),
+            "curriculum": self.curriculum_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.generation = state["generation"]
+        for student, saved in zip(self.students, state["students"], strict=True):
+            student.theta = saved["theta"]
+            student.state = saved["state"]
+            student.rng.bit_generator.state = saved["rng"]
+            student.steps = saved["steps"]
+        self._last_returns = dict(state["last_returns"])
+        self.load_curriculum_state(state["curriculum"])

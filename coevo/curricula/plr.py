@@ -1,0 +1,281 @@
+"""`plr`: robust Prioritized Level Replay (PLR⊥).
+
+Jiang, Dennis, Parker-Holder, Foerster, Grefenstette, Rocktäschel, "Replay-Guided Adversarial
+Environment Design", NeurIPS 2021. Each round a student either
+
+- replays (probability `replay_prob`, once the buffer is `min_fill` full): `tasks_per_step`
+  levels drawn from P_replay = (1 - ρ) P_S + ρ P_C, one optimizer step on them, and each
+  replayed level is rescored from that step's episodes; or
+- tries new levels: evaluated with the current policy, NOT trained on (the "robust" ⊥
+  variant: only replayed levels give gradient), scored and offered to the buffer.
+
+The rules live in `level_buffer.py` (buffer, priorities, decisions) and `level_scores.py`
+(scores). Defaults and where each comes from: `PLRConfig` below and conf/curriculum/plr.yaml.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from coevo.curricula.base import Decision
+from coevo.curricula.level_buffer import Level, LevelBuffer, Pick
+from coevo.curricula.level_sampling import (
+    LevelSamplingConfig,
+    LevelSamplingCurriculum,
+    Outcome,
+    Plan,
+    Signal,
+    Student,
+    log,
+)
+from coevo.curricula.level_scores import (
+    LevelScore,
+    max_mc,
+    return_regret,
+    trajectory_positive_value_loss,
+)
+from coevo.curricula.task_sampling import uniform_task
+from coevo.errors import ConfigError
+from coevo.settings import setting
+from coevo.tasks.task import Task
+
+SCORES = tuple(score.value for score in LevelScore)
+NEW_LEVELS = ("uniform", "easy")
+
+
+@dataclass(frozen=True)
+class PLRConfig(LevelSamplingConfig):
+    name: str = setting("plr", doc="registry name or package.module:Class")
+    buffer_size: int = setting(
+        4000, low=1, doc="level buffer capacity (dcd level_replay_seed_buffer_size, MiniGrid)"
+    )
+    temperature: float = setting(
+        0.3, low=0.0, open_low=True, doc="β of rank prioritisation (dcd MiniGrid PLR⊥: 0.3)"
+    )
+    staleness_coef: float = setting(
+        0.3, low=0.0, high=1.0, doc="ρ, weight of staleness (dcd staleness_coef default 0.3)"
+    )
+    replay_prob: float = setting(
+        0.5, low=0.0, high=1.0, doc="P(replay) once warm (dcd PLR⊥ level_replay_prob 0.5)"
+    )
+    min_fill: float = setting(
+        0.5, low=0.0, high=1.0, doc="buffer fill before any replay (dcd level_replay_rho 0.5)"
+    )
+    score: str = setting(
+        LevelScore.POSITIVE_VALUE_LOSS.value,
+        choices=SCORES,
+        doc="level score (paper and dcd: positive_value_loss; needs a critic)",
+    )
+    score_fallback: str = setting(
+        LevelScore.RETURN_REGRET.value,
+        choices=(LevelScore.RETURN_REGRET.value, "none"),
+        doc="score used when the optimizer gives no value predictions (none: refuse)",
+    )
+    gamma: float = setting(0.995, low=0.0, high=1.0, doc="discount for GAE (dcd default 0.995)")
+    gae_lambda: float = setting(0.95, low=0.0, high=1.0, doc="GAE λ (dcd default 0.95)")
+    new_levels: str = setting(
+        "uniform",
+        choices=NEW_LEVELS,
+        doc="uniform: tasks drawn from the whole space (PLR's level generator); easy: the "
+        "space's initial task edited num_edits times (ACCEL's easy base levels)",
+    )
+
+
+class PrioritizedLevelReplay(LevelSamplingCurriculum):
+    config_class = PLRConfig
+    config: PLRConfig
+
+    def __init__(self, config, **kwargs):
+        super().__init__(config, **kwargs)
+        self.score_used = _score_used(config, self.optimizer)
+        self.buffers: dict[int, LevelBuffer] = {
+            s.index: LevelBuffer(
+                config.buffer_size,
+                config.temperature,
+                config.staleness_coef,
+                config.replay_prob,
+                config.min_fill,
+            )
+            for s in self.students
+        }
+        # Best mean return each student has reached on any level (return_regret's anchor).
+        self.best_return: dict[int, float] = {s.index: float("-inf") for s in self.students}
+
+    # -- planning --------------------------------------------------------------------------
+    def begin_generation(self) -> None:
+        self._counts = {"replays": 0, "new_batches": 0, "levels_added": 0, "levels_rejected": 0}
+
+    def new_level(self, student: Student) -> Task:
+        if self.config.new_levels == "easy":
+            from coevo.curricula.level_editor import edit_level
+
+            edits = max(1, getattr(self.config, "num_edits", 1))
+            return edit_level(self.space, self.space.initial_task(), edits, student.rng)
+        return uniform_task(self.space, student.rng)
+
+    def plan(self, student: Student, decisions: list[Decision]) -> Plan:
+        buffer = self.buffers[student.index]
+        replay, why = buffer.decide_replay(student.rng)
+        if replay:
+            picks = buffer.sample(student.rng, self.config.tasks_per_step)
+            return Plan(train=[p.level.task for p in picks], note=("replay", why, picks))
+        tasks = [self.new_level(student) for _ in range(self.config.tasks_per_step)]
+        return Plan(score=tasks, note=("new", why, None))
+
+    # -- observing -------------------------------------------------------------------------
+    def observe(
+        self, student: Student, plan: Plan, outcome: Outcome, decisions: list[Decision]
+    ) -> list[Task]:
+        kind, why, picks = plan.note
+        buffer = self.buffers[student.index]
+        if kind == "new":
+            self._counts["new_batches"] += 1
+            for signal in outcome.scored:
+                self._note_return(student, signal)
+                score, how = self.level_score(student, signal, None)
+                level, offer_reason = buffer.offer(
+                    signal.task, score, self.generation, mean_return=signal.mean_return
+                )
+                self._count_offer(level)
+                decisions.append(
+                    self.decision(
+                        student,
+                        signal.task,
+                        "new_level",
+                        "added" if level is not None else "rejected",
+                        f"{why}; evaluated without training: {how}; {offer_reason}",
+                        score=score,
+                        error=signal.error,
+                    )
+                )
+            return []
+        self._counts["replays"] += 1
+        by_task = {signal.task: signal for signal in outcome.trained}
+        seen: set[int] = set()
+        for pick in picks:
+            level = pick.level
+            signal = by_task[level.task]
+            if level.level_id in seen:
+                decisions.append(self._replay_row(student, pick, why, "drawn again this step"))
+                continue
+            seen.add(level.level_id)
+            self._note_return(student, signal)
+            old = level.score
+            score, how = self.level_score(student, signal, level)
+            buffer.rescore(level, score, signal.mean_return)
+            decisions.append(
+                self._replay_row(
+                    student,
+                    pick,
+                    why,
+                    f"trained on it: {how}, was {old:.3g}",
+                    score=level.score,
+                    error=signal.error,
+                )
+            )
+        return self.after_replay(student, picks, decisions)
+
+    def after_replay(
+        self, student: Student, picks: list[Pick], decisions: list[Decision]
+    ) -> list[Task]:
+        """Tasks to score with the updated policy (none for PLR; ACCEL's edits)."""
+        return []
+
+    def _replay_row(self, student: Student, pick: Pick, why: str, what: str, **fields) -> Decision:
+        return self.decision(
+            student,
+            pick.level.task,
+            "replay",
+            "replayed",
+            f"{why}; {pick.reason()}; {what}",
+            parent_id=pick.level.parent_id,
+            **fields,
+        )
+
+    def _count_offer(self, level: Level | None) -> None:
+        self._counts["levels_added" if level is not None else "levels_rejected"] += 1
+
+    def _note_return(self, student: Student, signal: Signal) -> None:
+        if np.isfinite(signal.mean_return):
+            self.best_return[student.index] = max(
+                self.best_return[student.index], signal.mean_return
+            )
+
+    # -- scores ----------------------------------------------------------------------------
+    def level_score(
+        self, student: Student, signal: Signal, level: Level | None
+    ) -> tuple[float, str]:
+        """The level's score from this signal, and a short account of it."""
+        name = self.score_used
+        trajectories = signal.trajectories()
+        if LevelScore(name).needs_values and not trajectories:
+            # e.g. a level scored by plain episodes although the optimizer has a critic
+            name = LevelScore.RETURN_REGRET.value
+        if name == LevelScore.POSITIVE_VALUE_LOSS:
+            cfg = self.config
+            values = [
+                trajectory_positive_value_loss(t, cfg.gamma, cfg.gae_lambda) for t in trajectories
+            ]
+            score = float(np.mean(values))
+            return score, f"positive value loss {score:.3g}"
+        if name == LevelScore.MAX_MC:
+            best = max(level.max_return if level is not None else float("-inf"), signal.mean_return)
+            score = float(np.mean([max_mc(t.values, best) for t in trajectories]))
+            return score, f"MaxMC {score:.3g} (R_max {best:.1f})"
+        best = self.best_return[student.index]
+        score = return_regret(signal.mean_return, best)
+        return score, (
+            f"return regret {score:.3g} = best return {best:.1f} - return {signal.mean_return:.1f}"
+        )
+
+    # -- tables and state ------------------------------------------------------------------
+    def curriculum_summary(self) -> dict[str, Any]:
+        sizes = [len(b) for b in self.buffers.values()]
+        scores = [lv.score for b in self.buffers.values() for lv in b.levels]
+        return {
+            **self._counts,
+            "buffer_size": float(np.mean(sizes)),
+            "buffer_mean_score": float(np.mean(scores)) if scores else float("nan"),
+            "level_score": self.score_used,
+        }
+
+    def student_rows(self, student: Student) -> list[dict[str, Any]]:
+        return self.buffers[student.index].rows()
+
+    def curriculum_state(self) -> dict[str, Any]:
+        return {"buffers": self.buffers, "best_return": dict(self.best_return)}
+
+    def load_curriculum_state(self, state: dict[str, Any]) -> None:
+        self.buffers = state["buffers"]
+        self.best_return = dict(state["best_return"])
+
+    def progress_line(self, result, total: int) -> str:
+        s = result.summary
+        return (
+            f"gen {result.generation:>3}/{total} | replays {s['replays']:>2} new "
+            f"{s['new_batches']:>2} | buffer {s['buffer_size']:6.0f} added "
+            f"{s['levels_added']:>2} | best {s['best_score']:7.1f} | {s['wall_s']:5.1f}s"
+        )
+
+
+def _score_used(config: PLRConfig, optimizer: Any) -> str:
+    """The configured score, or the fallback when the optimizer gives no value predictions."""
+    wanted = LevelScore(config.score)
+    if not wanted.needs_values or getattr(optimizer, "provides_values", False):
+        return wanted.value
+    optimizer_name = getattr(getattr(optimizer, "config", None), "name", type(optimizer).__name__)
+    message = (
+        f"{wanted.value} needs the value predictions of an actor-critic optimizer; optimizer "
+        f"'{optimizer_name}' gives returns only"
+    )
+    if config.score_fallback == "none":
+        raise ConfigError(
+            "curriculum.score",
+            f"{message}. Use curriculum.score=return_regret, or "
+            "curriculum.score_fallback=return_regret",
+        )
+    log.warning("%s: PLR scores levels by %s instead", message, config.score_fallback)
+    return config.score_fallback

@@ -1,0 +1,187 @@
+"""The single-policy curricula (dr, plr, accel, alp_gmm) on a real local pool: what they pick
+and why, their tables, and exact continuation from a state_dict."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from coevo.curricula.accel import ACCEL, ACCELConfig
+from coevo.curricula.alp_gmm import ALPGMM, ALPGMMConfig
+from coevo.curricula.dr import DomainRandomization, DRConfig
+from coevo.curricula.level_sampling import Signal
+from coevo.curricula.plr import PLRConfig, PrioritizedLevelReplay
+from coevo.errors import ConfigError
+from coevo.optimizers.es import ESConfig, EvolutionStrategy
+from coevo.pool import EvaluationPool
+from coevo.pool.stats import is_runtime_column
+from coevo.tasks.task import Task
+
+TINY = {
+    "dr": (DomainRandomization, DRConfig(generations=4)),
+    "plr": (PrioritizedLevelReplay, PLRConfig(generations=6, buffer_size=6, tasks_per_step=3)),
+    "accel": (ACCEL, ACCELConfig(generations=6, buffer_size=6, tasks_per_step=3)),
+    "alp_gmm": (
+        ALPGMM,
+        ALPGMMConfig(generations=6, fit_rate=8, bootstrap=8, max_components=3, tasks_per_step=4),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def pool(cartpole, cartpole_policy):
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1, envs_per_worker=16) as pool:
+        yield pool
+
+
+def _build(name, pool, space, seed=3, **overrides):
+    cls, config = TINY[name]
+    if overrides:
+        config = type(config)(**{**config.__dict__, **overrides})
+    optimizer = EvolutionStrategy(ESConfig(population=4), pool.policy.num_params)
+    return cls(config, space=space, pool=pool, optimizer=optimizer, seed=seed)
+
+
+def _rows(results):
+    summaries = [{k: v for k, v in r.summary.items() if not is_runtime_column(k)} for r in results]
+    decisions = [d.as_row() for r in results for d in r.decisions]
+    return pd.DataFrame(summaries), pd.DataFrame(decisions)
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_state_dict_continues_exactly_like_an_undisturbed_run(name, pool, cartpole):
+    whole = _build(name, pool, cartpole)
+    expected = _rows(whole.run())
+
+    first = _build(name, pool, cartpole)
+    head = first.run(3)
+    saved = pickle.loads(pickle.dumps(first.state_dict()))
+    second = _build(name, pool, cartpole)
+    second.load_state_dict(saved)
+    tail = second.run()
+    got = _rows(head + tail)
+    pd.testing.assert_frame_equal(got[0], expected[0])
+    pd.testing.assert_frame_equal(got[1], expected[1])
+    pd.testing.assert_frame_equal(second.population_frame(), whole.population_frame())
+    for a, b in zip(second.students, whole.students, strict=True):
+        np.testing.assert_array_equal(a.theta, b.theta)
+
+
+def test_dr_trains_on_uniform_tasks_and_keeps_their_history(pool, cartpole):
+    dr = _build("dr", pool, cartpole)
+    results = dr.run()
+    decisions = [d for r in results for d in r.decisions]
+    assert len(decisions) == 4 * 4  # generations x tasks_per_step
+    assert {d.rule for d in decisions} == {"sample"}
+    assert all(
+        d.reason.startswith("uniform task from the space; training return") for d in decisions
+    )
+    assert dr.students[0].steps == 4
+    frame = dr.population_frame()
+    assert list(frame.columns) == ["student", "generation", "task_id", "task", "train_return"]
+    assert len(frame) == 16 and frame["task_id"].nunique() == 16
+
+
+def test_plr_trains_only_on_replayed_levels_and_explains_each_pick(pool, cartpole):
+    plr = _build("plr", pool, cartpole, generations=8)
+    results = plr.run()
+    decisions = [d for r in results for d in r.decisions]
+    replays = sum(r.summary["replays"] for r in results)
+    new_batches = sum(r.summary["new_batches"] for r in results)
+    assert replays + new_batches == 8 and replays > 0 and new_batches > 0
+    assert plr.students[0].steps == replays  # PLR⊥: no gradient step on new levels
+    replayed = [d for d in decisions if d.rule == "replay"]
+    assert len(replayed) == 3 * replays
+    assert all("replayed level L" in d.reason and ", rank " in d.reason for d in replayed)
+    assert all("staleness" in d.reason for d in replayed)
+    new = [d for d in decisions if d.rule == "new_level"]
+    assert all("evaluated without training: return regret" in d.reason for d in new)
+    assert {d.outcome for d in new} <= {"added", "rejected"}
+    frame = plr.population_frame()
+    assert len(frame) == 6  # the full buffer
+    assert frame["replay_probability"].sum() == pytest.approx(1.0)
+    assert set(frame["rank"]) <= set(range(1, 7))
+    assert results[-1].summary["level_score"] == "return_regret"
+
+
+def test_accel_edits_replayed_levels_and_counts_edits(pool, cartpole):
+    accel = _build("accel", pool, cartpole, generations=8, replay_prob=0.9)
+    results = accel.run()
+    edits = [d for r in results for d in r.decisions if d.rule == "edit"]
+    assert edits, "replays must produce edited levels"
+    for d in edits:
+        assert d.reason.startswith(f"new level from mutation of L{d.parent_id} (1 edit(s)")
+    frame = accel.population_frame()
+    children = frame[frame["parent_id"].notna()]
+    for _, child in children.iterrows():
+        parent = frame[frame["level_id"] == child["parent_id"]]
+        if len(parent):  # the parent may have left the buffer since
+            assert child["edits"] == parent["edits"].iloc[0] + 1
+    assert (frame["edits"] >= 1).all()  # easy base levels are edited initial tasks
+
+
+def test_alp_gmm_fits_and_samples_from_components(pool, cartpole):
+    teacher_run = _build("alp_gmm", pool, cartpole)
+    results = teacher_run.run()
+    decisions = [d for r in results for d in r.decisions]
+    assert sum(r.summary["fits"] for r in results) == 3  # at 8, 16, 24 tasks recorded
+    origins = {d.outcome for d in decisions}
+    assert {"bootstrap", "gmm"} <= origins
+    gmm = [d for d in decisions if d.outcome == "gmm"]
+    assert all(d.reason.startswith("sampled from GMM component ") for d in gmm)
+    frame = teacher_run.population_frame()
+    assert len(frame) == 24 and list(frame.columns)[-2:] == ["return", "alp"]
+    for task in frame["task"]:
+        cartpole.check(Task.from_json(task))
+
+
+def test_student_zero_is_the_same_alone_or_beside_others(pool, cartpole):
+    alone = _build("plr", pool, cartpole, policies=1)
+    together = _build("plr", pool, cartpole, policies=2)
+    alone.run()
+    together.run()
+    np.testing.assert_array_equal(alone.students[0].theta, together.students[0].theta)
+    first = together.population_frame()
+    pd.testing.assert_frame_equal(
+        first[first["student"] == 0].reset_index(drop=True), alone.population_frame()
+    )
+    assert not np.array_equal(together.students[0].theta, together.students[1].theta)
+
+
+def test_value_scores_without_a_critic_fall_back_or_refuse(pool, cartpole):
+    with pytest.raises(ConfigError, match="curriculum.score.*needs the value predictions"):
+        _build("plr", pool, cartpole, score_fallback="none")
+    plr = _build("plr", pool, cartpole, score="max_mc")
+    assert plr.score_used == "return_regret"
+    _build("plr", pool, cartpole, score="return_regret", score_fallback="none")  # no critic needed
+
+
+class _Trajectory:
+    """An episode as an actor-critic optimizer returns it: rewards and value predictions."""
+
+    def __init__(self, rewards, values, last_value=0.0):
+        self.ret = float(sum(rewards))
+        self.rewards, self.values, self.last_value = rewards, values, last_value
+
+
+def test_value_scores_are_used_when_results_carry_values(pool, cartpole):
+    plr = _build("plr", pool, cartpole, gamma=1.0, gae_lambda=1.0)
+    plr.score_used = "positive_value_loss"  # as with an optimizer that provides values
+    task = cartpole.initial_task()
+    signal = Signal(task, 2.0, (_Trajectory([1, 0, 1], [0.5, 0.5, 0.5]),))
+    score, how = plr.level_score(plr.students[0], signal, None)
+    assert score == pytest.approx(2.5 / 3) and how.startswith("positive value loss 0.833")
+    plr.score_used = "max_mc"
+    score, how = plr.level_score(plr.students[0], signal, None)
+    assert score == pytest.approx(1.5) and "R_max 2.0" in how  # mean(2 - 0.5)
+    plain = Signal(task, 2.0, ())
+    score, how = plr.level_score(plr.students[0], plain, None)
+    assert how.startswith("return regret")
+
+
+def test_more_tasks_per_step_than_es_pairs_is_refused(pool, cartpole):
+    with pytest.raises(ConfigError, match="curriculum.tasks_per_step.*allowed: 1..4"):
+        _build("dr", pool, cartpole, tasks_per_step=5)
