@@ -217,6 +217,16 @@ def test_uniform_tasks_keep_bounds_grids_and_intervals():
     assert again[0] == drawn[0]
 
 
+def test_uniform_int_parameters_stay_ints_and_cover_their_range():
+    space = _space(params=(Param("blocks", 0, 3, 0, 1, type="int"),))
+    rng = np.random.default_rng(9)
+    values = [uniform_task(space, rng)["blocks"] for _ in range(400)]
+    assert all(type(v) is int for v in values)
+    assert {v: values.count(v) > 70 for v in range(4)} == {0: True, 1: True, 2: True, 3: True}
+    decoded = decode_task(space, np.array([0.5, 0.5, 0.9]))["blocks"]
+    assert decoded == 3 and type(decoded) is int  # 0.9 of [0, 3] = 2.7 rounds to 3
+
+
 def test_decode_inverts_encode_and_clips():
     space = _space()
     task = space.task(x=0.25, y=1.0)

@@ -202,7 +202,13 @@ class ALPGMMTeacher:
 
     def rows(self) -> list[dict[str, Any]]:
         return [
-            {"index": i, "task_id": t.id, "task": t.to_json(), "return": r, "alp": a}
+            {
+                "index": i,
+                "task_id": t.id,
+                **{f"task.{k}": v for k, v in t.params},
+                "return": r,
+                "alp": a,
+            }
             for i, (t, r, a) in enumerate(zip(self.tasks, self.returns, self.alps, strict=True))
         ]
 

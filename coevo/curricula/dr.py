@@ -75,7 +75,12 @@ class DomainRandomization(LevelSamplingCurriculum):
 
     def student_rows(self, student: Student) -> list[dict[str, Any]]:
         return [
-            {"generation": g, "task_id": t.id, "task": t.to_json(), "train_return": r}
+            {
+                "generation": g,
+                "task_id": t.id,
+                **{f"task.{k}": v for k, v in t.params},
+                "train_return": r,
+            }
             for g, t, r in self.history[student.index]
         ]
 

@@ -89,7 +89,7 @@ class Level:
         return {
             "level_id": self.level_id,
             "task_id": self.task.id,
-            "task": self.task.to_json(),
+            **{f"task.{k}": v for k, v in self.task.params},
             "score": self.score,
             "last_sampled": self.last_sampled,
             "added_at": self.added_at,
