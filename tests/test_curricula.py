@@ -4,6 +4,7 @@ and why, their tables, and exact continuation from a state_dict."""
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -185,3 +186,16 @@ def test_value_scores_are_used_when_results_carry_values(pool, cartpole):
 def test_more_tasks_per_step_than_es_pairs_is_refused(pool, cartpole):
     with pytest.raises(ConfigError, match="curriculum.tasks_per_step.*allowed: 1..4"):
         _build("dr", pool, cartpole, tasks_per_step=5)
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_config_file_states_the_code_defaults(name):
+    """conf/curriculum/NAME.yaml lists every field with the dataclass default (one truth)."""
+    import yaml
+
+    from coevo import curricula
+    from coevo.settings import defaults_of
+
+    cls = curricula.get(name)
+    path = Path(__file__).resolve().parents[1] / "conf" / "curriculum" / f"{name}.yaml"
+    assert yaml.safe_load(path.read_text()) == defaults_of(cls.config_class)
