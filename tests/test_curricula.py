@@ -199,3 +199,15 @@ def test_config_file_states_the_code_defaults(name):
     cls = curricula.get(name)
     path = Path(__file__).resolve().parents[1] / "conf" / "curriculum" / f"{name}.yaml"
     assert yaml.safe_load(path.read_text()) == defaults_of(cls.config_class)
+
+
+def test_a_critic_is_recognised_by_declaration_or_by_a_value_head():
+    from types import SimpleNamespace
+
+    from coevo.curricula.level_sampling import has_critic
+
+    assert has_critic(SimpleNamespace(provides_values=True))
+    assert not has_critic(SimpleNamespace(provides_values=False, policy=None))
+    value_head = SimpleNamespace(values=lambda params, obs: obs)
+    assert has_critic(SimpleNamespace(policy=value_head))  # PPO keeps its actor-critic spec
+    assert not has_critic(EvolutionStrategy(ESConfig(), 10))

@@ -21,9 +21,10 @@ must also score tasks WITHOUT training on them (PLR⊥), follow up with the upda
 (ACCEL), or keep per-seed state (a level buffer or task history per policy).
 
 Level signals. A curriculum sees, for each task, the mean return of the episodes on it and
-the raw results. Results that carry per-step `rewards` and `values` (and `last_value`), as an
-actor-critic optimizer's trajectories may, let PLR compute value-based scores; an optimizer
-says it gives them with the class attribute `provides_values = True`.
+the raw results. Results that carry per-step `rewards` and `values` (PPO's rollout streams)
+let PLR compute value-based scores. An optimizer has a critic (`has_critic`) when it says so
+(`provides_values = True`) or, failing that, when its policy has a value head (PPO keeps
+its actor-critic spec as `optimizer.policy`, whose `values` method the streams come from).
 """
 
 from __future__ import annotations
@@ -117,6 +118,14 @@ class Outcome:
     step_return: float = float("nan")  # the optimizer's own mean return of its step
 
 
+def has_critic(optimizer: Any) -> bool:
+    """Does this optimizer's rollout come with value predictions? (See the module doc.)"""
+    said = getattr(optimizer, "provides_values", None)
+    if said is not None:
+        return bool(said)
+    return callable(getattr(getattr(optimizer, "policy", None), "values", None))
+
+
 def result_return(result: Any) -> float:
     """An evaluation result's return: an episode's `ret`, or a stream's mean return over the
     episodes that ended in it (NaN if none did, or if it failed)."""
@@ -154,15 +163,16 @@ class LevelSamplingCurriculum(Curriculum):
 
     def __init__(self, config, *, space, pool, optimizer, seed: int = 0):
         super().__init__(config, space=space, pool=pool, optimizer=optimizer, seed=seed)
-        population = getattr(optimizer.config, "population", None)
-        if isinstance(population, int) and config.tasks_per_step > population:
-            # ES gives each task whole mirrored pairs (pair i on task i mod n): more tasks
-            # than pairs would leave some with no episodes at all.
-            raise ConfigError(
-                "curriculum.tasks_per_step",
-                f"{config.tasks_per_step} > optimizer.population {population}; "
-                f"allowed: 1..{population}",
-            )
+        # ES gives each task whole mirrored pairs (pair i on task i mod n), PPO whole streams
+        # (stream i on task i mod n_envs): more tasks than that would leave some unplayed.
+        for field_name in ("population", "n_envs"):
+            units = getattr(optimizer.config, field_name, None)
+            if isinstance(units, int) and config.tasks_per_step > units:
+                raise ConfigError(
+                    "curriculum.tasks_per_step",
+                    f"{config.tasks_per_step} > optimizer.{field_name} {units}; "
+                    f"allowed: 1..{units}",
+                )
         self.students: list[Student] = []
         for index in range(config.policies):
             rng = np.random.default_rng([seed, index])
@@ -279,7 +289,7 @@ class LevelSamplingCurriculum(Curriculum):
         """
         if not tasks:
             return []
-        if getattr(self.optimizer, "provides_values", False):
+        if has_critic(self.optimizer):
             asked = self.optimizer.ask(
                 student.theta, student.state, list(tasks), student.rng, self.pool.register
             )

@@ -29,6 +29,7 @@ from coevo.curricula.level_sampling import (
     Plan,
     Signal,
     Student,
+    has_critic,
     log,
 )
 from coevo.curricula.level_scores import (
@@ -264,7 +265,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
 def _score_used(config: PLRConfig, optimizer: Any) -> str:
     """The configured score, or the fallback when the optimizer gives no value predictions."""
     wanted = LevelScore(config.score)
-    if not wanted.needs_values or getattr(optimizer, "provides_values", False):
+    if not wanted.needs_values or has_critic(optimizer):
         return wanted.value
     optimizer_name = getattr(getattr(optimizer, "config", None), "name", type(optimizer).__name__)
     message = (
