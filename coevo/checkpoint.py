@@ -56,6 +56,14 @@ def list_checkpoints(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if _NAME.match(p.name))
 
 
+def generation_of(path: Path) -> int:
+    """The generation a checkpoint file is named for (gen_000012.pkl -> 12)."""
+    match = _NAME.match(Path(path).name)
+    if match is None:
+        raise CheckpointError(f"{path} is not a checkpoint file (gen_NNNNNN.pkl)")
+    return int(match.group(1))
+
+
 def load(path: Path) -> dict[str, Any]:
     """The state saved in `path`; CheckpointError if it is unreadable, damaged or foreign."""
     try:

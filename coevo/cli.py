@@ -2,25 +2,51 @@
 
 from __future__ import annotations
 
+import difflib
 import sys
 from pathlib import Path
+from typing import Any, NoReturn
 
 import hydra
 import numpy as np
+import yaml
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from coevo import runner
 from coevo.checkpoint import CheckpointError
-from coevo.config import parse_config
+from coevo.config import RunConfig, parse_config
+from coevo.curricula.base import GenerationFailed
 from coevo.errors import ConfigError
+from coevo.pool import EvaluationError
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+# What `resume=` may change: none of these changes a result (generations only adds more;
+# the results are the same whatever the backend and number of workers).
+RESUME_OVERRIDES = (
+    "curriculum.generations",
+    "report_every_s",
+    "checkpoints_kept",
+    "logger",
+    "pool.backend",
+    "pool.num_workers",
+    "pool.envs_per_worker",
+    "pool.address",
+)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     print(f"coevo-run: error: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+def _interrupted(error: runner.RunInterrupted) -> NoReturn:
+    print(
+        f"interrupted after generation {error.generation}; resume with: "
+        f"coevo-run resume={error.run_dir}",
+        file=sys.stderr,
+    )
+    sys.exit(130)
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
@@ -34,24 +60,115 @@ def _run_composed(cfg: DictConfig) -> None:
         run(config, run_dir)
     except (ConfigError, CheckpointError) as error:
         _fail(str(error))
+    except runner.RunInterrupted as error:
+        _interrupted(error)
+    except GenerationFailed as error:
+        print(f"coevo-run: error: {error}", file=sys.stderr)
+        sys.exit(1)
 
 
-def _resume(run_dir: str) -> None:
+def _resume(target: str, overrides: list[str]) -> None:
+    path = Path(target)
+    checkpoint_file = path if path.is_file() else None
+    run_dir = path.parent.parent if checkpoint_file else path  # RUN_DIR/checkpoints/gen_N.pkl
     try:
-        config = runner.load_run_config(Path(run_dir))
-        runner.run(config, Path(run_dir), resume=True)
+        config = runner.load_run_config(run_dir)
+        config = _apply_resume_overrides(config, overrides)
+        runner.run(config, run_dir, resume=True, checkpoint_file=checkpoint_file)
     except (ConfigError, CheckpointError, FileNotFoundError) as error:
         _fail(str(error))
+    except runner.RunInterrupted as error:
+        _interrupted(error)
+    except GenerationFailed as error:
+        print(f"coevo-run: error: {error}", file=sys.stderr)
+        sys.exit(1)
+
+
+def _apply_resume_overrides(config: RunConfig, overrides: list[str]) -> RunConfig:
+    raw = runner.config_to_dict(config)
+    for override in overrides:
+        key, sep, text = override.partition("=")
+        if not sep:
+            _fail(f"resume: '{override}' is not KEY=VALUE")
+        if key not in RESUME_OVERRIDES:
+            _fail(
+                f"{key}: cannot be changed on resume (the run would no longer be the run it "
+                f"was); allowed with resume=: {', '.join(RESUME_OVERRIDES)}"
+            )
+        node = raw
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node[part]
+        node[leaf] = yaml.safe_load(text) if text else None
+    return parse_config(raw)
+
+
+def _groups(search_dirs: list[Path]) -> set[str]:
+    return {d.name for base in search_dirs if base.is_dir() for d in base.iterdir() if d.is_dir()}
+
+
+def _leaf_keys(node: Any, prefix: str = "") -> set[str]:
+    keys = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            path = f"{prefix}{key}"
+            keys.add(path)
+            keys |= _leaf_keys(value, f"{path}.")
+    return keys
+
+
+def _check_overrides(args: list[str]) -> None:
+    """Refuse an unknown key (exit 2, naming the closest valid keys) before Hydra would
+    answer with its own message and exit 1; a group choice that does not exist likewise."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    overrides = [a for a in args if "=" in a and not a.startswith("-")]
+    search = [a for a in overrides if a.startswith("hydra.searchpath=")]
+    search_dirs = [CONF_DIR]
+    for arg in search:
+        text = arg.split("=", 1)[1].strip("[]")
+        search_dirs += [Path(p.strip().removeprefix("file://")) for p in text.split(",") if p]
+    groups = _groups(search_dirs)
+    choices, values = [], []
+    for arg in overrides:
+        key = arg.split("=", 1)[0]
+        if key.startswith(("+", "~", "hydra.", "hydra/")) or key == "hydra":
+            continue
+        (choices if key.split("@")[0] in groups else values).append(arg)
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose("config", overrides=[*search, *choices])
+    except HydraException as error:
+        text = str(error).split("\nConfig search path")[0]
+        _fail(text.replace(":\n\t", ": ").replace("\n\t", ", ").replace("\n", " "))
+    known = _leaf_keys(OmegaConf.to_container(cfg, resolve=False))
+    for arg in values:
+        key = arg.split("=", 1)[0]
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
+            hint = f"; did you mean: {', '.join(close)}" if close else ""
+            _fail(
+                f"{key}: unknown key{hint} (a key the config does not have needs Hydra's "
+                f"'+' prefix: +{key}=...)"
+            )
 
 
 def run_main() -> None:
-    """`coevo-run [overrides]`, or `coevo-run resume=RUN_DIR` to continue a run."""
-    resume = [arg for arg in sys.argv[1:] if arg.startswith("resume=")]
-    if resume:
-        # A resumed run keeps its own recorded config, so Hydra composition is skipped.
-        _resume(resume[0].split("=", 1)[1])
-        return
-    _run_composed()
+    """`coevo-run [overrides]`, or `coevo-run resume=RUN_DIR|CHECKPOINT [safe overrides]`."""
+    args = sys.argv[1:]
+    resume = [arg for arg in args if arg.startswith("resume=")]
+    try:
+        if resume:
+            # A resumed run keeps its own recorded config: Hydra composition is skipped.
+            others = [arg for arg in args if arg not in resume]
+            _resume(resume[0].split("=", 1)[1], others)
+            return
+        _check_overrides(args)
+        _run_composed()
+    except KeyboardInterrupt:  # before the first generation started (pool start-up)
+        print("interrupted before the first generation finished", file=sys.stderr)
+        sys.exit(130)
 
 
 def _key_values(args: list[str], allowed: tuple[str, ...], program: str) -> dict[str, str]:
@@ -104,6 +221,9 @@ def eval_main() -> None:
     except (ConfigError, CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"coevo-eval: error: {error}", file=sys.stderr)
         sys.exit(2)
+    except EvaluationError as error:  # the policy's episodes failed: not a usage error
+        print(f"coevo-eval: error: {error}", file=sys.stderr)
+        sys.exit(1)
     print(f"pair {pair.pair_id} policy on {task!r}")
     for index, value in enumerate(returns):
         print(f"episode {index}: return {value:.2f}")

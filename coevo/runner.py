@@ -15,7 +15,7 @@ import yaml
 
 from coevo import checkpoint, curricula, optimizers, tasks
 from coevo.config import RunConfig, parse_config
-from coevo.curricula.base import Curriculum
+from coevo.curricula.base import Curriculum, GenerationFailed
 from coevo.eligible import judge_groups, load_pairs
 from coevo.errors import ConfigError
 from coevo.policies import Policy, make_policy
@@ -143,19 +143,36 @@ def build(config: RunConfig, space: TaskSpace, pool: EvaluationPool) -> Curricul
     return curricula.build(config.curriculum, space, pool, optimizer, seed=config.seed)
 
 
+class RunInterrupted(Exception):
+    """The run was interrupted (Ctrl-C) after `generation` finished generations; the report
+    is written and the run can be resumed from its last checkpoint."""
+
+    def __init__(self, run_dir: Path, generation: int):
+        super().__init__(f"interrupted after generation {generation}")
+        self.run_dir = run_dir
+        self.generation = generation
+
+
 def run(
     config: RunConfig,
     run_dir: Path,
     echo: Callable[[str], None] = print,
     resume: bool = False,
+    checkpoint_file: Path | None = None,
 ) -> Curriculum:
-    """Run (or resume) the experiment, writing tables, checkpoints and report to `run_dir`."""
+    """Run (or resume) the experiment, writing tables, checkpoints and report to `run_dir`.
+
+    `resume`: continue from the newest readable checkpoint, or from `checkpoint_file` (the
+    checkpoints after it are removed: the run goes on from there). Ctrl-C raises
+    `RunInterrupted` once the report is written; a generation whose every evaluation failed
+    raises `GenerationFailed` (report written too).
+    """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     space, policy = prepare(config)
     renderer = space.metadata.get("render_png")
-    if not resume:
-        (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    # On resume too: the run's own config plus the overrides that resume allows.
+    (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
     total = config.curriculum.generations
     logger = ScalarLogger(run_dir, config.logger)
     with _pool(config, space, policy) as pool:
@@ -169,7 +186,14 @@ def run(
             checkpoint.save(checkpoints, curriculum.generation, state, config.checkpoints_kept)
 
         if resume:
-            generation, state = checkpoint.load_latest(checkpoints, on_skip=echo)
+            if checkpoint_file is not None:
+                state = checkpoint.load(checkpoint_file)
+                generation = int(state["curriculum"]["generation"])
+                for later in checkpoint.list_checkpoints(checkpoints):
+                    if later.name > checkpoint.checkpoint_path(checkpoints, generation).name:
+                        later.unlink()  # another future: resume must not fall back on it
+            else:
+                generation, state = checkpoint.load_latest(checkpoints, on_skip=echo)
             curriculum.load_state_dict(state["curriculum"])
             recorder.load_state_dict(state["report"], curriculum.population_frame())
             echo(f"resuming {run_dir} after generation {generation}")
@@ -178,20 +202,33 @@ def run(
         report_built = time.monotonic()
         progress = GenerationProgress()
         pool.progress = progress
-        while curriculum.generation < total:
-            progress.start(curriculum.generation + 1, total)
-            result = curriculum.step()
-            progress.finish()
-            recorder.record(result, curriculum.population_frame())
-            logger.log(result.summary)
-            save_checkpoint()
-            if time.monotonic() - report_built >= config.report_every_s:
-                # The page is for people: rebuilding it every generation would cost most of
-                # a small run's time; `coevo-report` rebuilds it on demand.
-                write_report(run_dir, renderer)
-                report_built = time.monotonic()
-            echo(curriculum.progress_line(result, total))
-            sys.stdout.flush()
+        try:
+            while curriculum.generation < total:
+                progress.start(curriculum.generation + 1, total)
+                try:
+                    result = curriculum.step()
+                finally:
+                    progress.finish()
+                recorder.record(result, curriculum.population_frame())
+                logger.log(result.summary)
+                save_checkpoint()
+                if time.monotonic() - report_built >= config.report_every_s:
+                    # The page is for people: rebuilding it every generation would cost most
+                    # of a small run's time; `coevo-report` rebuilds it on demand.
+                    write_report(run_dir, renderer)
+                    report_built = time.monotonic()
+                echo(curriculum.progress_line(result, total))
+                sys.stdout.flush()
+        except KeyboardInterrupt:
+            saved = checkpoint.list_checkpoints(checkpoints)
+            done = checkpoint.generation_of(saved[-1]) if saved else 0
+            write_report(run_dir, renderer)
+            logger.close()
+            raise RunInterrupted(run_dir, done) from None
+        except GenerationFailed:
+            write_report(run_dir, renderer)
+            logger.close()
+            raise
         write_report(run_dir, renderer)
     logger.close()
     echo(f"run directory: {run_dir}")

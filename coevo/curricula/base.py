@@ -29,6 +29,18 @@ if TYPE_CHECKING:
     from coevo.tasks.task import TaskSpace
 
 
+class GenerationFailed(RuntimeError):
+    """Every evaluation of a generation failed: nothing was learned or judged, and the next
+    generation would fail the same way. Carries the first error."""
+
+    def __init__(self, generation: int, episodes: int, first_error: str):
+        super().__init__(
+            f"generation {generation}: all {episodes} episodes failed; first error: {first_error}"
+        )
+        self.generation = generation
+        self.first_error = first_error
+
+
 @dataclass(frozen=True)
 class CurriculumConfig:
     """Base of every curriculum's config: `name` picks the implementation (a registry name
@@ -109,7 +121,9 @@ class Curriculum(ABC):
 
     # -- the protocol ------------------------------------------------------------------------
     def step(self) -> GenerationResult:
-        """One generation: `run_generation`, then the pool's figures for it in the summary."""
+        """One generation: `run_generation`, then the pool's figures for it in the summary.
+
+        Raises `GenerationFailed` when every episode of the generation failed."""
         import time
 
         self.generation += 1
@@ -117,6 +131,9 @@ class Curriculum(ABC):
         before = self.pool.stats_snapshot()
         result = self.run_generation()
         pool_stats = self.pool.stats_since(before)
+        episodes = int(pool_stats["episodes"])
+        if episodes and pool_stats["failed_episodes"] >= episodes:
+            raise GenerationFailed(self.generation, episodes, self.pool.last_error)
         result.summary = {
             "generation": self.generation,
             **result.summary,

@@ -2,7 +2,7 @@
 
 from coevo.pool.dispatch import EpisodeResult, register_job_kind
 from coevo.pool.jobs import EpisodeJob, Perturbed, Stored, perturbation_noise, weights_key
-from coevo.pool.pool import Backend, EvalResult, EvaluationPool
+from coevo.pool.pool import Backend, EvalResult, EvaluationError, EvaluationPool
 from coevo.pool.worker import Worker
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "EpisodeJob",
     "EpisodeResult",
     "EvalResult",
+    "EvaluationError",
     "EvaluationPool",
     "Perturbed",
     "Stored",

@@ -41,6 +41,23 @@ class EvalResult:
     errors: dict[int, str]
 
 
+def error_line(text: str) -> str:
+    """The line of a worker's error text that says what happened (a traceback's last)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "failed"
+
+
+class EvaluationError(RuntimeError):
+    """Episodes failed where the caller asked for scores only (`evaluate`): a failure is
+    never handed back as a silent NaN. `returns` (NaN where failed) and `errors` (by pair)
+    are attached for callers that want them; `evaluate_detailed` returns them instead."""
+
+    def __init__(self, message: str, returns: np.ndarray, errors: dict[int, str]):
+        super().__init__(message)
+        self.returns = returns
+        self.errors = errors
+
+
 # Chunks in flight per worker: one running, one queued, so no worker idles between calls.
 _IN_FLIGHT_PER_WORKER = 2
 # Guided chunking: each chunk takes 1 / (_GUIDED_SHARE x workers) of the unassigned jobs.
@@ -137,8 +154,16 @@ class EvaluationPool:
         self._blocks_made = 0
         self._owns_ray = False
         self.stats = {
-            key: 0.0 for key in (*CHUNK_STAT_KEYS, "bytes_shipped", "wall_s", "worker_restarts")
+            key: 0.0
+            for key in (
+                *CHUNK_STAT_KEYS,
+                "failed_episodes",
+                "bytes_shipped",
+                "wall_s",
+                "worker_restarts",
+            )
         }
+        self.last_error = ""  # the first error of the most recent call with a failed episode
         self.busy_by_worker = np.zeros(num_workers)
         # Per Ray node id ("local" for the local backend): episodes and busy seconds.
         self._node_stats: dict[str, dict[str, float]] = {}
@@ -330,6 +355,9 @@ class EvaluationPool:
             self._note_pid(worker, int(result.stats.get("pid", 0)))
         self._evict()
         self.stats["wall_s"] += time.perf_counter() - started
+        self.stats["failed_episodes"] += len(errors)
+        if errors:
+            self.last_error = error_line(errors[min(errors)])
         return EvalResult(returns, lengths, errors)
 
     def dispatch(self, jobs: Sequence[Any]) -> list[Any]:
@@ -497,8 +525,20 @@ class EvaluationPool:
         episodes: int = 1,
         seed: int = 0,
     ) -> np.ndarray:
-        """Returns [len(pairs), episodes]: each (parameters, task) on seeds seed..seed+K-1."""
-        return self.evaluate_detailed(pairs, episodes, seed)[0]
+        """Returns [len(pairs), episodes]: each (parameters, task) on seeds seed..seed+K-1.
+
+        Raises `EvaluationError` naming the first error if any episode failed; use
+        `evaluate_detailed` to get NaN returns and the errors instead."""
+        returns, errors = self.evaluate_detailed(pairs, episodes, seed)
+        if errors:
+            first = min(errors)
+            raise EvaluationError(
+                f"{len(errors)} of {len(pairs)} evaluations failed; first (pair {first}): "
+                f"{errors[first]}",
+                returns,
+                errors,
+            )
+        return returns
 
     def evaluate_detailed(
         self,
@@ -514,8 +554,7 @@ class EvaluationPool:
         result = self.run(jobs)
         errors: dict[int, str] = {}
         for job_index in sorted(result.errors):
-            lines = [line for line in result.errors[job_index].splitlines() if line.strip()]
-            errors.setdefault(job_index // episodes, lines[-1].strip() if lines else "failed")
+            errors.setdefault(job_index // episodes, error_line(result.errors[job_index]))
         return result.returns.reshape(len(pairs), episodes), errors
 
     def cross_evaluate(
@@ -525,7 +564,8 @@ class EvaluationPool:
         episodes: int = 1,
         seed: int = 0,
     ) -> np.ndarray:
-        """Mean return of every policy on every task: an array [len(policies), len(tasks)]."""
+        """Mean return of every policy on every task: an array [len(policies), len(tasks)];
+        raises `EvaluationError` if an episode failed."""
         pairs = [(theta, task) for theta in policies for task in tasks]
         scores = self.evaluate(pairs, episodes, seed).mean(axis=1)
         return scores.reshape(len(policies), len(tasks))

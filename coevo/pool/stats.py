@@ -45,6 +45,7 @@ def generation_figures(before: dict[str, float], after: dict[str, float]) -> dic
     pool_wall = after["wall_s"] - before["wall_s"]
     return {
         "episodes": after["episodes"] - before["episodes"],
+        "failed_episodes": after["failed_episodes"] - before.get("failed_episodes", 0.0),
         "env_steps": env_steps,
         "steps_per_s": env_steps / pool_wall if pool_wall > 0 else 0.0,
         "cache_hits": after["cache_hits"] - before["cache_hits"],

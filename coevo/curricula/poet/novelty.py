@@ -65,7 +65,10 @@ class ScoreCache:
         ]
         self.hits += len(keys) * len(tasks) - len(missing)
         if missing:
-            returns = pool.evaluate([(thetas[i], tasks[j]) for i, j in missing], episodes, seed)
+            # A failed evaluation scores NaN: PATA-EC clips it like any score out of bounds.
+            returns, _ = pool.evaluate_detailed(
+                [(thetas[i], tasks[j]) for i, j in missing], episodes, seed
+            )
             for (i, j), score in zip(missing, returns.mean(axis=1), strict=True):
                 self._scores[(keys[i], tasks[j].id)] = float(score)
             while len(self._scores) > self.capacity:

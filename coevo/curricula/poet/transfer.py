@@ -56,7 +56,8 @@ def best_policies(
     seed = int(rng.integers(0, 2**31 - 1))
     pairs = [(thetas[s], targets[t]) for s, t in combos]
     pairs += [(theta, targets[t]) for theta, (_, t) in zip(proposals, combos, strict=False)]
-    scores = pool.evaluate(pairs, episodes, seed).mean(axis=1)
+    returns, _ = pool.evaluate_detailed(pairs, episodes, seed)  # failed: NaN, never picked
+    scores = returns.mean(axis=1)
     out: list[list[TransferCandidate]] = [[] for _ in targets]
     for index, (s, t) in enumerate(combos):
         out[t].append(TransferCandidate(s, "direct", float(scores[index]), thetas[s]))

@@ -1,0 +1,189 @@
+"""coevo-run's answers to a user's mistakes and interruptions: a typo'd key, Ctrl-C,
+`resume=` with overrides (safe ones applied, others refused by name), `resume=` of a
+checkpoint file, and a generation in which every evaluation fails."""
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from cli_support import COEVO_RUN, ROOT, cli
+
+from coevo.pool import EvaluationError, EvaluationPool
+from coevo.pool.stats import is_runtime_column
+
+SMALL = [
+    "pool=local",
+    "curriculum.optimizer_steps=2",
+    "curriculum.repro_threshold=100",
+    "curriculum.reproduce_every=1",
+    "curriculum.max_children=4",
+    "optimizer.population=8",
+    "seed=2",
+]
+
+
+def _tables(run_dir: Path) -> dict[str, pd.DataFrame]:
+    out = {}
+    for name in ("summary.csv", "eligibility.csv", "population.csv"):
+        frame = pd.read_csv(run_dir / name)
+        out[name] = frame.drop(columns=[c for c in frame if is_runtime_column(c)])
+    return out
+
+
+@pytest.mark.parametrize(
+    ("typo", "suggestion"),
+    [
+        ("curriculum.generatons=2", "curriculum.generations"),
+        ("optimizer.popultion=4", "optimizer.population"),
+        ("evolution.generations=2", "curriculum.generations"),
+        ("pool.num_worker=1", "pool.num_workers"),
+    ],
+)
+def test_a_typo_exits_2_naming_the_closest_valid_keys(tmp_path, typo, suggestion):
+    done = cli("coevo-run", "pool=local", typo, f"hydra.run.dir={tmp_path}", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    key = typo.split("=")[0]
+    assert done.stderr.startswith(f"coevo-run: error: {key}: unknown key; did you mean: ")
+    assert suggestion in done.stderr.splitlines()[0]
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "summary.csv").exists()
+
+
+def test_an_unknown_group_choice_exits_2_listing_the_choices(tmp_path):
+    done = cli("coevo-run", "curriculum=poett", f"hydra.run.dir={tmp_path}")
+    assert done.returncode == 2
+    assert "Could not find 'curriculum/poett'" in done.stderr
+    assert "enhanced_poet, poet, poet_paper" in done.stderr
+
+
+def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(tmp_path, backend):
+    args = [*SMALL, f"pool={backend}", "curriculum.generations=30", "optimizer.population=24"]
+    clean = tmp_path / "clean"
+    assert cli("coevo-run", *args, f"hydra.run.dir={clean}").returncode == 0
+    run = tmp_path / "run"
+    process = subprocess.Popen(
+        [COEVO_RUN, *args, f"hydra.run.dir={run}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    _wait_for(run / "checkpoints" / "gen_000002.pkl", process)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr + stdout
+    last = [line for line in stderr.splitlines() if line.startswith("interrupted")][-1]
+    generation = int(last.split("after generation ")[1].split(";")[0])
+    assert generation >= 2
+    assert last == (
+        f"interrupted after generation {generation}; resume with: coevo-run resume={run}"
+    )
+    assert (run / "report.html").exists()
+    assert pd.read_csv(run / "summary.csv")["generation"].max() >= generation
+
+    resumed = cli("coevo-run", f"resume={run}")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"after generation {generation}" in resumed.stdout
+    for name, frame in _tables(clean).items():
+        pd.testing.assert_frame_equal(_tables(run)[name], frame, obj=name)
+
+
+def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
+    short, long = tmp_path / "short", tmp_path / "long"
+    assert (
+        cli("coevo-run", *SMALL, "curriculum.generations=3", f"hydra.run.dir={short}").returncode
+        == 0
+    )
+    assert (
+        cli("coevo-run", *SMALL, "curriculum.generations=5", f"hydra.run.dir={long}").returncode
+        == 0
+    )
+
+    refused = cli("coevo-run", f"resume={short}", "optimizer.lr=0.5")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("coevo-run: error: optimizer.lr: cannot be changed on resume")
+    assert "allowed with resume=: curriculum.generations, report_every_s" in refused.stderr
+    bad = cli("coevo-run", f"resume={short}", "curriculum.generations=0")
+    assert bad.returncode == 2 and "curriculum.generations: must be an integer >= 1" in bad.stderr
+
+    extended = cli("coevo-run", f"resume={short}", "curriculum.generations=5", "report_every_s=0")
+    assert extended.returncode == 0, extended.stderr[-3000:]
+    assert "after generation 3" in extended.stdout and "gen   5/5" in extended.stdout
+    assert "generations: 5" in (short / "config.yaml").read_text()
+    for name, frame in _tables(long).items():
+        pd.testing.assert_frame_equal(_tables(short)[name], frame, obj=name)
+
+
+def test_resume_from_a_checkpoint_file_goes_on_from_that_generation(tmp_path):
+    run = tmp_path / "run"
+    args = [*SMALL, "curriculum.generations=4", "checkpoints_kept=5"]
+    assert cli("coevo-run", *args, f"hydra.run.dir={run}").returncode == 0
+    expected = _tables(run)
+    second = run / "checkpoints" / "gen_000002.pkl"
+    again = cli("coevo-run", f"resume={second}")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "after generation 2" in again.stdout and "gen   3/4" in again.stdout
+    for name, frame in expected.items():
+        pd.testing.assert_frame_equal(_tables(run)[name], frame, obj=name)
+
+
+FAILING = [
+    "pool=local",
+    "task.name=fragile",
+    "+task.entry_point=fragile_env:FragileCartPole",
+    # hazard 1 raises at every episode's third step, and mutation cannot leave it
+    "+task.params.hazard={low: 1, high: 1, init: 1, step: 0, round_to: 1}",
+    "curriculum.generations=3",
+    "optimizer.population=4",
+]
+
+
+def test_a_generation_where_every_evaluation_fails_stops_the_run_with_the_error(tmp_path):
+    done = cli(
+        "coevo-run",
+        *FAILING,
+        f"hydra.run.dir={tmp_path}",
+        env={"PYTHONPATH": str(Path(__file__).parent)},
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "coevo-run: error: generation 1: all " in done.stderr
+    assert "hazard 1: the cart lost a wheel" in done.stderr
+    assert not (tmp_path / "summary.csv").exists()  # no row of NaNs
+    assert (tmp_path / "report.html").exists()
+
+
+def test_pool_evaluate_raises_on_a_failed_episode_instead_of_a_silent_nan(rng):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fragile_env import FragileCartPole
+
+    from coevo.policies import PolicySpec
+    from coevo.tasks.task import Param, TaskSpace
+
+    space = TaskSpace("fragile", (Param("hazard", 0, 3, 0, 0.0),), FragileCartPole, 50)
+    env = FragileCartPole()
+    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
+    theta = policy.init(rng)
+    with EvaluationPool(space, policy, "local", 1, envs_per_worker=2) as pool:
+        ok = pool.evaluate([(theta, space.task(hazard=0))], 2)
+        with pytest.raises(EvaluationError, match="1 of 2 evaluations failed; first") as info:
+            pool.evaluate([(theta, space.task(hazard=0)), (theta, space.task(hazard=1))], 2)
+    assert np.isfinite(ok).all()
+    assert "the cart lost a wheel" in str(info.value)
+    assert np.isnan(info.value.returns[1]).all() and list(info.value.errors) == [1]
