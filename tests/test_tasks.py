@@ -130,3 +130,18 @@ def test_cartpole_physics_follow_the_task(cartpole):
             obs_reused, *_ = env.step(1)
             obs_fresh, *_ = fresh.step(1)
         np.testing.assert_array_equal(obs_reused, obs_fresh)
+
+
+def test_rounded_values_carry_no_float_noise():
+    """111 * 0.1 is 11.100000000000001 in floats; a task keeps round_to's decimals."""
+    space = tasks.get("cartpole")
+    rng = np.random.default_rng(0)
+    task = space.initial_task()
+    for _ in range(300):
+        task = space.mutate(task, rng)
+        for name in space.names:
+            param = space.param(name)
+            if param.round_to:
+                value = task[name]
+                assert repr(value) == repr(round(value, 6)), (name, value)
+    assert space.param("gravity").clip(111 * 0.1) == 11.1

@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -76,6 +77,11 @@ PARAM_TYPES = ("float", "int")
 TASK_FORMATS = ("dict", "scalar")  # or "package.module:function"
 
 
+def _decimals(step: float) -> int:
+    """Decimal places of a rounding step as written (0.1 -> 1, 0.25 -> 2, 5 -> 0)."""
+    return max(0, -int(Decimal(repr(float(step))).normalize().as_tuple().exponent))
+
+
 @dataclass(frozen=True)
 class Param:
     """Schema of one task parameter: bounds, initial value, mutation step, rounding, type.
@@ -118,7 +124,9 @@ class Param:
 
     def clip(self, value: float) -> int | float:
         if self.round_to:
-            value = round(value / self.round_to) * self.round_to
+            # round() again to round_to's decimals: 111 * 0.1 is 11.100000000000001, and such
+            # digits would reach task ids, tables and reports.
+            value = round(round(value / self.round_to) * self.round_to, _decimals(self.round_to))
         if self.type == "int":
             return int(min(max(round(value), round(self.low)), round(self.high)))
         return float(min(max(value, self.low), self.high))
