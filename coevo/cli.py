@@ -20,7 +20,19 @@ from coevo.curricula.base import GenerationFailed
 from coevo.errors import ConfigError
 from coevo.pool import EvaluationError
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+
+def _conf_dir() -> Path:
+    """conf/ inside the installed package (a wheel ships it as coevo/conf), else the
+    repository's top-level conf/ (an editable install or a source checkout)."""
+    package = Path(__file__).resolve().parent
+    inside = package / "conf"
+    return inside if (inside / "config.yaml").is_file() else package.parent / "conf"
+
+
+CONF_DIR = _conf_dir()
+# `${conf:PATH}` in a preset: PATH relative to coevo's conf/ directory, wherever coevo is
+# installed and whatever the working directory (e.g. the example pairs file).
+OmegaConf.register_new_resolver("conf", lambda path: str((CONF_DIR / path).resolve()), replace=True)
 # What `resume=` may change: none of these changes a result (generations only adds more;
 # the results are the same whatever the backend and number of workers).
 RESUME_OVERRIDES = (
