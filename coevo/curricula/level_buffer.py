@@ -249,9 +249,11 @@ class LevelBuffer:
             level.max_return = max(level.max_return, float(mean_return))
 
     def rows(self) -> list[dict[str, Any]]:
+        """One row per level, most likely to be replayed first."""
         probabilities = self.distribution() if self.levels else []
         ranks = competition_ranks([lv.score for lv in self.levels])
-        return [
+        rows = [
             {**lv.row(), "rank": int(r), "replay_probability": float(p)}
             for lv, r, p in zip(self.levels, ranks, probabilities, strict=True)
         ]
+        return sorted(rows, key=lambda row: (-row["replay_probability"], row["level_id"]))

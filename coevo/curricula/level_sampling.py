@@ -213,6 +213,7 @@ class LevelSamplingCurriculum(Curriculum):
     def run_generation(self) -> GenerationResult:
         decisions: list[Decision] = []
         self._generation_returns: dict[int, list[float]] = {s.index: [] for s in self.students}
+        self._tasks_played = 0
         self.begin_generation()
         for _ in range(self.config.rounds):
             plans = [self.plan(student, decisions) for student in self.students]
@@ -223,6 +224,7 @@ class LevelSamplingCurriculum(Curriculum):
             ]
             if any(followups):
                 scored = self._score_many(followups)
+                self._tasks_played += sum(len(signals) for signals in scored)
                 for student, plan, signals in zip(self.students, plans, scored, strict=True):
                     if signals:
                         self.observe_followup(student, plan, signals, decisions)
@@ -233,7 +235,8 @@ class LevelSamplingCurriculum(Curriculum):
         self._last_returns.update(means)
         finite = [v for v in means.values() if np.isfinite(v)]
         summary = {
-            "students": len(self.students),
+            "policies": len(self.students),
+            "tasks": self._tasks_played,  # distinct tasks each policy played, summed
             "optimizer_steps": int(sum(s.steps for s in self.students)),
             **self.curriculum_summary(),
             "best_score": max(finite) if finite else float("nan"),
@@ -274,6 +277,7 @@ class LevelSamplingCurriculum(Curriculum):
                 student.steps += 1
                 step_return = told.record.mean_return
             scored = _signals(plan.score, jobs[middle:end], results[middle:end])
+            self._tasks_played += len(trained) + len(scored)
             for signal in (*trained, *scored):
                 if np.isfinite(signal.mean_return):
                     self._generation_returns[student.index].append(signal.mean_return)

@@ -145,10 +145,17 @@ def _figure(run_dir: Path, caption: str, image: Path) -> str:
     )
 
 
+# A PLR level buffer holds thousands of tasks and a terrain picture takes ~0.1 s: draw the
+# first rows only (curricula list their most relevant tasks first).
+MAX_TASK_PICTURES = 48
+
+
 def _task_pictures(run_dir: Path, population: pd.DataFrame, render: TaskRenderer) -> str:
     out = ["<h2>Tasks</h2>"]
+    if len(population) > MAX_TASK_PICTURES:
+        out.append(f"<p>The first {MAX_TASK_PICTURES} of {len(population)} tasks.</p>")
     task_columns = [c for c in population.columns if c.startswith("task.")]
-    for _, row in population.iterrows():
+    for _, row in population.head(MAX_TASK_PICTURES).iterrows():
         task = {c.removeprefix("task."): float(row[c]) for c in task_columns}
         image = render(task, run_dir / "plots" / f"task_{row['task_id']}.png")
         if "pair_id" in row:
