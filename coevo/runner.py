@@ -140,6 +140,7 @@ def run_eligible(
 def build(config: RunConfig, space: TaskSpace, pool: EvaluationPool) -> Curriculum:
     """The run's curriculum with its optimizer, as the config names them."""
     optimizer = optimizers.build(config.optimizer, pool.policy.num_params)
+    optimizer.use_policy(pool.policy)
     return curricula.build(config.curriculum, space, pool, optimizer, seed=config.seed)
 
 
@@ -170,6 +171,8 @@ def run(
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     space, policy = prepare(config)
+    # The optimizer must fit the policy (e.g. ppo needs a value head): known before Ray starts.
+    optimizers.build(config.optimizer, policy.num_params).use_policy(policy)
     renderer = space.metadata.get("render_png")
     # On resume too: the run's own config plus the overrides that resume allows.
     (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))

@@ -61,9 +61,12 @@ def train(
     tasks: Sequence[Sequence[Task]],
     steps: int,
     rng: np.random.Generator,
+    reasons: list[tuple[int, str]] | None = None,
 ) -> float:
     """`steps` optimizer steps for each learner on its tasks, updating the learners in
-    place; returns the mean return of the last step over the learners (NaN if none)."""
+    place; returns the mean return of the last step over the learners (NaN if none).
+    Steps that report a reason (e.g. a refused PPO update: the learner kept its weights)
+    are appended to `reasons` as (learner index, reason)."""
     mean_return = float("nan")
     for _ in range(steps):
         told = optimize(
@@ -72,9 +75,11 @@ def train(
             [(lr.theta, lr.state, own) for lr, own in zip(learners, tasks, strict=True)],
             rng,
         )
-        for learner, step in zip(learners, told, strict=True):
+        for index, (learner, step) in enumerate(zip(learners, told, strict=True)):
             learner.theta, learner.state = step.theta, step.state
             learner.steps += 1
+            if step.record.reason and reasons is not None:
+                reasons.append((index, step.record.reason))
         means = [s.record.mean_return for s in told if np.isfinite(s.record.mean_return)]
         mean_return = float(np.mean(means)) if means else float("nan")
     return mean_return

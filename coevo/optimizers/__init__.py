@@ -15,6 +15,7 @@ REGISTRY: Registry[Optimizer] = Registry(
     {
         "es": "coevo.optimizers.es:EvolutionStrategy",
         "ars": "coevo.optimizers.ars:AugmentedRandomSearch",
+        "ppo": "coevo.optimizers.ppo:PPO",
     },
 )
 

@@ -77,6 +77,11 @@ class Optimizer(ABC):
         self.config = config
         self.num_params = num_params
 
+    def use_policy(self, policy: Any) -> None:
+        """Told the run's policy before any step (a gradient optimizer needs its network);
+        raises ConfigError when it cannot work with it. Black-box optimizers ignore it."""
+        return None
+
     @abstractmethod
     def init_state(self, theta: np.ndarray, rng: np.random.Generator) -> Any:
         """A fresh state for optimizing `theta` (a new pair, or a transferred policy)."""

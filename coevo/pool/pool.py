@@ -94,10 +94,11 @@ class RayWorker(Worker):
         return self.pid, self.node_id
 
     def run_on_node(
-        self, jobs: Sequence[EpisodeJob], sources: dict[str, Any]
-    ) -> tuple[str, ChunkResult]:
-        """`run`, with the node that ran it (a restarted actor may be on another node)."""
-        return self.node_id, self.run(jobs, sources)
+        self, jobs: Sequence[Any], sources: dict[str, Any], method: str = "run"
+    ) -> tuple[str, Any]:
+        """`run` (or another chunk method, e.g. `collect_trajectories`), with the node that
+        ran it (a restarted actor may be on another node)."""
+        return self.node_id, getattr(self, method)(jobs, sources)
 
 
 class ProgressListener(Protocol):
@@ -319,9 +320,31 @@ class EvaluationPool:
     # -- evaluation ------------------------------------------------------------------------
     def run(self, jobs: Sequence[EpisodeJob]) -> EvalResult:
         """Run episode jobs on the workers; results come back in the jobs' order."""
+        if len(jobs) == 0:
+            return EvalResult(np.zeros(0), np.zeros(0, dtype=np.int64), {})
+        results = self.run_chunks(jobs, "run")
+        returns = np.concatenate([result.returns for result in results])
+        lengths = np.concatenate([result.lengths for result in results])
+        errors: dict[int, str] = {}
+        offset = 0
+        for result in results:
+            errors.update({offset + i: msg for i, msg in result.errors.items()})
+            offset += len(result.returns)
+        self.stats["failed_episodes"] += len(errors)
+        if errors:
+            self.last_error = error_line(errors[min(errors)])
+        return EvalResult(returns, lengths, errors)
+
+    def run_chunks(self, jobs: Sequence[Any], method: str = "run") -> list[Any]:
+        """Cut `jobs` into chunks and run `Worker.<method>(chunk, sources)` for each on the
+        workers (pipelined, retried after worker loss); the chunks' results in job order.
+
+        Episode jobs use `run`; trajectory jobs `collect_trajectories`. Each chunk's
+        counters (`result.stats`) are added to the pool's statistics.
+        """
         n = len(jobs)
         if n == 0:
-            return EvalResult(np.zeros(0), np.zeros(0, dtype=np.int64), {})
+            return []
         started = time.perf_counter()
         self._ship_pending()
         sizes = self.chunk_sizes(n)
@@ -334,31 +357,24 @@ class EvaluationPool:
             results = []
             for index, jobs_chunk in enumerate(chunks):
                 worker = index % self.num_workers
-                result = self._workers[worker].run(jobs_chunk, sources_for[index])
-                self._report(result)
+                result = getattr(self._workers[worker], method)(jobs_chunk, sources_for[index])
+                self._report(result, len(jobs_chunk))
                 results.append((worker, "local", result))
         else:
-            results = self._run_ray(chunks, sources_for)
-        # `results` is in chunk order; chunk i starts at job starts[i].
-        returns = np.concatenate([result.returns for _, _, result in results])
-        lengths = np.concatenate([result.lengths for _, _, result in results])
-        errors: dict[int, str] = {}
-        for offset, (worker, node, result) in zip(starts, results, strict=True):
-            errors.update({offset + i: msg for i, msg in result.errors.items()})
+            results = self._run_ray(chunks, sources_for, method)
+        # `results` is in chunk order.
+        for chunk, (worker, node, result) in zip(chunks, results, strict=True):
             for key in CHUNK_STAT_KEYS:
                 self.stats[key] += result.stats.get(key, 0.0)
             busy = result.stats.get("busy_s", 0.0)
             self.busy_by_worker[worker] += busy
             on_node = self._node_stats.setdefault(node, {"episodes": 0.0, "busy_s": 0.0})
-            on_node["episodes"] += len(result.returns)
+            on_node["episodes"] += len(chunk)
             on_node["busy_s"] += busy
             self._note_pid(worker, int(result.stats.get("pid", 0)))
         self._evict()
         self.stats["wall_s"] += time.perf_counter() - started
-        self.stats["failed_episodes"] += len(errors)
-        if errors:
-            self.last_error = error_line(errors[min(errors)])
-        return EvalResult(returns, lengths, errors)
+        return [result for _, _, result in results]
 
     def dispatch(self, jobs: Sequence[Any]) -> list[Any]:
         """Jobs of any registered kind (see `coevo.pool.dispatch`) in one call; one result
@@ -389,9 +405,9 @@ class EvaluationPool:
             remaining -= sizes[-1]
         return sizes
 
-    def _report(self, result: ChunkResult) -> None:
+    def _report(self, result: Any, jobs: int) -> None:
         if self.progress is not None:
-            self.progress.done(len(result.returns), float(result.lengths.sum()))
+            self.progress.done(jobs, float(result.stats.get("env_steps", 0.0)))
 
     def _note_pid(self, worker: int, pid: int) -> None:
         # A chunk answered by another process than the last one means Ray restarted it.
@@ -406,7 +422,7 @@ class EvaluationPool:
             raise KeyError(f"weights not registered with this pool: {sorted(missing)[:3]}")
         return {key: self._store[key] for key in keys}
 
-    def _run_ray(self, chunks, sources_for) -> list[tuple[int, str, ChunkResult]]:
+    def _run_ray(self, chunks, sources_for, method: str) -> list[tuple[int, str, Any]]:
         import ray
         from ray.exceptions import RayActorError
 
@@ -426,7 +442,7 @@ class EvaluationPool:
                         if in_flight[worker] < _IN_FLIGHT_PER_WORKER:
                             index = todo.popleft()
                             ref = self._workers[worker].run_on_node.remote(
-                                chunks[index], sources_for[index]
+                                chunks[index], sources_for[index], method
                             )
                             pending[ref] = (index, worker)
                             in_flight[worker] += 1
@@ -470,7 +486,7 @@ class EvaluationPool:
                 else:
                     results[index] = (worker, node, result)
                     self._nodes[worker] = node
-                    self._report(result)
+                    self._report(result, len(chunks[index]))
             feed()
         return results  # type: ignore[return-value]
 

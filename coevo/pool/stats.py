@@ -16,6 +16,7 @@ CHUNK_STAT_KEYS = (
     "bytes_loaded",
     "busy_s",
     "cpu_s",
+    "trajectory_bytes",  # trajectory jobs: the arrays' size that came back to the driver
 )
 PER_WORKER_PREFIX = "busy_s_worker_"
 RUNTIME_COLUMNS = (
@@ -51,6 +52,8 @@ def generation_figures(before: dict[str, float], after: dict[str, float]) -> dic
         "cache_hits": after["cache_hits"] - before["cache_hits"],
         "cache_misses": after["cache_misses"] - before["cache_misses"],
         "bytes_shipped": after["bytes_shipped"] - before["bytes_shipped"],
+        "trajectory_bytes": after.get("trajectory_bytes", 0.0)
+        - before.get("trajectory_bytes", 0.0),
         "worker_busy_s": after["busy_s"] - before["busy_s"],
         **{
             key: after[key] - before.get(key, 0.0)

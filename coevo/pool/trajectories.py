@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from coevo.pool.dispatch import register_job_kind
 from coevo.pool.jobs import Stored
 from coevo.tasks.task import Task
 
@@ -268,10 +269,11 @@ def streams_of(chunk: TrajectoryChunk) -> list[Stream]:
 
 def run_trajectory_jobs(pool: EvaluationPool, jobs: list[TrajectoryJob]) -> list[Stream]:
     """The pool's runner for trajectory jobs: chunks to the workers like episodes, one
-    `Stream` per job in order; the arrays' bytes are added to the pool's statistics."""
-    chunks = pool.run_chunks(jobs, "collect_trajectories")
+    `Stream` per job in order (the chunks' bytes are in the pool's `trajectory_bytes`)."""
     streams: list[Stream] = []
-    for chunk in chunks:
+    for chunk in pool.run_chunks(jobs, "collect_trajectories"):
         streams.extend(streams_of(chunk))
-        pool.stats["trajectory_bytes"] = pool.stats.get("trajectory_bytes", 0.0) + chunk.nbytes
     return streams
+
+
+register_job_kind(TrajectoryJob, run_trajectory_jobs)

@@ -130,6 +130,7 @@ class Poet(Curriculum):
         counts: dict[str, float] = {}
 
         active = self.population.active
+        step_reasons: list[tuple[int, str]] = []
         counts["train_mean_return"] = train(
             self.pool,
             self.optimizer,
@@ -137,7 +138,21 @@ class Poet(Curriculum):
             [[p.task] for p in active],
             cfg.optimizer_steps,
             self.rng,
+            step_reasons,
         )
+        for index, reason in step_reasons:  # e.g. a refused update: the pair kept its weights
+            pair = active[index]
+            decisions.append(
+                self._decision(
+                    pair.task,
+                    kind="parent",
+                    rule="optimizer",
+                    outcome="step_failed",
+                    reason=reason,
+                    pair_id=pair.pair_id,
+                    parent_id=pair.parent_id,
+                )
+            )
         self._evaluate(active)
         eligible = self._eligibility(decisions)
         # Counted from the decision rows, so the summary and eligibility.csv always agree.

@@ -1,0 +1,338 @@
+"""coevo's PPO beside Stable-Baselines3's PPO: same envs, budgets, seeds and hyperparameters.
+
+    .venv/bin/python benchmarks/ppo_vs_sb3.py            # the recorded table (~20 min here)
+    .venv/bin/python benchmarks/ppo_vs_sb3.py --quick    # a smoke run (~2 min)
+
+Hyperparameters: rl-baselines3-zoo's hyperparams/ppo.yml for CartPole-v1 and Pendulum-v1,
+given to both libraries. Two differences, the same for both libraries:
+- Pendulum's zoo entry uses gSDE (use_sde, sde_sample_freq 4), which coevo does not have;
+  both run plain Gaussian exploration (use_sde False).
+- coevo starts each stream at a reset every rollout (a pool job owns no env between calls),
+  so an episode longer than n_steps is cut. CartPole's zoo shape, 8 streams x 32 steps,
+  would never show coevo a state past step 32; coevo gets the same 256 transitions per
+  update as 1 stream x 256 steps. SB3 keeps the zoo's 8 x 32. Pendulum's 4 x 1024 is kept
+  for both (its episodes are 200 steps).
+
+Measured per (env, library, seed): the final evaluation (mean return of 10 deterministic
+episodes on fixed seeds, the same episodes for both libraries, in gymnasium's own env), env
+steps until an evaluation first reaches the solve threshold (evaluations every budget/20
+steps), training wall time and CPU time (evaluations excluded) and env steps per second.
+Then 8 CartPole pairs trained at once by coevo (one pool call collects every pair's rollout)
+against 8 separate SB3 runs of the same budget, one after another.
+
+Wall times on this shared 2-core machine move with the other processes' load; CPU seconds
+(this process and its workers) are printed beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from coevo import tasks
+from coevo.optimizers.ppo_learner import PPOConfig
+
+ZOO = {
+    # rl-baselines3-zoo hyperparams/ppo.yml (fetched from DLR-RM/rl-baselines3-zoo).
+    "CartPole-v1": dict(
+        n_envs=8,
+        n_steps=32,
+        batch_size=256,
+        gae_lambda=0.8,
+        gamma=0.98,
+        n_epochs=20,
+        ent_coef=0.0,
+        learning_rate=("lin", 0.001),
+        clip_range=("lin", 0.2),
+        n_timesteps=100_000,
+    ),
+    "Pendulum-v1": dict(
+        n_envs=4,
+        n_steps=1024,
+        gae_lambda=0.95,
+        gamma=0.9,
+        n_epochs=10,
+        ent_coef=0.0,
+        learning_rate=1e-3,
+        clip_range=0.2,
+        n_timesteps=100_000,
+    ),
+}
+SPACES = {"CartPole-v1": "cartpole", "Pendulum-v1": "pendulum"}
+THRESHOLDS = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0}
+# coevo's stream shape where it differs from the zoo's (see the module docstring).
+COEVO_SHAPE = {"CartPole-v1": (1, 256)}
+EVAL_EPISODES = 10
+EVALUATIONS = 20
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process (the driver; Ray workers' time comes from pool stats)."""
+    return time.process_time()
+
+
+def coevo_config(env_id: str, budget: int) -> PPOConfig:
+    zoo = ZOO[env_id]
+    n_envs, n_steps = COEVO_SHAPE.get(env_id, (zoo["n_envs"], zoo["n_steps"]))
+    linear = isinstance(zoo["learning_rate"], tuple)
+    lr = zoo["learning_rate"][1] if linear else zoo["learning_rate"]
+    clip = zoo["clip_range"][1] if isinstance(zoo["clip_range"], tuple) else zoo["clip_range"]
+    return PPOConfig(
+        n_envs=n_envs,
+        n_steps=n_steps,
+        batch_size=zoo.get("batch_size", 64),
+        n_epochs=zoo["n_epochs"],
+        gamma=zoo["gamma"],
+        gae_lambda=zoo["gae_lambda"],
+        clip_range=clip,
+        ent_coef=zoo["ent_coef"],
+        learning_rate=lr,
+        schedule="linear" if linear else "constant",
+        anneal_updates=max(1, budget // (n_envs * n_steps)) if linear else 0,
+    )
+
+
+def evaluate(act: Callable[[np.ndarray], np.ndarray], env_id: str) -> float:
+    """Mean return of deterministic episodes on seeds 10_000.. in gymnasium's env."""
+    env = gym.make(env_id)
+    total = 0.0
+    for episode in range(EVAL_EPISODES):
+        obs, _ = env.reset(seed=10_000 + episode)
+        done = False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(act(obs))
+            total += float(reward)
+            done = terminated or truncated
+    return total / EVAL_EPISODES
+
+
+@dataclass
+class Run:
+    library: str
+    env_id: str
+    seed: int
+    steps: int = 0
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    curve: list[tuple[int, float]] = field(default_factory=list)
+
+    @property
+    def final(self) -> float:
+        return self.curve[-1][1]
+
+    def steps_to(self, threshold: float) -> int | None:
+        return next((steps for steps, score in self.curve if score >= threshold), None)
+
+
+class Clock:
+    """Training time with the evaluations taken out."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = 0.0
+        self._wall0 = self._cpu0 = 0.0
+
+    def start(self) -> None:
+        self._wall0, self._cpu0 = time.perf_counter(), cpu_seconds()
+
+    def stop(self) -> None:
+        self.wall += time.perf_counter() - self._wall0
+        self.cpu += cpu_seconds() - self._cpu0
+
+
+def run_sb3(env_id: str, seed: int, budget: int, evaluate_every: int | None) -> Run:
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    zoo = dict(ZOO[env_id])
+    zoo.pop("n_timesteps")
+    n_envs = zoo.pop("n_envs")
+    for name in ("learning_rate", "clip_range"):
+        if isinstance(zoo[name], tuple):
+            start = zoo[name][1]
+            zoo[name] = lambda progress, start=start: progress * start
+    run = Run("sb3", env_id, seed)
+    clock = Clock()
+
+    class Evaluations(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.next = evaluate_every or budget
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            if evaluate_every and self.num_timesteps >= self.next:
+                clock.stop()
+                score = evaluate(lambda o: model.predict(o, deterministic=True)[0], env_id)
+                run.curve.append((self.num_timesteps, score))
+                self.next += evaluate_every
+                clock.start()
+
+    clock.start()
+    env = make_vec_env(env_id, n_envs=n_envs, seed=seed)
+    model = PPO("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **zoo)
+    model.learn(budget, callback=Evaluations())
+    clock.stop()
+    run.steps = int(model.num_timesteps)
+    run.wall_s, run.cpu_s = clock.wall, clock.cpu
+    if not run.curve or run.curve[-1][0] != run.steps:
+        run.curve.append(
+            (run.steps, evaluate(lambda o: model.predict(o, deterministic=True)[0], env_id))
+        )
+    return run
+
+
+def run_coevo(
+    env_id: str, seeds: list[int], budget: int, evaluate_every: int | None, backend: str
+) -> list[Run]:
+    """coevo's PPO on `len(seeds)` pairs at once (one pool call per step for all of them)."""
+    from coevo.optimizers.ppo import PPO
+    from coevo.policies.actor_critic import ActorCriticSpec
+    from coevo.pool import EvaluationPool
+
+    space = tasks.get(SPACES[env_id])
+    env = space.make_env()
+    spec = ActorCriticSpec.for_spaces(env.observation_space, env.action_space)
+    config = coevo_config(env_id, budget)
+    runs = [Run("coevo", env_id, seed) for seed in seeds]
+    clock = Clock()
+    clock.start()
+    workers = 1 if backend == "local" else 2
+    with EvaluationPool(space, spec, backend, workers, envs_per_worker=64) as pool:
+        optimizer = PPO(config, spec.num_params, policy=spec)
+        rngs = [np.random.default_rng(seed) for seed in seeds]
+        thetas = [spec.init(rng) for rng in rngs]
+        states = [optimizer.init_state(theta, rng) for theta, rng in zip(thetas, rngs, strict=True)]
+        task = space.initial_task()
+        steps, next_eval = 0, evaluate_every or budget
+        while steps < budget:
+            asked = [
+                optimizer.ask(theta, state, [task], rng, pool.register)
+                for theta, state, rng in zip(thetas, states, rngs, strict=True)
+            ]
+            results = pool.dispatch([job for a in asked for job in a.jobs])
+            offset = 0
+            for index, a in enumerate(asked):
+                told = optimizer.tell(
+                    thetas[index], states[index], a, results[offset : offset + len(a.jobs)]
+                )
+                offset += len(a.jobs)
+                if told.record.reason:
+                    print(f"  pair {index}: {told.record.reason}")
+                thetas[index], states[index] = told.theta, told.state
+            steps += config.rollout_steps
+            if evaluate_every and steps >= next_eval:
+                clock.stop()
+                for run, theta in zip(runs, thetas, strict=True):
+                    run.curve.append((steps, evaluate(_coevo_actor(spec, theta), env_id)))
+                next_eval += evaluate_every
+                clock.start()
+        clock.stop()
+        # Ray workers are other processes: their CPU time as the pool counted it.
+        worker_cpu = pool.stats_snapshot()["cpu_s"] if backend == "ray" else 0.0
+    for run, theta in zip(runs, thetas, strict=True):
+        run.steps = steps
+        run.wall_s, run.cpu_s = clock.wall, clock.cpu + worker_cpu
+        if not run.curve or run.curve[-1][0] != steps:
+            run.curve.append((steps, evaluate(_coevo_actor(spec, theta), env_id)))
+    return runs
+
+
+def _coevo_actor(spec, theta: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    params = theta[None]
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        action = spec.act(params, np.asarray(obs, dtype=np.float32)[None])[0]
+        return int(action) if spec.discrete else action
+
+    return act
+
+
+def mean_std(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{np.mean(values):.1f} ± {np.std(values):.1f}"
+
+
+def table(runs: list[Run]) -> str:
+    lines = [
+        "| env | library | seeds | final return | env steps to threshold (solved/seeds) "
+        "| wall s / run | CPU s / run | env steps / wall s | env steps / CPU s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for env_id in ZOO:
+        for library in ("coevo", "sb3"):
+            group = [r for r in runs if r.env_id == env_id and r.library == library]
+            if not group:
+                continue
+            solved = [r.steps_to(THRESHOLDS[env_id]) for r in group]
+            hits = [s for s in solved if s is not None]
+            wall = float(np.mean([r.wall_s for r in group]))
+            cpu = float(np.mean([r.cpu_s for r in group]))
+            steps = float(np.mean([r.steps for r in group]))
+            lines.append(
+                f"| {env_id} | {library} | {len(group)} | {mean_std([r.final for r in group])} "
+                f"| {mean_std([float(h) for h in hits])} ({len(hits)}/{len(group)}) "
+                f"| {wall:.1f} | {cpu:.1f} | {steps / wall:.0f} | {steps / cpu:.0f} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small budgets, 2 seeds")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--pairs", type=int, default=8)
+    parser.add_argument("--pairs-budget", type=int, default=20_000)
+    args = parser.parse_args()
+    torch.set_num_threads(1)  # both libraries, one thread: the machine is shared
+    seeds = list(range(2 if args.quick else args.seeds))
+    runs: list[Run] = []
+    for env_id in ZOO:
+        budget = 10_000 if args.quick else ZOO[env_id]["n_timesteps"]
+        every = budget // EVALUATIONS
+        for seed in seeds:
+            (coevo_run,) = run_coevo(env_id, [seed], budget, every, "local")
+            sb3_run = run_sb3(env_id, seed, budget, every)
+            runs += [coevo_run, sb3_run]
+            print(
+                f"{env_id} seed {seed}: coevo {coevo_run.final:.1f} in {coevo_run.wall_s:.1f}s, "
+                f"sb3 {sb3_run.final:.1f} in {sb3_run.wall_s:.1f}s",
+                flush=True,
+            )
+    print()
+    print(table(runs))
+
+    pairs = 2 if args.quick else args.pairs
+    budget = 5_000 if args.quick else args.pairs_budget
+    pair_seeds = list(range(100, 100 + pairs))
+    started = time.perf_counter()
+    together = run_coevo("CartPole-v1", pair_seeds, budget, None, "ray")
+    coevo_wall, coevo_cpu = time.perf_counter() - started, together[0].cpu_s
+    started, cpu0 = time.perf_counter(), cpu_seconds()
+    apart = [run_sb3("CartPole-v1", seed, budget, None) for seed in pair_seeds]
+    sb3_wall, sb3_cpu = time.perf_counter() - started, cpu_seconds() - cpu0
+    print()
+    print(f"{pairs} CartPole-v1 pairs x {budget} env steps each:")
+    print("| library | how | wall s | CPU s | final return |")
+    print("| --- | --- | --- | --- | --- |")
+    print(
+        f"| coevo | {pairs} pairs at once, ray pool of 2 workers | {coevo_wall:.1f} "
+        f"| {coevo_cpu:.1f} | {mean_std([r.final for r in together])} |"
+    )
+    print(
+        f"| sb3 | {pairs} separate runs, one after another | {sb3_wall:.1f} | {sb3_cpu:.1f} "
+        f"| {mean_std([r.final for r in apart])} |"
+    )
+
+
+if __name__ == "__main__":
+    main()

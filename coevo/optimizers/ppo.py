@@ -1,0 +1,170 @@
+"""PPO as an optimizer plug-in (`optimizer=ppo`): one step = one rollout + one update.
+
+`ask` returns the pair's trajectory jobs (`n_envs` streams of `n_steps` on the pair's task,
+or spread over the tasks given); the loop sends every pair's jobs to the pool in one call;
+`tell` stacks the streams into a rollout and runs the learner (`ppo_learner.update`) in the
+driver with torch. A rollout with a failed stream, or an update that is non-finite or
+exploding, leaves the pair's weights and state as they were and says why in the step's
+record (`reason`).
+
+The policy must be the actor-critic (`policy=actor_critic`): the learner needs its value
+head and its layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from coevo.errors import ConfigError
+from coevo.optimizers import ppo_learner
+from coevo.optimizers.base import Asked, Optimizer, OptimizerConfig, Register, StepRecord, Told
+from coevo.optimizers.ppo_learner import PPOState, PPOUpdateError, Rollout
+from coevo.policies.actor_critic import ActorCriticSpec
+from coevo.pool.jobs import Stored
+from coevo.pool.trajectories import Stream, TrajectoryJob
+from coevo.settings import setting
+from coevo.tasks.task import Task
+
+
+@dataclass(frozen=True)
+class PPOConfig(OptimizerConfig):
+    """PPO's settings; names and defaults as Stable-Baselines3's `PPO`."""
+
+    name: str = setting("ppo", doc="registry name or package.module:Class")
+    n_envs: int = setting(8, low=1, doc="streams per pair and rollout")
+    n_steps: int = setting(256, low=1, doc="steps per stream (each starts at a reset)")
+    batch_size: int = setting(64, low=2, doc="minibatch size")
+    n_epochs: int = setting(10, low=1, doc="passes over each rollout")
+    gamma: float = setting(0.99, low=0.0, high=1.0)
+    gae_lambda: float = setting(0.95, low=0.0, high=1.0)
+    clip_range: float = setting(0.2, low=0.0, open_low=True)
+    clip_range_vf: float | None = setting(None, low=0.0, open_low=True, doc="null: unclipped")
+    ent_coef: float = setting(0.0)
+    vf_coef: float = setting(0.5, low=0.0)
+    max_grad_norm: float = setting(0.5, low=0.0, open_low=True)
+    learning_rate: float = setting(3e-4, low=0.0, open_low=True)
+    schedule: str = setting(
+        "constant", choices=("constant", "linear"), doc="lr and clip range over anneal_updates"
+    )
+    anneal_updates: int = setting(0, low=0, doc="updates to anneal over (schedule linear)")
+    normalize_advantage: bool = setting(True)
+    target_kl: float | None = setting(None, low=0.0, open_low=True, doc="null: no early stop")
+    max_update_norm: float = setting(
+        1e3, low=0.0, open_low=True, doc="an update moving theta farther (L2) is refused"
+    )
+
+    def check(self) -> None:
+        """Checks across fields and of the fields a range cannot state."""
+        ppo_learner.check_config(self.learner())
+
+    def learner(self) -> ppo_learner.PPOConfig:
+        fields = asdict(self)
+        fields.pop("name")
+        return ppo_learner.PPOConfig(**fields)
+
+
+class PPO(Optimizer):
+    config_class = PPOConfig
+    config: PPOConfig
+
+    def __init__(self, config: PPOConfig, num_params: int, policy: Any = None):
+        super().__init__(config, num_params)
+        self.learner_config = config.learner()
+        self.policy: ActorCriticSpec | None = None
+        if policy is not None:
+            self.use_policy(policy)
+
+    def use_policy(self, policy: Any) -> None:
+        """Use `policy` (it must be an `ActorCriticSpec`)."""
+        if not isinstance(policy, ActorCriticSpec):
+            raise ConfigError(
+                "policy.name",
+                f"optimizer ppo needs policy=actor_critic (a value head), got "
+                f"{type(policy).__name__}",
+            )
+        if policy.num_params != self.num_params:
+            raise ValueError(f"policy has {policy.num_params} parameters, not {self.num_params}")
+        self.policy = policy
+
+    def _spec(self) -> ActorCriticSpec:
+        if self.policy is None:
+            raise RuntimeError("PPO needs its policy: PPO(config, num_params, policy=spec)")
+        return self.policy
+
+    def init_state(self, theta: np.ndarray, rng: np.random.Generator) -> PPOState:
+        return PPOState.fresh(self._spec(), int(rng.integers(0, 2**31 - 1)))
+
+    def steps_taken(self, state: PPOState) -> int:
+        return int(state.updates)
+
+    def ask(
+        self,
+        theta: np.ndarray,
+        state: PPOState,
+        tasks: Sequence[Task],
+        rng: np.random.Generator,
+        register: Register,
+    ) -> Asked:
+        key = register(theta)
+        seed = int(rng.integers(0, 2**31 - 1))
+        cfg = self.learner_config
+        jobs = [
+            TrajectoryJob(Stored(key), tasks[stream % len(tasks)], seed, stream, cfg.n_steps)
+            for stream in range(cfg.n_envs)
+        ]
+        return Asked(jobs)
+
+    def tell(
+        self, theta: np.ndarray, state: PPOState, asked: Asked, results: Sequence[Stream]
+    ) -> Told:
+        failed = [stream.error for stream in results if stream.error]
+        mean = _mean_return(results)
+        if failed:
+            last = failed[0].strip().splitlines()[-1] if failed[0].strip() else "failed"
+            reason = f"update skipped: {len(failed)} of {len(results)} streams failed ({last})"
+            return Told(theta, state, StepRecord(mean, len(failed), reason))
+        rollout = stack(results)
+        try:
+            new_theta, new_state, info = ppo_learner.update(
+                self._spec(), self.learner_config, theta, state, rollout
+            )
+        except PPOUpdateError as error:
+            return Told(theta, state, StepRecord(mean, 0, f"update refused: {error}"))
+        extra = {
+            "policy_loss": info.policy_loss,
+            "value_loss": info.value_loss,
+            "entropy": info.entropy,
+            "approx_kl": info.approx_kl,
+            "clip_fraction": info.clip_fraction,
+        }
+        return Told(new_theta, new_state, StepRecord(mean, 0, "", extra))
+
+
+def stack(streams: Sequence[Stream]) -> Rollout:
+    """Streams [T, ...] side by side as a rollout [T, E, ...]."""
+
+    def side_by_side(name: str) -> np.ndarray:
+        return np.stack([getattr(stream, name) for stream in streams], axis=1)
+
+    return Rollout(
+        obs=side_by_side("obs"),
+        actions=side_by_side("actions"),
+        log_probs=side_by_side("log_probs"),
+        rewards=side_by_side("rewards"),
+        terminated=side_by_side("terminated"),
+        truncated=side_by_side("truncated"),
+        values=side_by_side("values"),
+        next_values=side_by_side("next_values"),
+        last_obs=np.stack([stream.last_obs for stream in streams]),
+    )
+
+
+def _mean_return(streams: Sequence[Stream]) -> float:
+    """Mean return of the episodes that ended in the rollout (NaN when none did)."""
+    done = sum(stream.episodes_done for stream in streams if not stream.error)
+    total = sum(stream.episode_return_sum for stream in streams if not stream.error)
+    return total / done if done else float("nan")

@@ -1,0 +1,213 @@
+"""PPO as an optimizer on the pool: trajectories through both backends, learning, failures
+with reasons, exact resumption, a worker killed mid-rollout."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import signal
+import threading
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from coevo import tasks
+from coevo.optimizers.ppo import PPO, PPOConfig
+from coevo.policies import make_policy
+from coevo.pool import EvaluationPool
+from coevo.pool.trajectories import ARRAY_NAMES
+from coevo.tasks.task import Param, TaskSpace
+
+pytest.importorskip("torch")
+
+
+def _policy(space, hidden=(16, 16)):
+    env = space.make_env()
+    return make_policy("actor_critic", env.observation_space, env.action_space, {"hidden": hidden})
+
+
+def _steps(pool, optimizer, thetas, states, task_lists, rngs):
+    """One optimize step for every pair, all rollouts in one pool call (as the loop does)."""
+    asked = [
+        optimizer.ask(theta, state, tasks_, rng, pool.register)
+        for theta, state, tasks_, rng in zip(thetas, states, task_lists, rngs, strict=True)
+    ]
+    results = pool.dispatch([job for a in asked for job in a.jobs])
+    told, offset = [], 0
+    for theta, state, a in zip(thetas, states, asked, strict=True):
+        told.append(optimizer.tell(theta, state, a, results[offset : offset + len(a.jobs)]))
+        offset += len(a.jobs)
+    return told
+
+
+def _rollout_arrays(pool, optimizer, theta, state, task, seed):
+    asked = optimizer.ask(theta, state, [task], np.random.default_rng(seed), pool.register)
+    streams = pool.dispatch(asked.jobs)
+    return [
+        {name: np.array(getattr(s, name)) for name in ARRAY_NAMES if hasattr(s, name)}
+        for s in streams
+    ]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_trajectories_are_identical_on_both_backends(ray_session, workers):
+    space = tasks.get("pendulum")
+    policy = _policy(space)
+    config = PPOConfig(n_envs=5, n_steps=64)
+    optimizer = PPO(config, policy.num_params, policy=policy)
+    theta = policy.init(np.random.default_rng(0))
+    state = optimizer.init_state(theta, np.random.default_rng(1))
+    task = space.task(gravity=12.0)
+    with EvaluationPool(space, policy, "local", 1, envs_per_worker=3) as pool:
+        reference = _rollout_arrays(pool, optimizer, theta, state, task, seed=2)
+    with EvaluationPool(space, policy, "ray", workers, envs_per_worker=2) as pool:
+        other = _rollout_arrays(pool, optimizer, theta, state, task, seed=2)
+        stats = pool.stats_snapshot()
+    for a, b in zip(reference, other, strict=True):
+        for name in a:
+            assert a[name].tobytes() == b[name].tobytes(), name
+    # The trajectories' size is in the pool's statistics: 5 streams x 64 steps of obs (3
+    # floats), action, log-prob, reward, two flags, value, bootstrap value.
+    per_step = 4 * 3 + 4 + 4 + 4 + 1 + 1 + 4 + 4
+    assert stats["trajectory_bytes"] >= 5 * 64 * per_step
+    assert stats["env_steps"] >= 5 * 64
+
+
+def test_ppo_learns_cartpole_on_the_pool():
+    space = tasks.get("cartpole")
+    policy = _policy(space, hidden=(32, 32))
+    config = PPOConfig(
+        n_envs=2, n_steps=256, batch_size=128, n_epochs=10, gamma=0.98, gae_lambda=0.8,
+        learning_rate=1e-3,
+    )  # fmt: skip
+    optimizer = PPO(config, policy.num_params, policy=policy)
+    rngs = [np.random.default_rng(seed) for seed in (0, 1)]
+    thetas = [policy.init(rng) for rng in rngs]
+    states = [optimizer.init_state(theta, rng) for theta, rng in zip(thetas, rngs, strict=True)]
+    task = space.initial_task()
+    training = []
+    with EvaluationPool(space, policy, "local", 1, envs_per_worker=16) as pool:
+        for _ in range(20):
+            told = _steps(pool, optimizer, thetas, states, [[task], [task]], rngs)
+            assert all(t.record.reason == "" for t in told)
+            thetas = [t.theta for t in told]
+            states = [t.state for t in told]
+            training.append([t.record.mean_return for t in told])
+        after = pool.evaluate([(theta, task) for theta in thetas], episodes=4, seed=7)
+    assert optimizer.steps_taken(states[0]) == 20
+    assert told[0].record.extra["value_loss"] > 0
+    # Two pairs trained at once, in one pool call per step, both learn: the stochastic
+    # policy's episodes grow from ~20 steps, the deterministic one balances for long.
+    training = np.array(training)
+    assert (training[:2].mean(axis=0) < 60).all() and (training[-2:].mean(axis=0) > 100).all()
+    assert (after.mean(axis=1) > 150).all(), (training, after)
+
+
+def test_resume_from_a_pickled_state_gives_the_same_steps():
+    space = tasks.get("pendulum")
+    policy = _policy(space)
+    optimizer = PPO(PPOConfig(n_envs=2, n_steps=64, batch_size=32, n_epochs=2), policy.num_params,
+                    policy=policy)  # fmt: skip
+    theta = policy.init(np.random.default_rng(3))
+    state = optimizer.init_state(theta, np.random.default_rng(4))
+    task = space.initial_task()
+    with EvaluationPool(space, policy, "local", 1, envs_per_worker=4) as pool:
+        rng = np.random.default_rng(5)
+        (told,) = _steps(pool, optimizer, [theta], [state], [[task]], [rng])
+        saved = pickle.dumps((told.theta, told.state, rng))
+        (a,) = _steps(pool, optimizer, [told.theta], [told.state], [[task]], [rng])
+        theta2, state2, rng2 = pickle.loads(saved)
+        (b,) = _steps(pool, optimizer, [theta2], [state2], [[task]], [rng2])
+    assert a.theta.tobytes() == b.theta.tobytes()
+    assert a.state.adam_v.tobytes() == b.state.adam_v.tobytes()
+
+
+class NaNAtStep2(gym.Env):
+    """Rewards NaN at step 2 when its task's mode is 1; raises at step 3 when it is 2."""
+
+    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self):
+        self.task = self._next = {"mode": 0.0}
+        self.t = 0
+
+    def get_task(self):
+        return dict(self._next)
+
+    def set_task(self, task):
+        self._next = dict(task)
+
+    def reset(self, *, seed=None, options=None):
+        self.task, self.t = dict(self._next), 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        mode = round(self.task["mode"])
+        if mode == 2 and self.t == 3:
+            raise FloatingPointError("wheel fell off")
+        reward = float("nan") if mode == 1 and self.t == 2 else 1.0
+        return np.zeros(2, np.float32), reward, self.t >= 10, False, {}
+
+
+def test_a_broken_rollout_leaves_the_pair_as_it_was_with_a_reason():
+    space = TaskSpace("broken", (Param("mode", 0, 2, 0, 0.0),), NaNAtStep2, 50)
+    policy = _policy(space)
+    optimizer = PPO(PPOConfig(n_envs=2, n_steps=20, batch_size=20), policy.num_params,
+                    policy=policy)  # fmt: skip
+    theta = policy.init(np.random.default_rng(8))
+    state = optimizer.init_state(theta, np.random.default_rng(9))
+    modes = [[space.task(mode=m)] for m in (0, 1, 2)]
+    with EvaluationPool(space, policy, "local", 1, envs_per_worker=4) as pool:
+        rngs = [np.random.default_rng(10 + i) for i in range(3)]
+        fine, nan, raised = _steps(pool, optimizer, [theta] * 3, [state] * 3, modes, rngs)
+    assert fine.record.reason == "" and fine.theta.tobytes() != theta.tobytes()
+    assert nan.record.reason.startswith("update refused: non-finite advantages")
+    assert raised.record.reason.startswith("update skipped: 2 of 2 streams failed")
+    assert "wheel fell off" in raised.record.reason and raised.record.failed == 2
+    for told in (nan, raised):
+        assert told.theta.tobytes() == theta.tobytes() and told.state is state
+
+
+def test_a_killed_worker_mid_rollout_gives_identical_results(ray_session):
+    # One gymnasium env per slot (slower than batched physics): a call long enough to kill.
+    space = dataclasses.replace(tasks.get("pendulum"), make_slots=None)
+    policy = _policy(space)
+    optimizer = PPO(PPOConfig(n_envs=8, n_steps=600), policy.num_params, policy=policy)
+    rng = np.random.default_rng(6)
+    thetas = [policy.init(rng) for _ in range(4)]
+    state = optimizer.init_state(thetas[0], rng)
+    task = space.initial_task()
+    with EvaluationPool(space, policy, "ray", num_workers=2, envs_per_worker=4) as pool:
+
+        def rollouts():
+            out = []
+            for index, theta in enumerate(thetas):
+                out += _rollout_arrays(pool, optimizer, theta, state, task, seed=index)
+            return out
+
+        started = time.perf_counter()
+        undisturbed = rollouts()
+        undisturbed_s = time.perf_counter() - started
+        pid_before = [info["pid"] for info in pool.worker_info()]
+        killed_at: list[float] = []
+
+        def kill_worker_0() -> None:
+            time.sleep(min(0.3, undisturbed_s / 8))
+            os.kill(pid_before[0], signal.SIGKILL)
+            killed_at.append(time.perf_counter())
+
+        killer = threading.Thread(target=kill_worker_0)
+        killer.start()
+        disturbed = rollouts()
+        returned_at = time.perf_counter()
+        killer.join()
+        assert killed_at and killed_at[0] < returned_at
+        assert pool.stats["worker_restarts"] >= 1
+    for a, b in zip(undisturbed, disturbed, strict=True):
+        for name in a:
+            assert a[name].tobytes() == b[name].tobytes(), name

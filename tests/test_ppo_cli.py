@@ -1,0 +1,98 @@
+"""`coevo-run optimizer=ppo`: POET and Enhanced POET with PPO from the command line, bad
+settings refused before Ray starts, refused updates explained in eligibility.csv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from cli_support import cli
+
+pytest.importorskip("torch")
+
+SMALL_PPO = [
+    "optimizer=ppo",
+    "policy=actor_critic",
+    "policy.hidden=[16,16]",
+    "optimizer.n_envs=2",
+    "optimizer.n_steps=128",
+    "optimizer.batch_size=128",
+    "optimizer.n_epochs=3",
+]
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["optimizer=ppo"], "policy.name: optimizer ppo needs policy=actor_critic"),
+        (
+            ["optimizer=ppo", "policy=actor_critic", "optimizer.batch_size=1"],
+            "optimizer.batch_size",
+        ),
+        (
+            ["optimizer=ppo", "policy=actor_critic", "optimizer.schedule=cosine"],
+            "optimizer.schedule",
+        ),
+        (
+            ["optimizer=ppo", "policy=actor_critic", "optimizer.schedule=linear"],
+            "optimizer.anneal_updates: must be >= 1 with schedule linear",
+        ),
+        (["optimizer=ppo", "policy=actor_critic", "+optimizer.n_stepz=3"], "optimizer.n_stepz"),
+    ],
+)
+def test_bad_ppo_settings_exit_2_naming_the_field(tmp_path, overrides, message):
+    done = cli("coevo-run", *overrides, f"hydra.run.dir={tmp_path}", timeout=120)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert message in done.stdout + done.stderr
+    assert "pool:" not in done.stdout  # refused before any worker started
+
+
+def test_enhanced_poet_with_ppo_admits_children_and_transfers(tmp_path):
+    done = cli(
+        "coevo-run",
+        *SMALL_PPO,
+        "curriculum=enhanced_poet",
+        "curriculum.generations=2",
+        "curriculum.reproduce_every=1",
+        "curriculum.transfer_every=1",
+        "curriculum.repro_threshold=0",
+        "curriculum.mc_lower=0",
+        "curriculum.initial_pairs=2",
+        "curriculum.optimizer_steps=1",
+        f"hydra.run.dir={tmp_path}",
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert summary["admitted_total"].iloc[-1] >= 1
+    assert (summary["trajectory_bytes"] > 0).all()
+    rows = pd.read_csv(tmp_path / "eligibility.csv")
+    assert (rows["outcome"] == "admitted").any()
+    # Transfer candidates were judged, the proposal ones after one PPO update each.
+    assert rows["rule"].eq("transfer").any()
+    assert summary["train_mean_return"].notna().all()  # PPO rollouts' episode returns
+
+
+def test_a_refused_update_is_a_row_in_eligibility_csv(tmp_path):
+    # FragileCartPole (tests/fragile_env.py) with hazard 2 rewards NaN at step 2: every
+    # rollout has a NaN reward, every update is refused, the pair keeps its weights.
+    done = cli(
+        "coevo-run",
+        *SMALL_PPO,
+        "pool=local",
+        "task.name=fragile",
+        "+task.entry_point=fragile_env:FragileCartPole",
+        "+task.params.hazard={low: 0, high: 3, init: 2, step: 0, round_to: 1}",
+        "curriculum.generations=1",
+        "curriculum.optimizer_steps=2",
+        f"hydra.run.dir={tmp_path}",
+        env={"PYTHONPATH": str(Path(__file__).parent)},
+        timeout=300,
+    )
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    rows = pd.read_csv(tmp_path / "eligibility.csv")
+    failed = rows[rows["rule"] == "optimizer"]
+    assert len(failed) == 2  # one row per refused step
+    assert (failed["outcome"] == "step_failed").all()
+    assert failed["reason"].str.startswith("update refused: non-finite advantages").all()
