@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from coevo import tasks
-from coevo.optimizers.ppo_learner import PPOConfig
+from coevo.optimizers.ppo import PPOConfig
 
 ZOO = {
     # rl-baselines3-zoo hyperparams/ppo.yml (fetched from DLR-RM/rl-baselines3-zoo).
@@ -120,6 +120,7 @@ class Run:
     steps: int = 0
     wall_s: float = 0.0
     cpu_s: float = 0.0
+    startup_s: float = 0.0  # coevo: starting the pool (Ray and its workers), in wall_s
     curve: list[tuple[int, float]] = field(default_factory=list)
 
     @property
@@ -206,7 +207,9 @@ def run_coevo(
     clock = Clock()
     clock.start()
     workers = 1 if backend == "local" else 2
+    started = time.perf_counter()
     with EvaluationPool(space, spec, backend, workers, envs_per_worker=64) as pool:
+        startup = time.perf_counter() - started
         optimizer = PPO(config, spec.num_params, policy=spec)
         rngs = [np.random.default_rng(seed) for seed in seeds]
         thetas = [spec.init(rng) for rng in rngs]
@@ -228,7 +231,7 @@ def run_coevo(
                 if told.record.reason:
                     print(f"  pair {index}: {told.record.reason}")
                 thetas[index], states[index] = told.theta, told.state
-            steps += config.rollout_steps
+            steps += config.n_envs * config.n_steps
             if evaluate_every and steps >= next_eval:
                 clock.stop()
                 for run, theta in zip(runs, thetas, strict=True):
@@ -241,6 +244,7 @@ def run_coevo(
     for run, theta in zip(runs, thetas, strict=True):
         run.steps = steps
         run.wall_s, run.cpu_s = clock.wall, clock.cpu + worker_cpu
+        run.startup_s = startup
         if not run.curve or run.curve[-1][0] != steps:
             run.curve.append((steps, evaluate(_coevo_actor(spec, theta), env_id)))
     return runs
@@ -325,7 +329,8 @@ def main() -> None:
     print("| library | how | wall s | CPU s | final return |")
     print("| --- | --- | --- | --- | --- |")
     print(
-        f"| coevo | {pairs} pairs at once, ray pool of 2 workers | {coevo_wall:.1f} "
+        f"| coevo | {pairs} pairs at once, ray pool of 2 workers (pool start "
+        f"{together[0].startup_s:.1f} s included) | {coevo_wall:.1f} "
         f"| {coevo_cpu:.1f} | {mean_std([r.final for r in together])} |"
     )
     print(
