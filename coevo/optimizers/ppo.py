@@ -70,6 +70,9 @@ class PPOConfig(OptimizerConfig):
 class PPO(Optimizer):
     config_class = PPOConfig
     config: PPOConfig
+    # Its results (trajectory streams) carry per-step rewards and value predictions: PLR
+    # may score levels by positive value loss from them (coevo/curricula/level_sampling.py).
+    provides_values = True
 
     def __init__(self, config: PPOConfig, num_params: int, policy: Any = None):
         super().__init__(config, num_params)
@@ -112,9 +115,12 @@ class PPO(Optimizer):
         key = register(theta)
         seed = int(rng.integers(0, 2**31 - 1))
         cfg = self.learner_config
+        # Streams cycle through the tasks; every task gets at least one stream (a curriculum
+        # scoring many tasks at once then gets a larger rollout than n_envs streams).
+        streams = max(cfg.n_envs, len(tasks))
         jobs = [
             TrajectoryJob(Stored(key), tasks[stream % len(tasks)], seed, stream, cfg.n_steps)
-            for stream in range(cfg.n_envs)
+            for stream in range(streams)
         ]
         return Asked(jobs)
 

@@ -177,11 +177,26 @@ class ActorCriticSpec(Policy):
             mask[segment.start : segment.stop] = segment.trainable
         return mask
 
+    @functools.cached_property
+    def _slices(self) -> dict[str, tuple[int, int, tuple[int, ...]]]:
+        """(start, stop, shape) by segment name: `view` runs several times per env step."""
+        return {n: (s.start, s.stop, s.shape) for n, s in self.segments.items()}
+
+    @functools.cached_property
+    def _linears(self) -> dict[str, tuple[int, int, int, int, int]]:
+        """(weight start, bias start, bias stop, out, in) of each linear layer by name."""
+        out = {}
+        for name, (start, stop, shape) in self._slices.items():
+            if name.endswith(".weight"):
+                layer = name[: -len(".weight")]
+                _, bias_stop, _ = self._slices[f"{layer}.bias"]
+                out[layer] = (start, stop, bias_stop, shape[0], shape[1])
+        return out
+
     def view(self, theta: np.ndarray, name: str) -> np.ndarray:
         """The segment `name` of one vector (a view, shaped) or of a stack [B, P]."""
-        segment = self.segments[name]
-        part = theta[..., segment.start : segment.stop]
-        return part.reshape(*theta.shape[:-1], *segment.shape)
+        start, stop, shape = self._slices[name]
+        return theta[..., start:stop].reshape(theta.shape[:-1] + shape)
 
     def init(self, rng: np.random.Generator) -> np.ndarray:
         """Orthogonal weights as SB3 initialises them, zero biases, log_std = log_std_init."""
@@ -221,9 +236,10 @@ class ActorCriticSpec(Policy):
         return h
 
     def _linear(self, params: np.ndarray, h: np.ndarray, name: str) -> np.ndarray:
-        weight = self.view(params, f"{name}.weight")  # [B, out, in]
+        start, bias, stop, fan_out, fan_in = self._linears[name]
+        weight = params[:, start:bias].reshape(params.shape[0], fan_out, fan_in)
         # Stacked matmul: each row gets the same bits whatever the batch around it.
-        return np.matmul(weight, h[:, :, None])[:, :, 0] + self.view(params, f"{name}.bias")
+        return np.matmul(weight, h[:, :, None])[:, :, 0] + params[:, bias:stop]
 
     def forward(self, params: np.ndarray, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(logits or Gaussian means [B, A], values [B]) of B parameter rows on B obs."""
