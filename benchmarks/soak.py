@@ -28,10 +28,8 @@ import time
 from pathlib import Path
 
 import psutil
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
-from coevo import runner
+from coevo import hydra_configs, runner
 from coevo.config import parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,8 +97,7 @@ def main() -> None:
         f"report_every_s={args.report_every_s}",
         f"seed={args.seed}",
     ]
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        raw = OmegaConf.to_container(compose("config", overrides=overrides), resolve=True)
+    raw = hydra_configs.compose(ROOT / "conf", overrides)
     config = parse_config(raw)
     run_dir = Path(tempfile.mkdtemp(prefix="coevo-soak-"))
     samples: dict[int, dict[str, float]] = {}

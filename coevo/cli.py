@@ -13,7 +13,7 @@ import yaml
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from coevo import runner
+from coevo import hydra_configs, runner
 from coevo.checkpoint import CheckpointError
 from coevo.config import RunConfig, parse_config
 from coevo.curricula.base import GenerationFailed
@@ -135,6 +135,7 @@ def _check_overrides(args: list[str]) -> None:
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
+    hydra_configs.register()
     overrides = [a for a in args if "=" in a and not a.startswith("-")]
     search = [a for a in overrides if a.startswith("hydra.searchpath=")]
     search_dirs = [CONF_DIR]
@@ -176,7 +177,7 @@ def run_main() -> None:
             others = [arg for arg in args if arg not in resume]
             _resume(resume[0].split("=", 1)[1], others)
             return
-        _check_overrides(args)
+        _check_overrides(args)  # registers the structured configs too
         _run_composed()
     except KeyboardInterrupt:  # before the first generation started (pool start-up)
         print("interrupted before the first generation finished", file=sys.stderr)

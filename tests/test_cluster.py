@@ -20,9 +20,8 @@ import psutil
 import pytest
 from cli_support import COEVO_RUN, ROOT
 from cluster_support import LocalCluster, alive, isolated_env
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
+from coevo import hydra_configs
 from coevo.pool.stats import is_runtime_column
 
 DRIVER = str(Path(__file__).with_name("cluster_support.py"))
@@ -46,8 +45,7 @@ OVERRIDES = [
 @functools.cache
 def _composed() -> dict:
     """The config coevo-run composes from these overrides, for the driver script."""
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return OmegaConf.to_container(compose("config", overrides=OVERRIDES), resolve=True)
+    return hydra_configs.compose(ROOT / "conf", OVERRIDES)
 
 
 def _with_address(address: str | None) -> dict:
