@@ -135,7 +135,7 @@ def test_cross_evaluation_on_ray_equals_local(ray_session, cartpole, cartpole_po
 def test_a_call_may_use_more_versions_than_the_store_keeps(cartpole, cartpole_policy, pairs):
     with EvaluationPool(cartpole, cartpole_policy, "local", 2, 4, store_size=5) as small:
         got = small.evaluate(pairs[:12], episodes=2, seed=3)
-        assert len(small._store) == 5  # trimmed after the call, never during it
+        assert len(small.store) == 5  # trimmed after the call, never during it
         again = small.evaluate(pairs[:12], episodes=2, seed=3)
     with EvaluationPool(cartpole, cartpole_policy, "local", 1, 4) as large:
         expected = large.evaluate(pairs[:12], episodes=2, seed=3)

@@ -2,7 +2,8 @@
 
 from coevo.pool.dispatch import EpisodeResult, register_job_kind
 from coevo.pool.jobs import EpisodeJob, Perturbed, Stored, perturbation_noise, weights_key
-from coevo.pool.pool import Backend, EvalResult, EvaluationError, EvaluationPool
+from coevo.pool.pool import Backend, EvaluationPool
+from coevo.pool.results import EvalResult, EvaluationError
 from coevo.pool.worker import Worker
 
 __all__ = [

@@ -22,7 +22,7 @@ from coevo.pool.jobs import EpisodeJob, Perturbed, Stored, perturbation_noise
 from coevo.pool.slots import EnvSlots, GymSlots
 from coevo.tasks.task import TaskSpace
 
-# Object-store blocks a worker keeps (each at most pool._BLOCK_BYTES): chunks walk through
+# Object-store blocks a worker keeps (each at most store.BLOCK_BYTES): chunks walk through
 # the versions in registration order, so the current block and the one before suffice.
 _BLOCK_CACHE = 2
 

@@ -1,0 +1,46 @@
+"""The in-process backend: `Worker`s in the driver's process, chunks run one after another."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from coevo.policies.base import Policy
+from coevo.pool.worker import Worker
+from coevo.tasks.task import TaskSpace
+
+
+class LocalWorkers:
+    def __init__(self, space: TaskSpace, policy: Policy, num_workers: int, envs_per_worker: int):
+        self.num_workers = num_workers
+        self.workers = [Worker(space, policy, envs_per_worker) for _ in range(num_workers)]
+        self.pids = [worker.ping() for worker in self.workers]
+        self.nodes = ["local"] * num_workers
+        self.restarts = 0
+
+    def put(self, block: np.ndarray) -> Any:
+        return block.copy()
+
+    def run(
+        self,
+        chunks: Sequence[list[Any]],
+        sources_for: Sequence[dict[str, Any]],
+        method: str,
+        on_done: Callable[[Any, int], None],
+    ) -> list[tuple[int, str, Any]]:
+        """`Worker.<method>(chunk, sources)` for each chunk; (worker, node, result) each."""
+        results = []
+        for index, chunk in enumerate(chunks):
+            worker = index % self.num_workers
+            result = getattr(self.workers[worker], method)(chunk, sources_for[index])
+            on_done(result, len(chunk))
+            results.append((worker, "local", result))
+        return results
+
+    def info(self) -> list[dict[str, Any]]:
+        return [worker.info() for worker in self.workers]
+
+    def close(self) -> None:
+        self.workers = []

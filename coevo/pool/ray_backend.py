@@ -1,0 +1,248 @@
+"""The Ray backend: workers as Ray actors, chunks pipelined with `ray.wait`, and the pool's
+own fault handling.
+
+A killed worker process is restarted by Ray (its constructor re-run) and its chunks re-run;
+results are a function of the jobs, so they come out the same. Ray alone restarts an actor
+only where one fits, so after a node loss on a full cluster its chunks would wait forever:
+a worker whose chunk fails after Ray's own retries, or whose node Ray lists as dead (asked
+every `HEALTH_CHECK_S` while chunks are out), is killed for good, its chunks go to the other
+workers, and a replacement starts where there is room.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from coevo.policies.base import Policy
+from coevo.pool.scheduling import IN_FLIGHT_PER_WORKER
+from coevo.pool.worker import Worker
+from coevo.tasks.task import TaskSpace
+
+logger = logging.getLogger(__name__)
+
+# Re-runs of one chunk whose worker died; finite so a chunk that kills its worker every time
+# fails the call instead of restarting workers forever.
+CHUNK_RETRIES = 3
+# How often, while chunks are out, the driver asks Ray which nodes are alive.
+HEALTH_CHECK_S = 1.0
+
+
+class RayWorker(Worker):
+    """The Ray actor: a `Worker` that also says which node it runs on."""
+
+    def __init__(self, space: TaskSpace, policy: Policy, num_envs: int = 8):
+        super().__init__(space, policy, num_envs)
+        import ray
+
+        self.node_id = ray.get_runtime_context().get_node_id()
+
+    def info(self) -> dict[str, Any]:
+        """`Worker.info`, plus the OMP_NUM_THREADS Ray gave this process (BLAS threads)."""
+        return {**super().info(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
+
+    def where(self) -> tuple[int, str]:
+        """(pid, Ray node id) of this worker."""
+        return self.pid, self.node_id
+
+    def run_on_node(
+        self, jobs: Sequence[Any], sources: dict[str, Any], method: str = "run"
+    ) -> tuple[str, Any]:
+        """`run` (or another chunk method, e.g. `collect_trajectories`), with the node that
+        ran it (a restarted actor may be on another node)."""
+        return self.node_id, getattr(self, method)(jobs, sources)
+
+
+class RayWorkers:
+    def __init__(
+        self,
+        space: TaskSpace,
+        policy: Policy,
+        num_workers: int,
+        envs_per_worker: int,
+        address: str | None = None,
+    ):
+        import ray
+
+        self.space, self.policy = space, policy
+        self.num_workers, self.envs_per_worker = num_workers, envs_per_worker
+        self.restarts = 0  # workers replaced by the pool (not Ray's own restarts)
+        self.owns_ray = False
+        # Replacements by worker index, with the ref of their first call; a worker gets
+        # chunks once that call has answered.
+        self.starting: dict[int, Any] = {}
+        self._failed_starts: dict[int, int] = {}  # replacements that died before answering
+        if not ray.is_initialized():
+            if address:
+                ray.init(address=address, logging_level="WARNING")
+            else:
+                ray.init(
+                    num_cpus=os.cpu_count() or 1,
+                    include_dashboard=False,
+                    logging_level="WARNING",
+                )
+            self.owns_ray = True
+        total_cpus = ray.cluster_resources().get("CPU", 1.0)
+        cpus_each = min(1.0, total_cpus / num_workers)
+        # SPREAD: on a cluster, workers go to as many nodes as have room.
+        # No per-actor runtime_env: an actor with one cannot use the worker processes Ray
+        # prestarts and waits for new ones (+1.3 to 1.7 s at start here). Ray itself gives
+        # each actor OMP_NUM_THREADS=1 (numpy's BLAS reads it) unless the user set it.
+        self._actor = ray.remote(
+            num_cpus=cpus_each, max_restarts=-1, max_task_retries=CHUNK_RETRIES
+        )(RayWorker).options(scheduling_strategy="SPREAD")
+        self.workers = [self._new_actor() for _ in range(num_workers)]
+        where = ray.get([w.where.remote() for w in self.workers])
+        self.pids = [pid for pid, _ in where]
+        self.nodes = [node for _, node in where]
+
+    def _new_actor(self) -> Any:
+        return self._actor.remote(self.space, self.policy, self.envs_per_worker)
+
+    def put(self, block: np.ndarray) -> Any:
+        import ray
+
+        return ray.put(block)
+
+    def info(self) -> list[dict[str, Any]]:
+        import ray
+
+        ready = [w for w in range(self.num_workers) if w not in self.starting]
+        answers = ray.get([self.workers[w].info.remote() for w in ready])
+        infos = dict(zip(ready, answers, strict=True))
+        return [infos.get(w, {"pid": None}) for w in range(self.num_workers)]
+
+    def close(self) -> None:
+        import ray
+
+        for worker in self.workers:
+            ray.kill(worker)
+        self.starting.clear()
+        if self.owns_ray:
+            ray.shutdown()
+        self.workers = []
+
+    def run(
+        self,
+        chunks: Sequence[list[Any]],
+        sources_for: Sequence[dict[str, Any]],
+        method: str,
+        on_done: Callable[[Any, int], None],
+    ) -> list[tuple[int, str, Any]]:
+        """Each chunk on some worker, `IN_FLIGHT_PER_WORKER` per worker, retried after worker
+        loss; (worker, node, result) per chunk, in chunk order."""
+        import ray
+        from ray.exceptions import RayActorError
+
+        results: list[tuple[int, str, Any] | None] = [None] * len(chunks)
+        todo = deque(range(len(chunks)))
+        attempts = [0] * len(chunks)
+        pending: dict[Any, tuple[int, int]] = {}  # chunk ref -> (chunk, worker)
+        in_flight = [0] * self.num_workers
+        checked = time.monotonic()
+
+        def feed() -> None:
+            # Round robin, each ready worker up to IN_FLIGHT_PER_WORKER chunks (one running,
+            # one queued); the worker that finished first gets the next chunk.
+            for _ in range(IN_FLIGHT_PER_WORKER):
+                for worker in range(self.num_workers):
+                    if todo and worker not in self.starting:
+                        if in_flight[worker] < IN_FLIGHT_PER_WORKER:
+                            index = todo.popleft()
+                            ref = self.workers[worker].run_on_node.remote(
+                                chunks[index], sources_for[index], method
+                            )
+                            pending[ref] = (index, worker)
+                            in_flight[worker] += 1
+
+        def replace(worker: int, why: str) -> None:
+            # The worker's chunks go back to the queue for the others (their refs dropped).
+            self._replace_worker(worker, why)
+            for ref, (index, owner) in list(pending.items()):
+                if owner == worker:
+                    del pending[ref]
+                    todo.appendleft(index)
+            in_flight[worker] = 0
+
+        feed()
+        while todo or pending:
+            starting = {ref: worker for worker, ref in self.starting.items()}
+            done, _ = ray.wait([*pending, *starting], num_returns=1, timeout=HEALTH_CHECK_S)
+            if not done or time.monotonic() - checked >= HEALTH_CHECK_S:
+                checked = time.monotonic()
+                for worker in self._workers_on_dead_nodes():
+                    replace(worker, f"its node {self.nodes[worker][:8]} is gone")
+            if done and done[0] in starting:
+                self._replacement_ready(starting[done[0]])
+            elif done and done[0] in pending:
+                index, worker = pending.pop(done[0])
+                in_flight[worker] -= 1
+                try:
+                    node, result = ray.get(done[0])
+                except RayActorError as error:
+                    # Ray's own restarts and task retries did not bring the worker back
+                    # (it keeps dying, or its node is unreachable): a new worker, and the
+                    # chunk again, on whichever worker is free; finitely often.
+                    attempts[index] += 1
+                    if attempts[index] > CHUNK_RETRIES:
+                        raise RuntimeError(
+                            f"a chunk of {len(chunks[index])} episodes failed "
+                            f"{attempts[index]} times, its worker lost each time: {error}"
+                        ) from error
+                    todo.appendleft(index)
+                    replace(worker, f"it failed a chunk ({type(error).__name__})")
+                else:
+                    results[index] = (worker, node, result)
+                    self.nodes[worker] = node
+                    on_done(result, len(chunks[index]))
+            feed()
+        return results  # type: ignore[return-value]
+
+    def _workers_on_dead_nodes(self) -> list[int]:
+        import ray
+
+        alive = {node["NodeID"] for node in ray.nodes() if node.get("Alive")}
+        return [
+            worker
+            for worker in range(self.num_workers)
+            if worker not in self.starting and self.nodes[worker] not in alive
+        ]
+
+    def _replace_worker(self, worker: int, why: str) -> None:
+        """Kill a worker for good and start a new actor in its place, wherever the cluster
+        has room (maybe not at once: it gets chunks once it answers)."""
+        import ray
+
+        logger.warning(
+            "pool: worker %d replaced (%s); its chunks go to the other workers", worker, why
+        )
+        # Ray would restart it itself, but only where one fits (never, on a full cluster
+        # that lost a node); meanwhile the other workers take its work.
+        ray.kill(self.workers[worker], no_restart=True)
+        self.workers[worker] = self._new_actor()
+        self.starting[worker] = self.workers[worker].where.remote()
+        self.restarts += 1
+
+    def _replacement_ready(self, worker: int) -> None:
+        import ray
+
+        ref = self.starting.pop(worker)
+        try:
+            self.pids[worker], self.nodes[worker] = ray.get(ref)
+        except ray.exceptions.RayActorError as error:  # it died before it answered
+            self._failed_starts[worker] = self._failed_starts.get(worker, 0) + 1
+            if self._failed_starts[worker] > CHUNK_RETRIES:
+                raise RuntimeError(
+                    f"worker {worker}'s replacements died {self._failed_starts[worker]} times "
+                    f"before they started: {error}"
+                ) from error
+            self.workers[worker] = self._new_actor()
+            self.starting[worker] = self.workers[worker].where.remote()
+        else:
+            self._failed_starts.pop(worker, None)
