@@ -162,3 +162,22 @@ def test_poet_runs_with_each_optimizer_from_the_command_line(tmp_path, optimizer
     assert (population["optimizer_steps"] > 0).any()
     recorded = (tmp_path / "config.yaml").read_text()
     assert f"name: {optimizer[0].split('=')[1]}" in recorded
+
+
+def test_ars_state_checkpoints_and_resumes_exactly(tmp_path):
+    args = [
+        *POET_SMALL,
+        "optimizer=ars",
+        "optimizer.directions=6",
+        "optimizer.top=3",
+        "optimizer.noise=0.1",
+        "checkpoints_kept=5",
+        f"hydra.run.dir={tmp_path}",
+    ]
+    assert cli("coevo-run", *args).returncode == 0
+    tables = {n: pd.read_csv(tmp_path / n) for n in ("eligibility.csv", "population.csv")}
+    resumed = cli("coevo-run", f"resume={tmp_path / 'checkpoints' / 'gen_000001.pkl'}")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "after generation 1" in resumed.stdout
+    for name, frame in tables.items():
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), frame, obj=name)
