@@ -92,3 +92,34 @@ def test_a_refused_update_is_a_row_in_eligibility_csv(tmp_path):
     assert len(failed) == 2  # one row per refused step
     assert (failed["outcome"] == "step_failed").all()
     assert failed["reason"].str.startswith("update refused: exploding update").all()
+
+
+def test_a_resumed_ppo_run_equals_an_undisturbed_one(tmp_path):
+    """The learner's state (Adam moments, minibatch generator, obs statistics) is in the
+    checkpoint: 2 generations + resume to 3 give the tables of 3 straight generations."""
+    from coevo.pool.stats import is_runtime_column
+
+    args = [
+        *SMALL_PPO,
+        "pool=local",
+        "policy.kwargs.normalize_obs=true",
+        "curriculum.optimizer_steps=1",
+        "curriculum.reproduce_every=1",
+        "curriculum.repro_threshold=0",
+        "curriculum.mc_lower=0",
+        "seed=3",
+    ]
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    done = cli("coevo-run", *args, "curriculum.generations=3", f"hydra.run.dir={straight}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = cli("coevo-run", *args, "curriculum.generations=2", f"hydra.run.dir={split}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    resumed = cli("coevo-run", f"resume={split}", "curriculum.generations=3")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming" in resumed.stdout
+    for name in ("summary.csv", "eligibility.csv", "population.csv"):
+        expected, got = pd.read_csv(straight / name), pd.read_csv(split / name)
+        runtime = [c for c in expected if is_runtime_column(c)]
+        pd.testing.assert_frame_equal(
+            got.drop(columns=runtime), expected.drop(columns=runtime), obj=name
+        )
