@@ -211,3 +211,26 @@ def test_a_critic_is_recognised_by_declaration_or_by_a_value_head():
     value_head = SimpleNamespace(values=lambda params, obs: obs)
     assert has_critic(SimpleNamespace(policy=value_head))  # PPO keeps its actor-critic spec
     assert not has_critic(EvolutionStrategy(ESConfig(), 10))
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("curriculum.bootstrap=4", "curriculum.bootstrap: must be >= curriculum.fit_rate (8)"),
+        ("curriculum.max_components=9", "curriculum.fit_rate: must be >= curriculum.max_comp"),
+        ("curriculum.min_components=4", "curriculum.min_components: must be <= curriculum.max"),
+    ],
+)
+def test_alp_gmm_settings_that_cannot_fit_exit_2_before_any_worker(override, message):
+    from cli_support import cli
+
+    done = cli(
+        "coevo-run",
+        "curriculum=alp_gmm",
+        "curriculum.fit_rate=8",
+        "curriculum.bootstrap=8",
+        "curriculum.max_components=3",
+        override,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert message in done.stderr

@@ -66,6 +66,26 @@ class ALPGMMConfig(LevelSamplingConfig):
         doc="ALP divided by the fit window's largest before fitting (none: raw, as TeachMyAgent)",
     )
 
+    def check(self) -> None:
+        """Checks across fields, at parse time (before any worker starts)."""
+        if self.min_components > self.max_components:
+            raise ConfigError(
+                "curriculum.min_components",
+                f"must be <= curriculum.max_components ({self.max_components}), "
+                f"got {self.min_components}",
+            )
+        if self.fit_rate < self.max_components:
+            raise ConfigError(
+                "curriculum.fit_rate",
+                f"must be >= curriculum.max_components ({self.max_components}): a fit needs "
+                f"at least one task per component, got {self.fit_rate}",
+            )
+        if self.bootstrap < self.fit_rate:
+            raise ConfigError(
+                "curriculum.bootstrap",
+                f"must be >= curriculum.fit_rate ({self.fit_rate}), got {self.bootstrap}",
+            )
+
 
 class ALPGMM(LevelSamplingCurriculum):
     config_class = ALPGMMConfig
