@@ -163,16 +163,14 @@ class LevelSamplingCurriculum(Curriculum):
 
     def __init__(self, config, *, space, pool, optimizer, seed: int = 0):
         super().__init__(config, space=space, pool=pool, optimizer=optimizer, seed=seed)
-        # ES gives each task whole mirrored pairs (pair i on task i mod n), PPO whole streams
-        # (stream i on task i mod n_envs): more tasks than that would leave some unplayed.
-        for field_name in ("population", "n_envs"):
-            units = getattr(optimizer.config, field_name, None)
-            if isinstance(units, int) and config.tasks_per_step > units:
-                raise ConfigError(
-                    "curriculum.tasks_per_step",
-                    f"{config.tasks_per_step} > optimizer.{field_name} {units}; "
-                    f"allowed: 1..{units}",
-                )
+        # ES (and ARS) give each task whole mirrored pairs (pair i on task i mod n): more
+        # tasks than pairs would leave some unplayed. (PPO gives every task a stream.)
+        units = getattr(optimizer.config, "population", None)
+        if isinstance(units, int) and config.tasks_per_step > units:
+            raise ConfigError(
+                "curriculum.tasks_per_step",
+                f"{config.tasks_per_step} > optimizer.population {units}; allowed: 1..{units}",
+            )
         self.students: list[Student] = []
         for index in range(config.policies):
             rng = np.random.default_rng([seed, index])
