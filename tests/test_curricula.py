@@ -189,16 +189,18 @@ def test_more_tasks_per_step_than_es_pairs_is_refused(pool, cartpole):
 
 
 @pytest.mark.parametrize("name", list(TINY))
-def test_config_file_states_the_code_defaults(name):
-    """conf/curriculum/NAME.yaml lists every field with the dataclass default (one truth)."""
+def test_config_file_picks_the_dataclass_defaults(name):
+    """conf/curriculum/NAME.yaml only picks NAME_defaults: each default stated once, in code."""
     import yaml
 
-    from coevo import curricula
-    from coevo.settings import defaults_of
+    from coevo import curricula, hydra_configs
+    from coevo.config import parse_config
 
-    cls = curricula.get(name)
-    path = Path(__file__).resolve().parents[1] / "conf" / "curriculum" / f"{name}.yaml"
-    assert yaml.safe_load(path.read_text()) == defaults_of(cls.config_class)
+    root = Path(__file__).resolve().parents[1]
+    text = yaml.safe_load((root / "conf" / "curriculum" / f"{name}.yaml").read_text())
+    assert text == {"defaults": [f"{name}_defaults", "_self_"]}
+    composed = parse_config(hydra_configs.compose(root / "conf", [f"curriculum={name}"]))
+    assert composed.curriculum == curricula.get(name).config_class()
 
 
 def test_a_critic_is_recognised_by_declaration_or_by_a_value_head():
