@@ -1,0 +1,87 @@
+"""Held-out test sets: fixed and seeded, easy to hard, scored through the pool."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from coevo import tasks
+from coevo.errors import ConfigError
+from coevo.pool import EvaluationPool
+from coevo.tasks.task import Param, TaskSpace
+from coevo.tasks.test_sets import make_test_set, mastery_threshold, score_test_set
+
+
+@pytest.mark.parametrize("name", ["cartpole", "pendulum", "mountain_car_continuous", "acrobot"])
+def test_a_test_set_is_fixed_distinct_in_bounds_and_sorted_easy_to_hard(name):
+    space = tasks.get(name)
+    first = make_test_set(space, size=100, seed=3)
+    again = make_test_set(space, size=100, seed=3)
+    other = make_test_set(space, size=100, seed=4)
+    assert first == again
+    assert first.tasks != other.tasks
+    assert len(first) == 100 and len(set(first.tasks)) == 100
+    for task in first.tasks:
+        space.check(task)  # every parameter within its bounds
+        for p in space.params:
+            if p.round_to:  # rounded like a mutation: no 11.100000000000001 in a table
+                assert task[p.name] == pytest.approx(
+                    round(task[p.name] / p.round_to) * p.round_to, abs=1e-12
+                )
+    start = space.initial_task()
+    distances = [space.distance(start, task) for task in first.tasks]
+    assert distances == sorted(distances)
+    assert distances[-1] > 3 * distances[0]  # a real spread from near the start to far away
+    assert first.threshold == space.solved_score
+
+
+def test_the_mastery_threshold_is_the_space_solved_score_unless_overridden(cartpole):
+    assert mastery_threshold(cartpole) == 475.0
+    assert make_test_set(cartpole, size=5, threshold=100.0).threshold == 100.0
+    bare = TaskSpace("bare", (Param("x", 0.0, 1.0, 0.5, 0.1),), lambda: None, 10)
+    with pytest.raises(ConfigError, match="test_set.threshold.*declares no solved_score"):
+        make_test_set(bare, size=5)
+    assert len(make_test_set(bare, size=5, threshold=1.0)) == 5
+
+
+def test_a_space_with_too_few_distinct_tasks_is_refused_by_name():
+    tiny = TaskSpace("tiny", (Param("x", 0.0, 1.0, 0.0, 0.1, round_to=0.5),), lambda: None, 10)
+    with pytest.raises(ConfigError, match="test_set.size.*only 3 distinct tasks of 10"):
+        make_test_set(tiny, size=10, threshold=0.0)
+    with pytest.raises(ConfigError, match="test_set.size"):
+        make_test_set(tiny, size=0, threshold=0.0)
+
+
+def test_each_task_is_scored_by_the_best_policy_and_test_steps_are_counted_apart(
+    cartpole, cartpole_policy, cartpole_solver
+):
+    test_set = make_test_set(cartpole, size=20, seed=0)
+    novice = np.zeros_like(cartpole_solver)  # pushes one way: falls within ~10 steps
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1, envs_per_worker=8) as pool:
+        alone = score_test_set(pool, [cartpole_solver], test_set, episodes=2, seed=5)
+        weak = score_test_set(pool, [novice], test_set, episodes=2, seed=5)
+        both = score_test_set(pool, [novice, cartpole_solver], test_set, episodes=2, seed=5)
+        direct = pool.evaluate([(cartpole_solver, t) for t in test_set.tasks], 2, 5).mean(axis=1)
+    np.testing.assert_array_equal(alone.returns, direct)
+    np.testing.assert_array_equal(both.returns, np.maximum(alone.returns, weak.returns))
+    assert set(both.best_policy) <= {0, 1}
+    assert (both.best_policy == 1).sum() > 0
+    np.testing.assert_array_equal(both.mastered, both.returns >= 475.0)
+    # The solver masters some tasks (those near the default pole) but not all; the novice none.
+    assert 0 < alone.share_mastered < 1 and weak.share_mastered == 0.0
+    assert both.share_mastered == alone.share_mastered
+    assert both.episodes == 2 * 20 * 2
+    # Env steps are those of the test episodes alone: CartPole pays 1 per step, so the
+    # steps of one policy's episodes are its mean returns times the episodes per task.
+    assert weak.env_steps == weak.returns.sum() * 2
+    assert alone.env_steps == alone.returns.sum() * 2
+    assert both.env_steps == alone.env_steps + weak.env_steps
+
+
+def test_failed_test_episodes_are_never_mastered(cartpole, cartpole_policy, cartpole_solver):
+    test_set = make_test_set(cartpole, size=4, seed=0)
+    broken = np.full_like(cartpole_solver, np.nan)  # NaN actions: every score is NaN
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        score = score_test_set(pool, [broken], test_set)
+    assert score.share_mastered == 0.0
+    assert not score.mastered.any()
