@@ -9,13 +9,18 @@ from __future__ import annotations
 import ctypes
 import html
 import io
+import re
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
+import yaml
 
 from coevo.report import plots
 from coevo.report.tables import CROSS_SCORES, ELIGIBILITY, POPULATION, SUMMARY
+from coevo.tasks.task import TaskSpace
 
 REPORT = "report.html"
 _STYLE = """
@@ -28,7 +33,11 @@ tr.eligible, tr.admitted, tr.transferred { background: #e6f6e6; }
 tr.ineligible, tr.rejected, tr.not_admitted, tr.archived { background: #fbeaea; }
 .filters { margin: 0.5em 0; } .filters * { margin-right: 0.8em; }
 .scroll { overflow-x: auto; }
-figure { display: inline-block; margin: 0 1em 1em 0; vertical-align: top; }
+figure { display: block; margin: 0 0 1.5em 0; }
+figcaption { font-size: 0.9em; color: #444; max-width: 700px; }
+figure.task { display: inline-block; margin: 0 1em 1em 0; vertical-align: top; }
+pre.config { background: #f7f7f7; padding: 0.8em; font-size: 0.85em; max-height: 30em;
+  overflow: auto; }
 """
 _FILTER_SCRIPT = """
 function filterRows() {
@@ -52,8 +61,14 @@ document.addEventListener('DOMContentLoaded', filterRows);
 TaskRenderer = Callable[[dict, Path], Path]
 
 
-def write_report(run_dir: Path, render_task: TaskRenderer | None = None) -> Path:
-    """(Re)build report.html from whatever tables exist now."""
+def write_report(
+    run_dir: Path, render_task: TaskRenderer | None = None, space: TaskSpace | None = None
+) -> Path:
+    """(Re)build report.html from whatever tables exist now.
+
+    `space` (the run's task space) gives each task parameter its rounding; without it the
+    space is rebuilt from the run's config.yaml when possible.
+    """
     run_dir = Path(run_dir)
     plot_dir = run_dir / "plots"
     plot_dir.mkdir(exist_ok=True)
@@ -61,45 +76,35 @@ def write_report(run_dir: Path, render_task: TaskRenderer | None = None) -> Path
     eligibility = _read(run_dir / ELIGIBILITY)
     population = _read(run_dir / POPULATION)
     cross = _read(run_dir / CROSS_SCORES)
+    config_text = _config_text(run_dir)
+    fmt = ParamFormat(space if space is not None else _space_of(config_text))
+    labels = _task_labels(population, fmt)
     parts = [f"<h1>coevo run: {html.escape(run_dir.name)}</h1>"]
     if summary.empty:
         parts.append("<p>No generation has finished yet.</p>")
     else:
         parts.append(_headline(summary))
-        figures = [
-            (
-                "Population, scores and throughput per generation",
-                plots.population_curves(summary, plot_dir / "curves.png"),
+        parts.append(
+            "".join(
+                _figure(run_dir, *f) for f in _figures(summary, population, cross, labels, plot_dir)
             )
-        ]
-        if not cross.empty:
-            last = int(cross["generation"].max())
-            figures.append(
-                (
-                    f"Scores of policies on tasks (generation {last})",
-                    plots.score_heatmap(
-                        cross[cross["generation"] == last], plot_dir / "heatmap.png"
-                    ),
-                )
-            )
-        if {"pair_id", "parent_id", "born"} <= set(population.columns):  # a lineage
-            figures.append(
-                ("Lineage of tasks", plots.lineage_tree(population, plot_dir / "lineage.png"))
-            )
-        parts.append("".join(_figure(run_dir, caption, path) for caption, path in figures))
+        )
     if render_task is not None and not population.empty:
         parts.append(_task_pictures(run_dir, population, render_task))
     if not summary.empty:
         parts.append("<h2>Summary per generation</h2>")
-        table = summary.to_html(index=False, float_format=lambda v: f"{v:.1f}")
-        parts.append(f'<div class="scroll">{table}</div>')
+        parts.append(_table(summary, fmt, "summary"))
     if not population.empty:
         parts.append("<h2>Population</h2>")
-        table = population.to_html(index=False, float_format=lambda v: f"{v:.2f}")
-        parts.append(f'<div class="scroll">{table}</div>')
+        parts.append(_table(population, fmt, "population"))
     if not eligibility.empty:
         parts.append("<h2>Eligibility and rule outcomes</h2>")
         parts.append(_eligibility_table(eligibility))
+    if config_text:
+        parts.append(
+            "<h2>Configuration</h2><p>The run's resolved config.yaml:</p>"
+            f'<pre class="config" id="config">{html.escape(config_text)}</pre>'
+        )
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>coevo report</title>"
         f"<style>{_STYLE}</style><script>{_FILTER_SCRIPT}</script></head>"
@@ -111,6 +116,188 @@ def write_report(run_dir: Path, render_task: TaskRenderer | None = None) -> Path
     tmp.replace(path)
     _return_freed_memory()
     return path
+
+
+def _figures(
+    summary: pd.DataFrame,
+    population: pd.DataFrame,
+    cross: pd.DataFrame,
+    labels: dict[int, str],
+    plot_dir: Path,
+) -> list[tuple[str, str, Path]]:
+    """(id, caption, image) of each figure the tables allow."""
+    figures = []
+    if len(summary) > 1:  # one row (the eligible-parents mode) is no curve
+        figures.append(
+            (
+                "fig-curves",
+                "Population, scores and throughput per generation.",
+                plots.population_curves(summary, plot_dir / "curves.png"),
+            )
+        )
+    if "test_mastered" in summary and summary["test_mastered"].notna().any():
+        figures.append(
+            (
+                "fig-test-mastery",
+                "Share of the held-out test tasks mastered (return at or above the mastery "
+                "threshold), by the best policy on each task, at each generation it was measured.",
+                plots.mastery_curve(summary, plot_dir / "test_mastery.png"),
+            )
+        )
+    params = [c for c in population.columns if c.startswith("task.")]
+    if params and "born" in population and len(summary) > 1:
+        last = int(summary["generation"].max())
+        figures.append(
+            (
+                "fig-task-parameters",
+                "Task parameters over generations, one panel per parameter: each task from "
+                "the generation it was created, green while active and unsolved, blue once "
+                "solved, red once archived; grey lines join a task's points.",
+                plots.task_parameters(population, last, plot_dir / "task_parameters.png"),
+            )
+        )
+    if not cross.empty:
+        last = int(cross["generation"].max())
+        figures.append(
+            (
+                "fig-heatmap",
+                f"Mean return of each active policy (rows, by pair id) on each active task "
+                f"(columns: pair id and task parameters) at the last transfer, generation {last}.",
+                plots.score_heatmap(
+                    cross[cross["generation"] == last], plot_dir / "heatmap.png", labels
+                ),
+            )
+        )
+    if {"pair_id", "parent_id", "born"} <= set(population.columns):  # a lineage
+        figures.append(
+            (
+                "fig-lineage",
+                "Lineage of tasks: each task at the generation it was created, joined to its "
+                "parent, labelled by pair id and the parameters that differ from its parent's.",
+                plots.lineage_tree(population, plot_dir / "lineage.png", labels),
+            )
+        )
+    return figures
+
+
+class ParamFormat:
+    """Numbers as a person reads them: task parameters to their `round_to`, counts as
+    integers, scores to one decimal, shares to two; never a -inf or nan."""
+
+    def __init__(self, space: TaskSpace | None):
+        self.decimals: dict[str, int] = {}
+        if space is not None:
+            for p in space.params:
+                if p.round_to:
+                    self.decimals[p.name] = _decimals(p.round_to)
+
+    def param(self, name: str, value: object) -> str:
+        if not _finite(value):
+            return _missing(value)
+        decimals = self.decimals.get(name)
+        if decimals is None:
+            return f"{float(value):.4g}"
+        return f"{float(value):.{decimals}f}"
+
+    def column(self, column: str) -> Callable[[object], str]:
+        if column.startswith("task."):
+            name = column.removeprefix("task.")
+            return lambda v: self.param(name, v)
+        if column in _SHARE_COLUMNS:
+            return lambda v: f"{float(v):.2f}" if _finite(v) else _missing(v)
+        return _number
+
+
+_SHARE_COLUMNS = ("test_mastered",)
+
+
+def _number(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
+    if not _finite(value):
+        return _missing(value)
+    number = float(value)
+    if number == int(number) and abs(number) < 1e15:
+        return f"{int(number):,}" if abs(number) >= 10_000 else str(int(number))
+    return f"{number:.1f}" if abs(number) >= 1 else f"{number:.3g}"
+
+
+def _finite(value: object) -> bool:
+    try:
+        return bool(np.isfinite(float(value)))
+    except (TypeError, ValueError):
+        return False
+
+
+def _missing(value: object) -> str:
+    """An empty cell for a missing number; a word for an infinite one (never '-inf')."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return html.escape(str(value))
+    if np.isnan(number):
+        return ""
+    return "none yet" if number < 0 else "unbounded"
+
+
+def _decimals(step: float) -> int:
+    """Decimal places that show every multiple of `step` exactly (0.01 -> 2, 0.25 -> 2)."""
+    for places in range(12):
+        scaled = step * 10**places
+        if abs(scaled - round(scaled)) < 1e-9 * max(1.0, scaled):
+            return places
+    return 12
+
+
+def _table(frame: pd.DataFrame, fmt: ParamFormat, table_id: str) -> str:
+    formatters = {column: fmt.column(column) for column in frame.columns}
+    table = frame.to_html(
+        index=False, formatters=formatters, na_rep="", table_id=table_id, escape=True
+    )
+    return f'<div class="scroll">{table}</div>'
+
+
+def _task_labels(population: pd.DataFrame, fmt: ParamFormat) -> dict[int, str]:
+    """Pair id -> its task's parameters that differ from its parent's (all for a root)."""
+    params = [c for c in population.columns if c.startswith("task.")]
+    if population.empty or not params or "pair_id" not in population:
+        return {}
+    rows = {int(r["pair_id"]): r for _, r in population.iterrows()}
+    labels = {}
+    for pair_id, row in rows.items():
+        parent = row.get("parent_id")
+        parent_row = rows.get(int(parent)) if _finite(parent) else None
+        shown = [
+            c
+            for c in params
+            if parent_row is None or fmt.param(c[5:], row[c]) != fmt.param(c[5:], parent_row[c])
+        ]
+        labels[pair_id] = ", ".join(f"{c[5:]}={fmt.param(c[5:], row[c])}" for c in shown)
+    return labels
+
+
+def _config_text(run_dir: Path) -> str:
+    from coevo.runner import CONFIG_FILE  # here: the runner imports this module
+
+    path = run_dir / CONFIG_FILE
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+def _space_of(config_text: str) -> TaskSpace | None:
+    """The run's task space from its config, or None when it cannot be rebuilt here."""
+    if not config_text:
+        return None
+    try:
+        from coevo.tasks.generic import space_from_config
+
+        task = yaml.safe_load(config_text).get("task") or {}
+        fields = ("name", "params", "max_episode_steps", "env_id", "entry_point")
+        fields += ("env_kwargs", "env_config")
+        return space_from_config(SimpleNamespace(**{f: task.get(f) for f in fields}))
+    except Exception:  # noqa: BLE001 - a report without rounding beats no report
+        return None
 
 
 def _return_freed_memory() -> None:
@@ -126,21 +313,28 @@ def _headline(summary: pd.DataFrame) -> str:
     # Any curriculum's summary: each part only when its column is there.
     last = summary.iloc[-1]
     parts = [f"{len(summary)} generations"]
-    if {"active", "archived"} <= set(summary.columns):
+    if "active" in summary and "archived" in summary:
         parts.append(f"{int(last['active'])} active and {int(last['archived'])} archived pairs")
     if "annecs" in summary:
         parts.append(f"ANNECS {int(last['annecs'])}")
-    if "best_score" in summary:
+    if "test_mastered" in summary and summary["test_mastered"].notna().any():
+        measured = summary[summary["test_mastered"].notna()].iloc[-1]
+        parts.append(
+            f"{100 * measured['test_mastered']:.0f}% of test tasks mastered "
+            f"(generation {int(measured['generation'])})"
+        )
+    if "best_score" in summary and _finite(last["best_score"]):
         parts.append(f"best score {last['best_score']:.1f}")
     if "env_steps" in summary:
         parts.append(f"{int(summary['env_steps'].sum()):,} env steps")
     return f"<p>{'; '.join(parts)}.</p>"
 
 
-def _figure(run_dir: Path, caption: str, image: Path) -> str:
+def _figure(run_dir: Path, figure_id: str, caption: str, image: Path, css: str = "") -> str:
     rel = html.escape(image.relative_to(run_dir).as_posix())
+    cls = f' class="{css}"' if css else ""
     return (
-        f'<figure><img src="{rel}" alt="{html.escape(caption)}">'
+        f'<figure id="{figure_id}"{cls}><img src="{rel}" alt="{html.escape(caption)}">'
         f"<figcaption>{html.escape(caption)}</figcaption></figure>"
     )
 
@@ -159,10 +353,11 @@ def _task_pictures(run_dir: Path, population: pd.DataFrame, render: TaskRenderer
         task = {c.removeprefix("task."): float(row[c]) for c in task_columns}
         image = render(task, run_dir / "plots" / f"task_{row['task_id']}.png")
         if "pair_id" in row:
-            caption = f"pair {int(row['pair_id'])} ({row['status']})"
+            pair = int(row["pair_id"])
+            figure_id, caption = f"task-{pair}", f"pair {pair} ({row['status']})"
         else:
-            caption = f"task {row['task_id']}"
-        out.append(_figure(run_dir, caption, image))
+            figure_id, caption = f"task-{row['task_id']}", f"task {row['task_id']}"
+        out.append(_figure(run_dir, figure_id, caption, image, "task"))
     return "".join(out)
 
 
@@ -208,16 +403,24 @@ def _eligibility_table(rows: pd.DataFrame) -> str:
 
 
 def _cell(column: str, value: object) -> str:
-    if pd.isna(value):
-        text = ""
+    if not isinstance(value, str) and not _finite(value):
+        text = _missing(value)
     elif column in ("score", "novelty"):
         text = f"{value:.1f}" if column == "score" else f"{value:.3f}"
     elif column in ("pair_id", "parent_id", "generation"):
         text = str(int(value))
+    elif column == "reason":
+        text = _readable_reason(str(value))
     else:
         text = str(value)
     css = ' class="text"' if column in ("reason", "kind", "outcome", "task_id") else ""
     return f"<td{css}>{html.escape(text)}</td>"
+
+
+def _readable_reason(reason: str) -> str:
+    """A reason as a person reads it: no 'scores -inf' (no finite score yet) or 'nan'."""
+    reason = re.sub(r"(?<![\w.])-inf\b", "none yet", reason)
+    return re.sub(r"(?<![\w.])nan\b", "failed", reason)
 
 
 def _read(path: Path) -> pd.DataFrame:

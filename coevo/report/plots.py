@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -12,9 +13,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+def _save(fig, path: Path, layout: bool = True) -> Path:
+    if layout:  # off where long labels outside the axes would squeeze them
+        fig.tight_layout()
+    fig.savefig(path, dpi=90, bbox_inches="tight")  # labels beyond the axes stay in
     plt.close(fig)
     return path
 
@@ -44,14 +46,24 @@ def population_curves(summary: pd.DataFrame, path: Path) -> Path:
     return _save(fig, path)
 
 
-def score_heatmap(cross: pd.DataFrame, path: Path) -> Path:
-    """Scores of policies (rows) on tasks (columns), labelled by pair id."""
+def score_heatmap(
+    cross: pd.DataFrame, path: Path, task_labels: Mapping[int, str] | None = None
+) -> Path:
+    """Scores of policies (rows) on tasks (columns), labelled by pair id; task columns also
+    by their parameters when `task_labels` (pair id -> text) is given."""
     matrix = cross.pivot_table(index="policy_pair_id", columns="task_pair_id", values="score")
-    size = max(3.0, 0.5 * max(matrix.shape) + 2)
-    fig, ax = plt.subplots(figsize=(size + 1, size))
+    labels = {k: v.replace(", ", "\n") for k, v in (task_labels or {}).items()}
+    lines = max((labels.get(int(c), "").count("\n") + 1 for c in matrix.columns), default=1)
+    width = max(4.0, (1.4 if labels else 0.5) * matrix.shape[1] + 2)
+    height = max(3.0, 0.5 * matrix.shape[0] + 2) + (0.13 * lines if labels else 0)
+    fig, ax = plt.subplots(figsize=(width, height))
     image = ax.imshow(matrix.to_numpy(), cmap="viridis", aspect="auto")
-    ax.set_xticks(range(matrix.shape[1]), [str(c) for c in matrix.columns])
-    ax.set_yticks(range(matrix.shape[0]), [str(r) for r in matrix.index])
+    ax.set_xticks(
+        range(matrix.shape[1]),
+        [_with_label(int(c), labels, "\n") for c in matrix.columns],
+        fontsize=7 if labels else None,
+    )
+    ax.set_yticks(range(matrix.shape[0]), [str(int(r)) for r in matrix.index])
     ax.set_xlabel("task of pair")
     ax.set_ylabel("policy of pair")
     if max(matrix.shape) <= 12:
@@ -64,8 +76,17 @@ def score_heatmap(cross: pd.DataFrame, path: Path) -> Path:
     return _save(fig, path)
 
 
-def lineage_tree(population: pd.DataFrame, path: Path) -> Path:
-    """Each task as a node at its birth generation, linked to its parent's task."""
+def _with_label(pair_id: int, labels: Mapping[int, str], separator: str = ": ") -> str:
+    label = labels.get(pair_id)
+    return f"{pair_id}{separator}{label}" if label else str(pair_id)
+
+
+def lineage_tree(
+    population: pd.DataFrame, path: Path, task_labels: Mapping[int, str] | None = None
+) -> Path:
+    """Each task as a node at its birth generation, linked to its parent's task; labelled by
+    pair id and, when `task_labels` (pair id -> text) is given, what its task is."""
+    labels = task_labels or {}
     frame = population.sort_values(["born", "pair_id"]).reset_index(drop=True)
     y = {int(pid): index for index, pid in enumerate(frame["pair_id"])}
     fig, ax = plt.subplots(figsize=(7, max(2.5, 0.35 * len(frame) + 1)))
@@ -89,12 +110,76 @@ def lineage_tree(population: pd.DataFrame, path: Path) -> Path:
         )
     for _, row in frame.iterrows():
         ax.annotate(
-            f" {int(row['pair_id'])}",
+            " " + _with_label(int(row["pair_id"]), labels),
             (row["born"], y[int(row["pair_id"])]),
             fontsize=8,
             va="center",
+            annotation_clip=False,
         )
     ax.set_yticks([])
     ax.set_xlabel("generation created")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="best", fontsize=8)
+    return _save(fig, path, layout=not labels)
+
+
+# Colours of a task's state in the parameter plot.
+_STATE_COLOURS = {"active": "tab:green", "solved": "tab:blue", "archived": "tab:red"}
+
+
+def task_states(population: pd.DataFrame, last_generation: int) -> pd.DataFrame:
+    """One row per (task, generation) the task existed: its parameters and its state then:
+    archived from `archived_at`, else solved from `solved_at`, else active."""
+    rows = []
+    params = [c for c in population.columns if c.startswith("task.")]
+    for _, row in population.iterrows():
+        born = int(row["born"]) if pd.notna(row.get("born")) else 0
+        archived = row.get("archived_at")
+        solved = row.get("solved_at")
+        for generation in range(born, last_generation + 1):
+            if pd.notna(archived) and generation >= int(archived):
+                state = "archived"
+            elif pd.notna(solved) and generation >= int(solved):
+                state = "solved"
+            else:
+                state = "active"
+            rows.append(
+                {
+                    "pair_id": row.get("pair_id"),
+                    "generation": generation,
+                    "state": state,
+                    **{c: row[c] for c in params},
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def task_parameters(population: pd.DataFrame, last_generation: int, path: Path) -> Path:
+    """One panel per task parameter: each task's value over the generations it existed,
+    coloured by its state (active, solved, archived)."""
+    params = [c for c in population.columns if c.startswith("task.")]
+    states = task_states(population, last_generation)
+    fig, axes = plt.subplots(
+        len(params), 1, figsize=(7, 1.9 * len(params) + 0.6), sharex=True, squeeze=False
+    )
+    for ax, column in zip(axes[:, 0], params, strict=True):
+        for _, rows in states.groupby("pair_id", sort=True):
+            ax.plot(rows["generation"], rows[column], color="0.8", linewidth=0.8, zorder=1)
+        for state, colour in _STATE_COLOURS.items():
+            part = states[states["state"] == state]
+            ax.scatter(part["generation"], part[column], s=10, color=colour, label=state, zorder=2)
+        ax.set_ylabel(column.removeprefix("task."), fontsize=8)
+    axes[0, 0].legend(loc="upper left", fontsize=7, ncol=3)
+    axes[-1, 0].set_xlabel("generation")
+    return _save(fig, path)
+
+
+def mastery_curve(summary: pd.DataFrame, path: Path) -> Path:
+    """Share of the held-out test set mastered, per generation where it was measured."""
+    measured = summary[summary["test_mastered"].notna()]
+    fig, ax = plt.subplots(figsize=(7, 3))
+    ax.plot(measured["generation"], 100 * measured["test_mastered"], marker="o")
+    ax.set_ylim(-3, 103)
+    ax.set_ylabel("test tasks mastered (%)")
+    ax.set_xlabel("generation")
+    ax.grid(alpha=0.3)
     return _save(fig, path)

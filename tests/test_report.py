@@ -1,0 +1,141 @@
+"""The report page shows what the curriculum did: parameter panels, labels, rounding, config."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pandas as pd
+import pytest
+from cli_support import cli
+
+from coevo import tasks
+from coevo.report import plots
+from coevo.report.html import ParamFormat, write_report
+
+SMALL = [
+    "pool=local",
+    "evolution.generations=4",
+    "evolution.es_steps=3",
+    "evolution.repro_threshold=100",
+    "evolution.reproduce_every=1",
+    "evolution.max_children=4",
+    "evolution.transfer_every=2",
+    "optimizer.population=8",
+]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("report") / "r"
+    done = cli("coevo-run", *SMALL, f"hydra.run.dir={path}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return path
+
+
+def test_parameters_are_shown_to_their_round_to_and_never_as_inf():
+    fmt = ParamFormat(tasks.get("cartpole"))
+    assert fmt.param("gravity", 11.100000000000001) == "11.1"  # round_to 0.1
+    assert fmt.param("pole_length", 0.30000000000000004) == "0.30"  # round_to 0.01
+    assert fmt.param("unknown", 1 / 3) == "0.3333"
+    assert fmt.param("gravity", float("-inf")) == "none yet"
+    assert fmt.param("gravity", float("nan")) == ""
+    assert fmt.column("test_mastered")(0.25) == "0.25"
+    assert fmt.column("active")(3.0) == "3"
+    assert fmt.column("best_score")(float("-inf")) == "none yet"
+
+
+def test_task_states_follow_birth_solving_and_archiving():
+    population = pd.DataFrame(
+        {
+            "pair_id": [0, 1],
+            "born": [0, 2],
+            "archived_at": [3, None],
+            "solved_at": [1, None],
+            "task.x": [0.5, 0.7],
+        }
+    )
+    states = plots.task_states(population, last_generation=4)
+    zero = states[states["pair_id"] == 0].set_index("generation")["state"].to_dict()
+    assert zero == {0: "active", 1: "solved", 2: "solved", 3: "archived", 4: "archived"}
+    one = states[states["pair_id"] == 1]
+    assert list(one["generation"]) == [2, 3, 4] and set(one["state"]) == {"active"}
+    assert set(states["task.x"]) == {0.5, 0.7}
+
+
+def test_the_page_has_the_parameter_panels_labels_config_and_no_raw_floats(run_dir):
+    page = (run_dir / "report.html").read_text()
+    for figure in ("fig-curves", "fig-task-parameters", "fig-heatmap", "fig-lineage"):
+        assert f'id="{figure}"' in page
+    assert (run_dir / "plots" / "task_parameters.png").stat().st_size > 0
+    # Each caption sits inside its own figure, after the image it describes.
+    for figure in re.findall(r"<figure.*?</figure>", page):
+        assert figure.index("<img") < figure.index("<figcaption>")
+    assert 'id="config"' in page and "repro_threshold: 100.0" in page
+    text = re.sub(r"<[^>]+>", " ", page.split("<h2>Configuration</h2>")[0])
+    assert "-inf" not in text and not re.search(r"\d\.\d{7,}", text)
+    population = pd.read_csv(run_dir / "population.csv")
+    assert len(population) >= 2  # children were admitted: labels and panels have content
+    child = population.iloc[1]
+    assert f"{child['task.gravity']:.1f}" in page
+
+
+def test_a_single_row_summary_draws_no_generation_curves(tmp_path):
+    pd.DataFrame(
+        [{"generation": 0, "active": 3, "archived": 0, "best_score": 1.0, "env_steps": 10}]
+    ).to_csv(tmp_path / "summary.csv", index=False)
+    page = write_report(tmp_path).read_text()
+    assert 'id="fig-curves"' not in page and "1 generations" in page
+
+
+def test_the_new_panels_load_in_headless_chromium(run_dir, tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (make test installs it where apt-get works)")
+    probe = tmp_path / "probe.html"
+    page = (run_dir / "report.html").read_text()
+    page = page.replace(
+        "</body>",
+        """<script>
+window.onerror = (m) => { document.title = 'ERROR ' + m; };
+window.addEventListener('load', () => {
+  const ok = id => {
+    const img = document.querySelector('#' + id + ' img');
+    const caption = document.querySelector('#' + id + ' figcaption');
+    return img && img.complete && img.naturalWidth > 100 && caption
+      && img.getBoundingClientRect().bottom <= caption.getBoundingClientRect().top + 1;
+  };
+  const ids = ['fig-curves', 'fig-task-parameters', 'fig-heatmap', 'fig-lineage'];
+  const config = document.getElementById('config');
+  document.body.setAttribute('data-result', ids.map(id => id + '=' + ok(id)).join(' ')
+    + ' config=' + (config !== null && config.textContent.includes('evolution:')));
+});
+</script></body>""",
+    )
+    probe.write_text(page)
+    shutil.copytree(run_dir / "plots", tmp_path / "plots")
+    done = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--allow-file-access-from-files",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            probe.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    dom = done.stdout
+    assert "ERROR" not in dom.split("<title>")[1].split("</title>")[0], dom[:500]
+    result = dict(item.split("=") for item in dom.split('data-result="')[1].split('"')[0].split())
+    assert all(value == "true" for value in result.values()), result
