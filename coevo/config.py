@@ -23,6 +23,7 @@ from coevo.optimizers.base import OptimizerConfig
 from coevo.optimizers.es import ESConfig
 from coevo.pool.pool import Backend
 from coevo.settings import Rule, rule_of
+from coevo.tasks.test_sets import TestSetConfig
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class RunConfig:
     optimizer: OptimizerConfig = field(default_factory=ESConfig)
     curriculum: CurriculumConfig = field(default_factory=PoetConfig)
     eligible: EligibleConfig = field(default_factory=EligibleConfig)
+    test_set: TestSetConfig = field(default_factory=TestSetConfig)  # held-out "% mastered"
     resume: str | None = None
     checkpoints_kept: int = 3
     report_every_s: float = 30.0  # rebuild report.html at most this often (0: every generation)

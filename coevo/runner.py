@@ -24,6 +24,7 @@ from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_
 from coevo.report.progress import GenerationProgress
 from coevo.report.tables import ELIGIBILITY_COLUMNS
 from coevo.tasks.task import TaskSpace
+from coevo.tasks.test_sets import TestSet, make_test_set, measure, no_test
 
 CONFIG_FILE = "config.yaml"
 CHECKPOINTS = "checkpoints"
@@ -144,6 +145,20 @@ def build(config: RunConfig, space: TaskSpace, pool: EvaluationPool) -> Curricul
     return curricula.build(config.curriculum, space, pool, optimizer, seed=config.seed)
 
 
+def _test_set(config: RunConfig, space: TaskSpace, echo: Callable[[str], None]) -> TestSet | None:
+    """The run's held-out test set, or None (with a note) when off or without a threshold."""
+    options = config.test_set
+    if options.every == 0:
+        return None
+    if options.threshold is None and space.solved_score is None:
+        echo(
+            f"no test set: task space '{space.name}' declares no solved_score; "
+            "set test_set.threshold to measure test_mastered"
+        )
+        return None
+    return make_test_set(space, options.size, options.seed, options.threshold)
+
+
 class RunInterrupted(Exception):
     """The run was interrupted (Ctrl-C) after `generation` finished generations; the report
     is written and the run can be resumed from its last checkpoint."""
@@ -203,6 +218,7 @@ def run(
         else:
             save_checkpoint()
         report_built = time.monotonic()
+        test_set = _test_set(config, space, echo)
         progress = GenerationProgress()
         pool.progress = progress
         try:
@@ -212,6 +228,11 @@ def run(
                     result = curriculum.step()
                 finally:
                     progress.finish()
+                # After the generation's own figures: test episodes never count as training.
+                due = test_set is not None and config.test_set.due(curriculum.generation, total)
+                result.summary.update(
+                    measure(curriculum, test_set, config.test_set) if due else no_test()
+                )
                 recorder.record(result, curriculum.population_frame())
                 logger.log(result.summary)
                 save_checkpoint()

@@ -40,7 +40,8 @@ def test_values_are_typed():
         (
             {"bogus": 1},
             "bogus: unknown key; allowed: mode, logger, seed, task, policy, pool, "
-            "optimizer, curriculum, eligible, resume, checkpoints_kept, report_every_s",
+            "optimizer, curriculum, eligible, test_set, resume, checkpoints_kept, "
+            "report_every_s",
         ),
         ({"curriculum": {"generations": 0}}, "curriculum.generations: must be an integer >= 1"),
         (

@@ -34,6 +34,7 @@ UNBOUNDED = {
     "curriculum.mc_upper",
     "curriculum.solved_threshold",
     "eligible.threshold",
+    "test_set.threshold",
 }
 # A wrong-type value per field type, and what the message must say is allowed instead.
 WRONG = {

@@ -16,13 +16,14 @@ from coevo.report.html import ParamFormat, write_report
 
 SMALL = [
     "pool=local",
-    "evolution.generations=4",
-    "evolution.es_steps=3",
-    "evolution.repro_threshold=100",
-    "evolution.reproduce_every=1",
-    "evolution.max_children=4",
-    "evolution.transfer_every=2",
+    "curriculum.generations=4",
+    "curriculum.optimizer_steps=3",
+    "curriculum.repro_threshold=100",
+    "curriculum.reproduce_every=1",
+    "curriculum.max_children=4",
+    "curriculum.transfer_every=2",
     "optimizer.population=8",
+    "test_set.every=2",
 ]
 
 
@@ -66,8 +67,17 @@ def test_task_states_follow_birth_solving_and_archiving():
 
 def test_the_page_has_the_parameter_panels_labels_config_and_no_raw_floats(run_dir):
     page = (run_dir / "report.html").read_text()
-    for figure in ("fig-curves", "fig-task-parameters", "fig-heatmap", "fig-lineage"):
+    for figure in (
+        "fig-curves",
+        "fig-test-mastery",
+        "fig-task-parameters",
+        "fig-heatmap",
+        "fig-lineage",
+    ):
         assert f'id="{figure}"' in page
+    summary = pd.read_csv(run_dir / "summary.csv")
+    mastered = summary["test_mastered"].iloc[-1]  # the last generation is always tested
+    assert f"{100 * mastered:.0f}% of test tasks mastered (generation 4)" in page
     assert (run_dir / "plots" / "task_parameters.png").stat().st_size > 0
     # Each caption sits inside its own figure, after the image it describes.
     for figure in re.findall(r"<figure.*?</figure>", page):
@@ -106,10 +116,11 @@ window.addEventListener('load', () => {
     return img && img.complete && img.naturalWidth > 100 && caption
       && img.getBoundingClientRect().bottom <= caption.getBoundingClientRect().top + 1;
   };
-  const ids = ['fig-curves', 'fig-task-parameters', 'fig-heatmap', 'fig-lineage'];
+  const ids = ['fig-curves', 'fig-test-mastery', 'fig-task-parameters', 'fig-heatmap',
+               'fig-lineage'];
   const config = document.getElementById('config');
   document.body.setAttribute('data-result', ids.map(id => id + '=' + ok(id)).join(' ')
-    + ' config=' + (config !== null && config.textContent.includes('evolution:')));
+    + ' config=' + (config !== null && config.textContent.includes('curriculum:')));
 });
 </script></body>""",
     )

@@ -8,10 +8,12 @@ space's initial task: every curriculum starts there, so distance from it is the 
 difficulty order that means the same in every space. The mastery threshold is the task
 space's `solved_score` (its one source of truth), unless a run overrides it.
 
-Scoring goes through the evaluation pool like every other evaluation. With several policies
-(POET's active pairs) each test task is scored by the best of them, as transfer would pick;
-a single-policy curriculum passes its one policy. Test episodes are counted apart: the result
-carries its own episode and env-step counts, which never enter the training counters.
+Scoring goes through the evaluation pool like every other evaluation. With a population
+(POET's active pairs, `best_of=True`) each test task is scored by the best of its policies,
+as transfer would pick; a single-policy curriculum's policy is scored alone, and with a few
+seeds side by side (`best_of=False`) the share is their mean. Test episodes are counted
+apart: the result carries its own episode and env-step counts, which never enter the
+training counters (the runner measures after the generation's own figures are taken).
 """
 
 from __future__ import annotations
@@ -23,11 +25,31 @@ from dataclasses import dataclass
 import numpy as np
 
 from coevo.errors import ConfigError
+from coevo.settings import setting
 from coevo.tasks.task import Task, TaskSpace
 
 DEFAULT_SIZE = 100
 DEFAULT_SEED = 0
 DEFAULT_EPISODES = 1  # TeachMyAgent scores each test task on one episode
+# summary.csv's columns of a test (NaN in generations without one).
+SUMMARY_COLUMNS = ("test_mastered", "test_mean_return", "test_episodes", "test_env_steps")
+
+
+@dataclass(frozen=True)
+class TestSetConfig:
+    """The run's held-out test set and how often the curriculum's policies are scored on it."""
+
+    every: int = setting(10, low=0, doc="score every N generations and at the last (0: never)")
+    size: int = setting(DEFAULT_SIZE, low=1, doc="test tasks")
+    seed: int = setting(DEFAULT_SEED, low=0, doc="seed of the test tasks and episodes")
+    episodes: int = setting(DEFAULT_EPISODES, low=1, doc="episodes per policy and test task")
+    threshold: float | None = setting(None, doc="mastery threshold (None: solved_score)")
+
+    __test__ = False
+
+    def due(self, generation: int, last: int) -> bool:
+        """Is generation `generation` (of `last`) a test generation?"""
+        return self.every > 0 and (generation % self.every == 0 or generation == last)
 
 
 @dataclass(frozen=True)
@@ -49,9 +71,11 @@ class TestSet:
 class TestScore:
     """Per test task: the best policy's mean return and whether it reached the threshold."""
 
-    returns: np.ndarray  # [tasks], best over policies of the mean over episodes (NaN: failed)
-    best_policy: np.ndarray  # [tasks], index of the policy that scored it (-1: all failed)
-    mastered: np.ndarray  # [tasks] bool
+    scores: np.ndarray  # [policies, tasks]: mean return over episodes (NaN: failed)
+    returns: np.ndarray  # [tasks]: best over policies (NaN: all failed)
+    best_policy: np.ndarray  # [tasks]: index of the policy that scored it (-1: all failed)
+    mastered: np.ndarray  # [policies, tasks] bool: each policy's own mastery
+    best_of: bool  # a task counts as mastered when any policy masters it
     episodes: int  # test episodes run (counted apart from training)
     env_steps: float  # env steps of those episodes
 
@@ -59,8 +83,33 @@ class TestScore:
 
     @property
     def share_mastered(self) -> float:
-        """Share of test tasks mastered, 0 to 1."""
-        return float(self.mastered.mean()) if self.mastered.size else 0.0
+        """Share of test tasks mastered, 0 to 1: by the best policy on each task
+        (`best_of`), else each policy's own share, averaged over the policies."""
+        if not self.mastered.size:
+            return 0.0
+        if self.best_of:
+            return float(self.mastered.any(axis=0).mean())
+        return float(self.mastered.mean(axis=1).mean())
+
+    def summary(self) -> dict[str, float]:
+        """summary.csv's test columns."""
+        finite = self.scores[np.isfinite(self.scores)]
+        mean = float(finite.mean()) if finite.size else float("nan")
+        if self.best_of:
+            best = self.returns[np.isfinite(self.returns)]
+            mean = float(best.mean()) if best.size else float("nan")
+        return dict(
+            zip(
+                SUMMARY_COLUMNS,
+                (self.share_mastered, mean, float(self.episodes), self.env_steps),
+                strict=True,
+            )
+        )
+
+
+def no_test() -> dict[str, float]:
+    """summary.csv's test columns in a generation without a test."""
+    return dict.fromkeys(SUMMARY_COLUMNS, float("nan"))
 
 
 def mastery_threshold(space: TaskSpace, threshold: float | None = None) -> float:
@@ -83,7 +132,8 @@ def make_test_set(
 ) -> TestSet:
     """`size` distinct tasks drawn uniformly within the space's bounds from a generator seeded
     by (seed, space name), rounded like mutations, sorted by distance from the initial task
-    (ties by task id, so the order never depends on the draw order)."""
+    (ties by task id, so the order never depends on the draw order). A space with fewer
+    distinct tasks gives all it has."""
     if not isinstance(size, int) or size <= 0:
         raise ConfigError("test_set.size", f"must be a positive integer, got {size!r}")
     rng = np.random.default_rng([seed, zlib.crc32(space.name.encode())])
@@ -95,11 +145,8 @@ def make_test_set(
         if len(tasks) == size:
             break
         tasks.setdefault(_uniform_task(space, rng), None)
-    if len(tasks) < size:
-        raise ConfigError(
-            "test_set.size",
-            f"task space '{space.name}' gave only {len(tasks)} distinct tasks of {size} asked for",
-        )
+    # A space with fewer distinct tasks than asked for (e.g. a few int levels) is tested on
+    # all of them.
     ordered = sorted(tasks, key=lambda task: (round(space.distance(start, task), 12), task.id))
     return TestSet(space.name, tuple(ordered), mastery_threshold(space, threshold), seed)
 
@@ -118,30 +165,46 @@ def score_test_set(
     test_set: TestSet,
     episodes: int = DEFAULT_EPISODES,
     seed: int = 0,
+    best_of: bool = True,
 ) -> TestScore:
-    """Every policy on every test task through the pool (one call); each task keeps its best
-    policy's mean return. Deterministic for given policies, test set, episodes and seed."""
-    if not policies:
+    """Every policy on every test task through the pool (one call). Deterministic for given
+    policies, test set, episodes and seed. A failed episode makes its score NaN, which never
+    counts as mastered."""
+    if not len(policies):
         raise ValueError("score_test_set needs at least one policy")
     if not isinstance(episodes, int) or episodes <= 0:
         raise ConfigError("test_set.episodes", f"must be a positive integer, got {episodes!r}")
     before = pool.stats_snapshot()
     pairs = [(theta, task) for theta in policies for task in test_set.tasks]
-    returns = pool.evaluate(pairs, episodes, seed).mean(axis=1)
+    returns, _ = pool.evaluate_detailed(pairs, episodes, seed)
     after = pool.stats_snapshot()
-    matrix = returns.reshape(len(policies), len(test_set))
+    matrix = returns.mean(axis=1).reshape(len(policies), len(test_set))
     finite = np.where(np.isfinite(matrix), matrix, -np.inf)
     best_policy = np.argmax(finite, axis=0)
     best = finite[best_policy, np.arange(len(test_set))]
     failed = ~np.isfinite(best)
-    best = np.where(failed, np.nan, best)
-    best_policy = np.where(failed, -1, best_policy)
-    mastered = np.zeros(len(test_set), dtype=bool)
-    mastered[~failed] = best[~failed] >= test_set.threshold
+    mastered = np.isfinite(matrix) & (np.nan_to_num(matrix, nan=-np.inf) >= test_set.threshold)
     return TestScore(
-        returns=best,
-        best_policy=best_policy,
+        scores=matrix,
+        returns=np.where(failed, np.nan, best),
+        best_policy=np.where(failed, -1, best_policy),
         mastered=mastered,
+        best_of=best_of,
         episodes=len(pairs) * episodes,
         env_steps=float(after["env_steps"] - before["env_steps"]),
     )
+
+
+def measure(curriculum, test_set: TestSet, config: TestSetConfig) -> dict[str, float]:
+    """summary.csv's test columns for a curriculum's policies now (any `Curriculum`: it says
+    which policies and whether a task takes the best of them)."""
+    chosen = curriculum.policies_for_testing()
+    score = score_test_set(
+        curriculum.pool,
+        list(chosen.policies.values()),
+        test_set,
+        config.episodes,
+        config.seed,
+        best_of=chosen.best_of,
+    )
+    return score.summary()

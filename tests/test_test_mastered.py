@@ -1,0 +1,49 @@
+"""Every curriculum's summary.csv carries test_mastered, measured apart from training."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from coevo import runner
+from coevo.config import parse_config
+from coevo.pool.stats import is_runtime_column
+from coevo.tasks.test_sets import SUMMARY_COLUMNS
+
+CURRICULA = ["poet", "enhanced_poet", "dr", "plr", "accel", "alp_gmm"]
+
+
+def _run(tmp_path, curriculum: str, every: int, generations: int = 3) -> pd.DataFrame:
+    config = parse_config(
+        {
+            "pool": {"backend": "local", "num_workers": 1, "envs_per_worker": 16},
+            "optimizer": {"name": "es", "population": 8},
+            "curriculum": {"name": curriculum, "generations": generations},
+            "test_set": {"every": every, "size": 12},
+        }
+    )
+    run_dir = tmp_path / f"{curriculum}-{every}"
+    runner.run(config, run_dir, echo=lambda _: None)
+    return pd.read_csv(run_dir / "summary.csv")
+
+
+@pytest.mark.parametrize("curriculum", CURRICULA)
+def test_every_curriculum_reports_test_mastered_at_its_cadence(tmp_path, curriculum):
+    summary = _run(tmp_path, curriculum, every=2)
+    assert set(SUMMARY_COLUMNS) <= set(summary.columns)
+    measured = summary[summary["test_mastered"].notna()]
+    assert list(measured["generation"]) == [2, 3]  # every 2nd and the last
+    assert measured["test_mastered"].between(0, 1).all()
+    # 12 test tasks x 1 episode x the policies tested (POET: its active pairs, >= 1).
+    assert (measured["test_episodes"] % 12 == 0).all() and (measured["test_episodes"] > 0).all()
+    assert (measured["test_env_steps"] >= measured["test_episodes"]).all()
+
+
+@pytest.mark.parametrize("curriculum", ["poet", "dr"])
+def test_testing_changes_nothing_else_and_its_episodes_are_not_training(tmp_path, curriculum):
+    tested = _run(tmp_path, curriculum, every=1)
+    untested = _run(tmp_path, curriculum, every=0)
+    assert untested["test_mastered"].isna().all()
+    assert tested["test_mastered"].notna().all()
+    same = [c for c in untested.columns if not is_runtime_column(c) and c not in SUMMARY_COLUMNS]
+    pd.testing.assert_frame_equal(tested[same], untested[same])  # episodes, env_steps included
