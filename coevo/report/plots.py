@@ -30,7 +30,15 @@ def population_curves(summary: pd.DataFrame, path: Path) -> Path:
         if column in summary:
             pairs.plot(gens, summary[column], label=column, marker=".")
     if "annecs" in summary:
-        pairs.plot(gens, summary["annecs"], label="ANNECS", marker=".")
+        pairs.plot(gens, summary["annecs"], label="ANNECS (admitted, later solved)", marker=".")
+    if "annecs_reference" in summary:
+        pairs.plot(
+            gens,
+            summary["annecs_reference"],
+            label="ANNECS, reference code (MC vs archive at admission)",
+            marker=".",
+            linestyle="--",
+        )
     if "admitted" in summary:
         pairs.bar(gens, summary["admitted"], alpha=0.3, label="admitted this generation")
     pairs.set_ylabel("pairs / tasks")

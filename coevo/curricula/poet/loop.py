@@ -178,6 +178,7 @@ class Poet(Curriculum):
         annecs = self.population.annecs()
         counts.update(
             annecs=annecs,
+            annecs_reference=self.population.annecs_reference(),
             newly_solved=annecs - solved_before,
             admitted_total=sum(p.admitted_by_mc for p in self.population.all_pairs()),
         )
@@ -267,6 +268,7 @@ class Poet(Curriculum):
         order = rules.admission_order(list(novelty))
         admit = [index for rank, index in enumerate(order, 1) if rank <= cfg.max_admitted]
         starts = self._starting_policies([passing[i] for i in admit])
+        against_archive = self._mc_against_archive([passing[i][1] for i in admit])
         for rank, index in enumerate(order, start=1):
             parent, child, score, mc_reason = passing[index]
             ok, reason = rules.admission(rank, cfg.max_admitted, float(novelty[index]))
@@ -281,8 +283,9 @@ class Poet(Curriculum):
                     self.generation,
                 )
                 pair.admitted_by_mc = True
+                pair.mc_vs_archive, archive_reason = against_archive[admit.index(index)]
                 pair_id = pair.pair_id
-                reason = f"{reason}; starts with {origin}"
+                reason = f"{reason}; starts with {origin}; {archive_reason}"
             decisions.append(
                 self._child_decision(
                     parent,
@@ -296,6 +299,25 @@ class Poet(Curriculum):
                 )
             )
         return len(candidates), len(passing), len(admit)
+
+    def _mc_against_archive(self, children: list[Task]) -> list[tuple[bool, str]]:
+        """The reference code's ANNECS test, per admitted child: does the best archived
+        policy's score on it pass the minimal criterion? (Frozen policies: scores cached.)"""
+        archive = self.population.archive
+        if not archive:
+            return [(True, "archive empty: counts for annecs_reference")] * len(children)
+        cfg = self.config
+        scores = self.scores.matrix(
+            self.pool, [p.theta for p in archive], children, cfg.eval_episodes, self.pata_seed
+        )
+        out = []
+        for column in scores.T:
+            finite = column[np.isfinite(column)]
+            best = float(finite.max()) if finite.size else float("nan")
+            ok, _ = rules.minimal_criterion(best, cfg.mc_lower, cfg.mc_upper)
+            verdict = "passes" if ok else "fails"
+            out.append((ok, f"best archived policy {best:.1f} {verdict} the MC (annecs_reference)"))
+        return out
 
     def _mutation_trials(
         self, eligible: list[Pair], decisions: list[Decision]

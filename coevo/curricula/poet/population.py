@@ -25,6 +25,9 @@ class Pair:
     archived_at: int | None = None
     admitted_by_mc: bool = False  # created as a child that passed the minimal criterion
     solved_at: int | None = None  # first generation a policy reached the solved threshold
+    # At admission, the best archived policy's score on the task passed the minimal criterion
+    # (the reference code's ANNECS; True for a child admitted while the archive was empty).
+    mc_vs_archive: bool = False
     steps: int = 0  # optimizer steps of the current policy on this task (0 after a transfer)
 
     def recent_best(self, history: int) -> float:
@@ -75,8 +78,14 @@ class Population:
         raise KeyError(f"no pair with id {pair_id}")
 
     def annecs(self) -> int:
-        """Tasks admitted through the minimal criterion and later solved by some policy."""
+        """The papers' ANNECS (Wang et al. 2020): tasks admitted through the minimal criterion
+        and later solved by some policy."""
         return sum(1 for p in self.all_pairs() if p.admitted_by_mc and p.solved_at is not None)
+
+    def annecs_reference(self) -> int:
+        """The reference code's ANNECS: admitted tasks that, at admission, also passed the
+        minimal criterion against the archived policies (counted whether solved or not)."""
+        return sum(1 for p in self.all_pairs() if p.admitted_by_mc and p.mc_vs_archive)
 
     def to_frame(self) -> pd.DataFrame:
         rows = []
@@ -95,6 +104,7 @@ class Population:
                     "optimizer_steps": pair.steps,
                     "admitted_by_mc": pair.admitted_by_mc,
                     "solved_at": pair.solved_at,
+                    "mc_vs_archive": pair.mc_vs_archive,
                 }
             )
         return pd.DataFrame(rows)
