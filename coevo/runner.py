@@ -229,7 +229,7 @@ def run(
                 finally:
                     progress.finish()
                 # After the generation's own figures: test episodes never count as training.
-                due = test_set is not None and config.test_set.due(curriculum.generation, total)
+                due = test_set is not None and config.test_set.due(curriculum.generation)
                 result.summary.update(
                     measure(curriculum, test_set, config.test_set) if due else no_test()
                 )

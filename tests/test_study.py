@@ -1,0 +1,54 @@
+"""The curricula study's pipeline end to end at its smallest scale (`--smoke`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+from cli_support import ROOT
+
+STUDY = ROOT / "experiments" / "curricula" / "run_study.py"
+
+
+def test_the_study_runs_every_curriculum_and_writes_its_table(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(STUDY),
+            "--smoke",
+            "--backend",
+            "local",
+            "--workers",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = pd.read_csv(tmp_path / "table.csv")
+    assert list(table.columns) == [
+        "task_space",
+        "curriculum",
+        "optimizer",
+        "seeds",
+        "test_mastered_mean",
+        "test_mastered_std",
+        "env_steps",
+        "generations",
+        "wall_s_mean",
+    ]
+    assert list(table["curriculum"]) == ["dr", "plr", "accel", "alp_gmm", "poet", "enhanced_poet"]
+    assert table["test_mastered_mean"].between(0, 1).all()
+    assert (table["env_steps"] >= 20_000).all()  # each ran to the smoke budget
+    runs = pd.read_csv(tmp_path / "runs.csv")
+    curves = pd.read_csv(tmp_path / "curves.csv")
+    # The table's figure is the last point of each run's curve.
+    last = curves.groupby("curriculum", sort=False)["test_mastered"].last()
+    assert last.to_dict() == runs.set_index("curriculum")["test_mastered"].to_dict()
+    assert "| cartpole | dr | es | 1 |" in (tmp_path / "table.md").read_text()
+    assert (tmp_path / "curves.png").stat().st_size > 0
