@@ -8,14 +8,17 @@ the same budget of training env steps, several seeds; "% of held-out test tasks 
 Each (curriculum, optimizer, seed) run steps its curriculum until its training env steps
 reach the budget (test episodes are counted apart, as in summary.csv), scoring the held-out
 test set (coevo.tasks.test_sets: 100 tasks sorted easy to hard, mastered = return >= the
-space's solved_score) every `--test-every` generations and at the end. One pool serves every
-run of a task space. Writes, under --out: runs.csv (one row per run), curves.csv (test
-mastery against env steps), table.md (mean ± std per curriculum) and curves.png.
+space's solved_score) at 10 evenly spaced marks of training env steps, the last at the
+budget. Runs are independent: `--jobs` runs them in parallel processes, each with its own
+in-process pool (small curricula steps cost more in Ray round trips than in physics).
+Writes, under --out: runs.csv (one row per run), curves.csv (test mastery against env
+steps), table.csv and table.md (mean ± std per curriculum) and curves.png.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import subprocess
 import time
 from dataclasses import dataclass
@@ -57,17 +60,25 @@ class Scale:
     budget: int  # training env steps per run
     seeds: int
     test_size: int
-    test_every: int  # generations
+    test_points: int  # test-set scorings per run, evenly spaced in training env steps
 
 
 SCALES = {
-    "full": Scale(budget=5_000_000, seeds=3, test_size=100, test_every=10),
-    "quick": Scale(budget=300_000, seeds=3, test_size=50, test_every=5),
-    "smoke": Scale(budget=20_000, seeds=1, test_size=10, test_every=2),
+    "full": Scale(budget=5_000_000, seeds=3, test_size=100, test_points=10),
+    "quick": Scale(budget=300_000, seeds=3, test_size=50, test_points=5),
+    "smoke": Scale(budget=20_000, seeds=1, test_size=10, test_points=2),
 }
 
 
-def run_one(
+def run_one(job: tuple[str, str, str, int, Scale]) -> tuple[dict, list[dict]]:
+    """One curriculum run to the budget on its own in-process pool; (its row, its curve)."""
+    space_name, curriculum, optimizer, seed, scale = job
+    space, policy = runner.prepare(parse_config({"task": {"name": space_name}}))
+    with EvaluationPool(space, policy, "local", 1) as pool:
+        return _run(pool, space_name, curriculum, optimizer, seed, scale)
+
+
+def _run(
     pool: EvaluationPool,
     space_name: str,
     curriculum: str,
@@ -75,7 +86,6 @@ def run_one(
     seed: int,
     scale: Scale,
 ) -> tuple[dict, list[dict]]:
-    """One curriculum run to the budget; (its row, its curve points)."""
     config = parse_config(
         {
             "seed": seed,
@@ -88,7 +98,10 @@ def run_one(
             },
         }
     )
-    tests = TestSetConfig(every=scale.test_every, size=scale.test_size, seed=0)
+    # Scored at env-step marks, not every N generations: curricula's generations differ in
+    # size by 100x (a PLR round is 4 levels, a POET generation every pair's ES steps).
+    tests = TestSetConfig(size=scale.test_size, seed=0)
+    marks = [scale.budget * (k + 1) / scale.test_points for k in range(scale.test_points)]
     test_set = make_test_set(pool.space, tests.size, tests.seed)
     built = runner.build(config, pool.space, pool)
     started = time.perf_counter()
@@ -97,7 +110,9 @@ def run_one(
     while steps < scale.budget:
         result = built.step()
         steps += result.summary["env_steps"]
-        if tests.due(built.generation) or steps >= scale.budget:
+        if steps >= marks[0]:
+            while marks and steps >= marks[0]:
+                marks.pop(0)
             mastered = measure(built, test_set, tests)["test_mastered"]
             curve.append(
                 {"generation": built.generation, "env_steps": steps, "test_mastered": mastered}
@@ -180,32 +195,31 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     parser.add_argument("--spaces", default="cartpole", help="comma-separated task spaces")
     parser.add_argument("--curricula", default=",".join(CURRICULA))
     parser.add_argument("--optimizers", default="es", help="es; ppo needs policy=actor_critic")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--backend", default="ray", choices=("ray", "local"))
+    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (processes)")
     parser.add_argument("--out", type=Path, default=None, help="default: beside this script")
     args = parser.parse_args(argv)
     scale = SCALES["quick" if args.quick else "smoke" if args.smoke else "full"]
     out = args.out or HERE / ("quick" if args.quick else "smoke" if args.smoke else "results")
     out.mkdir(parents=True, exist_ok=True)
+    jobs = [
+        (space_name, curriculum, optimizer, seed, scale)
+        for space_name in args.spaces.split(",")
+        for optimizer in args.optimizers.split(",")
+        for curriculum in args.curricula.split(",")
+        for seed in range(scale.seeds)
+    ]
     rows, points = [], []
     started = time.perf_counter()
-    for space_name in args.spaces.split(","):
-        config = parse_config({"task": {"name": space_name}})
-        space, policy = runner.prepare(config)
-        with EvaluationPool(space, policy, args.backend, args.workers) as pool:
-            for optimizer in args.optimizers.split(","):
-                for curriculum in args.curricula.split(","):
-                    for seed in range(scale.seeds):
-                        row, curve = run_one(pool, space_name, curriculum, optimizer, seed, scale)
-                        rows.append(row)
-                        points.extend(curve)
-                        print(
-                            f"{space_name} {curriculum} {optimizer} seed {seed}: "
-                            f"{100 * row['test_mastered']:.0f}% mastered after "
-                            f"{row['env_steps']:,.0f} steps, {row['generations']} generations, "
-                            f"{row['wall_s']:.0f} s",
-                            flush=True,
-                        )
+    with multiprocessing.get_context("spawn").Pool(args.jobs) as workers:
+        for row, curve in workers.imap(run_one, jobs):  # in job order, whatever finishes first
+            rows.append(row)
+            points.extend(curve)
+            print(
+                f"{row['task_space']} {row['curriculum']} {row['optimizer']} seed {row['seed']}: "
+                f"{100 * row['test_mastered']:.0f}% mastered after {row['env_steps']:,.0f} "
+                f"steps, {row['generations']} generations, {row['wall_s']:.0f} s",
+                flush=True,
+            )
     runs, curves = pd.DataFrame(rows), pd.DataFrame(points)
     runs.to_csv(out / "runs.csv", index=False)
     curves.to_csv(out / "curves.csv", index=False)
