@@ -8,9 +8,11 @@ One process, one core (torch.set_num_threads(1), as in a worker). Each row runs 
 the same count) with 3 policies of the same function class side by side:
 
 - `mlp`: the numpy MLP [16] tanh (stacked np.matmul),
-- `torch_mlp`: the same network as a torch module through `TorchPolicy` (vmap of
-  functional_call in fixed blocks of `batch_block` rows, the last padded),
-- `gru`: the GRU policy [16] (torch, recurrent state per slot),
+- `torch_seq`: the same network as a torch `nn.Sequential` through `TorchPolicy`, which
+  recognises a chain of Linear/Tanh/ReLU layers and runs it as stacked numpy matmuls,
+- `torch_vmap`: the same network inside a module with its own `forward` (any module):
+  vmap of functional_call in fixed blocks of `batch_block` rows, the last padded,
+- `gru`: the GRU policy [16] (torch, vmap, recurrent state per slot),
 
 and, as the reference of the same run, the raw batched env stepping all slots with a fixed
 action (no policy). Figures are env steps per CPU-second of this process (wall-clock
@@ -31,6 +33,17 @@ from coevo.policies.loaders import from_module
 from coevo.pool import EpisodeJob, Stored, Worker, weights_key
 
 SLOTS = (8, 64, 256)
+
+
+class Wrapped(torch.nn.Module):
+    """A module with a forward of its own: TorchPolicy's general (vmap) path."""
+
+    def __init__(self, inner: torch.nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, obs):
+        return self.inner(obs)
 
 
 def reference_rate(space, slots: int, steps: int) -> float:
@@ -72,15 +85,18 @@ def main() -> None:
     env = space.make_env()
     obs_space, act_space = env.observation_space, env.action_space
     mlp = make_policy("mlp", obs_space, act_space, {"hidden": (16,)})
-    torch_mlp = from_module(mlp.to_torch(mlp.init(np.random.default_rng(0))), obs_space, act_space)
+    network = mlp.to_torch(mlp.init(np.random.default_rng(0)))
+    torch_seq = from_module(network, obs_space, act_space).policy
+    torch_vmap = from_module(Wrapped(network), obs_space, act_space).policy
     policies = {
         "mlp": mlp,
-        "torch_mlp": torch_mlp.policy,
+        "torch_seq": torch_seq,
+        "torch_vmap": torch_vmap,
         "gru": make_policy("gru", obs_space, act_space, {"hidden": (16,)}),
     }
     repeats = 1 if args.quick else 3
     print(
-        f"torch {torch.__version__}, batch_block {torch_mlp.policy.batch_block}, "
+        f"torch {torch.__version__}, batch_block {torch_vmap.batch_block}, "
         f"pendulum 200-step episodes, env steps per CPU-second (x reference)"
     )
     header = "| slots | reference (env only) | " + " | ".join(policies) + " |"

@@ -155,3 +155,51 @@ def test_bad_torch_policy_options_name_the_field(tmp_path):
         r"\(8, 4\) in the module",
     ):
         make_policy("torch", BOX4, TWO, {"module": f"{__name__}:Actor", "file": str(file)})
+
+
+class LSTMCellActor(torch.nn.Module):
+    """A user's recurrent module on torch's own LSTMCell (vmap cannot batch it)."""
+
+    state_size = 12
+
+    def __init__(self, obs_dim: int, act_dim: int):
+        super().__init__()
+        self.cell = torch.nn.LSTMCell(obs_dim, 6)
+        self.out = torch.nn.Linear(6, act_dim)
+
+    def forward(self, obs, state):
+        h, c = self.cell(obs, (state[..., :6], state[..., 6:]))
+        return self.out(h), torch.cat([h, c], dim=-1)
+
+
+def test_modules_vmap_cannot_batch_run_row_by_row(rng):
+    policy = make_policy("torch", BOX4, TWO, {"module": f"{__name__}:LSTMCellActor"})
+    assert policy.state_size == 12
+    params = np.stack([policy.init(rng) for _ in range(5)])
+    obs = rng.standard_normal((5, 4)).astype(np.float32)
+    state = rng.standard_normal((5, 12)).astype(np.float32)
+    out, next_state, _ = policy.network(params, obs, state)
+    assert policy._vmappable is False  # fell back to one row at a time
+    policy.load_into_module(params[3])
+    h, c = policy.module.cell(
+        torch.from_numpy(obs[3:4]),
+        (torch.from_numpy(state[3:4, :6]), torch.from_numpy(state[3:4, 6:])),
+    )
+    np.testing.assert_allclose(out[3], policy.module.out(h)[0].detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(next_state[3, 6:], c[0].detach().numpy(), rtol=1e-5)
+    alone, _, _ = policy.network(params[3:4], obs[3:4], state[3:4])
+    assert np.array_equal(alone[0], out[3])
+
+
+def test_layer_chains_run_as_numpy_matmuls_with_the_same_function(rng):
+    mlp = MLPPolicy.for_spaces(BOX4, TWO, hidden=(16, 8), activation="relu")
+    theta = mlp.init(rng)
+    chain = torch_policy_for(mlp.to_torch(theta), BOX4, TWO)
+    general = torch_policy_for(Actor(4, 2), BOX4, TWO)  # a forward of its own: vmap
+    assert chain._chain is not None and general._chain is None
+    params = np.stack(
+        [theta + rng.standard_normal(theta.size).astype(np.float32) for _ in range(9)]
+    )
+    obs = rng.standard_normal((9, 4)).astype(np.float32)
+    out, _, _ = chain.network(params, obs, chain.initial_state(9))
+    np.testing.assert_array_equal(out, mlp.forward(params, obs))  # the numpy MLP's arithmetic
