@@ -142,6 +142,14 @@ def _check_overrides(args: list[str]) -> None:
     for arg in search:
         text = arg.split("=", 1)[1].strip("[]")
         search_dirs += [Path(p.strip().removeprefix("file://")) for p in text.split(",") if p]
+    # Hydra's --config-dir (-cd) adds a search path too: its groups and choices are valid.
+    given = [a.split("=", 1)[1] for a in args if a.startswith(("--config-dir=", "-cd="))]
+    given += [b for a, b in zip(args, args[1:], strict=False) if a in ("--config-dir", "-cd")]
+    if given:
+        search_dirs += [Path(d) for d in given]
+        paths = [*(s.split("=", 1)[1].strip("[]") for s in search)]
+        paths += [f"file://{Path(d).resolve()}" for d in given]
+        search = [f"hydra.searchpath=[{','.join(p for p in paths if p)}]"]
     groups = _groups(search_dirs)
     choices, values = [], []
     for arg in overrides:

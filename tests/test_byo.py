@@ -44,15 +44,19 @@ class Actor(torch.nn.Module):
         return self.net(obs)
 
 
-def _train(env_id: str, normalize: bool, path, algo=None):
+def _train(env_id: str, normalize: bool, path, algo: str = "PPO"):
     venv = DummyVecEnv([lambda: gym.make(env_id)])
     if normalize:
         venv = VecNormalize(venv, norm_reward=False)
-    model = (algo or sb3.PPO)(
-        "MlpPolicy", venv, n_steps=512, batch_size=64, n_epochs=2, seed=0, device="cpu"
-    )
-    model.learn(2048)  # brief: the point is score equality, not quality
-    model.save(path / f"{env_id}.zip")
+    if algo == "PPO":
+        model = sb3.PPO(
+            "MlpPolicy", venv, n_steps=512, batch_size=64, n_epochs=2, seed=0, device="cpu"
+        )
+        model.learn(2048)  # brief: the point is score equality, not quality
+    else:
+        model = sb3.DQN("MlpPolicy", venv, learning_starts=200, seed=0, device="cpu")
+        model.learn(1000)
+    model.save(path / f"{algo}_{env_id}.zip")
     if normalize:
         venv.save(path / f"{env_id}_vecnormalize.pkl")
         venv.training = False
@@ -69,24 +73,35 @@ def files(tmp_path_factory):
     torch.jit.script(actor).save(str(path / "actor_scripted.pt"))
     cartpole = _train("CartPole-v1", False, path)
     pendulum = _train("Pendulum-v1", True, path)
+    dqn = _train("CartPole-v1", False, path, "DQN")
     sac = sb3.SAC("MlpPolicy", "Pendulum-v1", seed=0, device="cpu")
     sac.save(path / "sac.zip")
-    return {"path": path, "actor": actor, "CartPole-v1": cartpole, "Pendulum-v1": pendulum}
+    return {
+        "path": path,
+        "actor": actor,
+        "PPO_CartPole-v1": cartpole,
+        "PPO_Pendulum-v1": pendulum,
+        "DQN_CartPole-v1": dqn,
+    }
 
 
 @pytest.mark.parametrize(
-    "env_id, space_name, normalize",
-    [("CartPole-v1", "cartpole", False), ("Pendulum-v1", "pendulum", True)],
+    "algo, env_id, space_name, normalize",
+    [
+        ("PPO", "CartPole-v1", "cartpole", False),
+        ("PPO", "Pendulum-v1", "pendulum", True),
+        ("DQN", "CartPole-v1", "cartpole", False),
+    ],
 )
-def test_sb3_policy_scores_what_evaluate_policy_scores(files, env_id, space_name, normalize):
-    model, venv = files[env_id]
+def test_sb3_policy_scores_what_evaluate_policy_scores(files, algo, env_id, space_name, normalize):
+    model, venv = files[f"{algo}_{env_id}"]
     expected = []
     for seed in SEEDS:  # one seeded episode per call: the same reset seeds coevo uses
         venv.seed(seed)
         episode, _ = evaluate_policy(model, venv, n_eval_episodes=1, return_episode_rewards=True)
         expected.append(episode[0])
     vecnormalize = files["path"] / f"{env_id}_vecnormalize.pkl" if normalize else None
-    loaded = load_sb3_policy(files["path"] / f"{env_id}.zip", "sb3", vecnormalize)
+    loaded = load_sb3_policy(files["path"] / f"{algo}_{env_id}.zip", "sb3", vecnormalize)
     assert (loaded.policy.obs_norm is not None) == normalize
     space = tasks.get(space_name)
     with EvaluationPool(space, loaded.policy, "local", 1, 8) as pool:
@@ -216,7 +231,7 @@ def test_eligible_parents_on_a_file_naming_torch_torchscript_and_sb3(files, tmp_
                 "task": {"gravity": 12.0},
                 "policy": {"torchscript": "actor_scripted.pt"},
             },
-            {"name": "sb3-ppo", "task": {"gravity": 9.8}, "policy": {"sb3": "CartPole-v1.zip"}},
+            {"name": "sb3-ppo", "task": {"gravity": 9.8}, "policy": {"sb3": "PPO_CartPole-v1.zip"}},
             {"name": "numpy", "task": {"pole_length": 1.0}, "policy": "mlp.npy"},
         ],
     )
@@ -229,7 +244,7 @@ def test_eligible_parents_on_a_file_naming_torch_torchscript_and_sb3(files, tmp_
     assert table["error"].isna().all()  # no evaluation failed
     # The state_dict and the TorchScript copy of one actor score alike on the same task.
     returns = pd.read_csv(tmp_path / "run" / "returns.csv")
-    model, venv = files["CartPole-v1"]
+    model, venv = files["PPO_CartPole-v1"]
     expected = []
     for seed in range(3):
         venv.seed(seed)
@@ -332,7 +347,7 @@ def test_pairs_file_policy_that_does_not_fit_the_env(files, tmp_path):
     space = tasks.get("pendulum")
     pairs = tmp_path / "pairs.yaml"
     pairs.write_text(
-        yaml.safe_dump({"pairs": [{"policy": {"sb3": str(files["path"] / "CartPole-v1.zip")}}]})
+        yaml.safe_dump({"pairs": [{"policy": {"sb3": str(files["path"] / "PPO_CartPole-v1.zip")}}]})
     )
     env = space.make_env()
     default = make_policy("mlp", env.observation_space, env.action_space, {})
