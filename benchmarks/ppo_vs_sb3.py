@@ -296,13 +296,16 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--pairs-budget", type=int, default=20_000)
+    parser.add_argument(
+        "--only", choices=("single", "pairs"), help="run only one of the two comparisons"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)  # both libraries, one thread: the machine is shared
     # torch's first optimizer imports its compiler stack (~5 s here): once, before any timing.
     torch.optim.Adam([torch.zeros(1, requires_grad=True)])
     seeds = list(range(2 if args.quick else args.seeds))
     runs: list[Run] = []
-    for env_id in ZOO:
+    for env_id in ZOO if args.only != "pairs" else ():
         budget = 10_000 if args.quick else ZOO[env_id]["n_timesteps"]
         every = budget // EVALUATIONS
         for seed in seeds:
@@ -314,8 +317,11 @@ def main() -> None:
                 f"sb3 {sb3_run.final:.1f} in {sb3_run.wall_s:.1f}s",
                 flush=True,
             )
-    print()
-    print(table(runs))
+    if runs:
+        print()
+        print(table(runs))
+    if args.only == "single":
+        return
 
     pairs = 2 if args.quick else args.pairs
     budget = 5_000 if args.quick else args.pairs_budget
