@@ -21,6 +21,7 @@ from coevo.curricula.poet import PoetConfig
 from coevo.errors import ConfigError
 from coevo.optimizers.base import OptimizerConfig
 from coevo.optimizers.es import ESConfig
+from coevo.pool.limits import WorkerLimits
 from coevo.pool.pool import Backend
 from coevo.settings import Rule, rule_of
 from coevo.tasks.test_sets import TestSetConfig
@@ -65,6 +66,9 @@ class PoolConfig:
     num_workers: int = 2
     envs_per_worker: int = 64
     address: str | None = None  # an existing Ray cluster ("auto" or host:port)
+    # Ray backend only (coevo/pool/limits.py); null: no limit.
+    episode_timeout_s: float | None = None  # an env call longer than this: worker replaced
+    worker_memory_mb: float | None = None  # a worker above this after a chunk: recycled
 
 
 @dataclass(frozen=True)
@@ -103,11 +107,16 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "task.max_episode_steps": (1, None),
     "pool.num_workers": (1, None),
     "pool.envs_per_worker": (1, None),
+    "pool.episode_timeout_s": (0.0, None),
+    "pool.worker_memory_mb": (0.0, None),
     "policy.batch_block": (1, None),
     "policy.log_std_init": (-20.0, 2.0),
 }
 # Ends of a range that the value must not reach, as (low, high).
-_EXCLUSIVE: dict[str, tuple[bool, bool]] = {}
+_EXCLUSIVE: dict[str, tuple[bool, bool]] = {
+    "pool.episode_timeout_s": (True, False),
+    "pool.worker_memory_mb": (True, False),
+}
 _CHOICES: dict[str, tuple[str, ...]] = {
     "mode": ("coevolve", "eligible_parents"),
     "logger": ("none", "tensorboard"),
@@ -134,6 +143,8 @@ def parse_config(raw: Mapping[str, Any]) -> RunConfig:
             f"must be 'auto' or HOST:PORT of a Ray cluster's head (null: an embedded Ray), "
             f"got {address!r}",
         )
+    pool = config.pool
+    WorkerLimits(pool.episode_timeout_s, pool.worker_memory_mb).check_backend(pool.backend)
     if config.mode == "eligible_parents" and not config.eligible.pairs_file:
         raise ConfigError(
             "eligible.pairs_file", "required with mode=eligible_parents (a YAML or CSV file)"

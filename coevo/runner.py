@@ -81,6 +81,8 @@ def _pool(config: RunConfig, space: TaskSpace, policy: Policy) -> EvaluationPool
         num_workers=config.pool.num_workers,
         envs_per_worker=config.pool.envs_per_worker,
         address=config.pool.address,
+        episode_timeout_s=config.pool.episode_timeout_s,
+        worker_memory_mb=config.pool.worker_memory_mb,
     )
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from coevo.errors import ConfigError
 from coevo.policies.base import Policy
 from coevo.pool.jobs import EpisodeJob, Stored
+from coevo.pool.limits import WorkerLimits
 from coevo.pool.results import EvalResult, EvaluationError, error_line
 from coevo.pool.scheduling import chunk_sizes
 from coevo.pool.stats import CHUNK_STAT_KEYS, busy_key, generation_figures
@@ -59,6 +60,8 @@ class EvaluationPool:
         envs_per_worker: int = 64,
         address: str | None = None,
         store_size: int = 4096,
+        episode_timeout_s: float | None = None,
+        worker_memory_mb: float | None = None,
     ):
         try:
             self.backend = Backend(backend)
@@ -75,6 +78,9 @@ class EvaluationPool:
             raise ConfigError(
                 "pool.envs_per_worker", f"must be a positive integer, got {envs_per_worker!r}"
             )
+        # Checked before Ray starts; coevo/pool/limits.py says what each limit does.
+        self.limits = WorkerLimits(episode_timeout_s, worker_memory_mb)
+        self.limits.check_backend(self.backend.value)
         self.space = space
         self.policy = policy
         self.num_workers = num_workers
@@ -103,7 +109,9 @@ class EvaluationPool:
         else:
             from coevo.pool.ray_backend import RayWorkers
 
-            self._backend = RayWorkers(space, policy, num_workers, envs_per_worker, address)
+            self._backend = RayWorkers(
+                space, policy, num_workers, envs_per_worker, address, self.limits
+            )
         self._pids = self._backend.pids  # as last seen (shared): a new pid means a restart
         self.store = WeightStore(policy.num_params, self._backend.put, store_size)
 

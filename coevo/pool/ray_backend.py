@@ -21,8 +21,10 @@ from typing import Any
 import numpy as np
 
 from coevo.policies.base import Policy
+from coevo.pool.limits import CallWatch, WorkerLimits, merge_skipped, rss_mb, timeout_message
 from coevo.pool.scheduling import IN_FLIGHT_PER_WORKER
-from coevo.pool.worker import Worker
+from coevo.pool.slots import GymSlots
+from coevo.pool.worker import ChunkResult, Worker
 from coevo.tasks.task import TaskSpace
 
 logger = logging.getLogger(__name__)
@@ -37,26 +39,66 @@ HEALTH_CHECK_S = 1.0
 class RayWorker(Worker):
     """The Ray actor: a `Worker` that also says which node it runs on."""
 
-    def __init__(self, space: TaskSpace, policy: Policy, num_envs: int = 8):
+    def __init__(
+        self,
+        space: TaskSpace,
+        policy: Policy,
+        num_envs: int = 8,
+        limits: WorkerLimits | None = None,
+    ):
         super().__init__(space, policy, num_envs)
         import ray
 
         self.node_id = ray.get_runtime_context().get_node_id()
+        self.limits = limits or WorkerLimits()
+        timed = self.limits.episode_timeout_s is not None and isinstance(self.slots, GymSlots)
+        self._clock = self.slots.watch() if timed else None
+        self._token = ""
 
     def info(self) -> dict[str, Any]:
-        """`Worker.info`, plus the OMP_NUM_THREADS Ray gave this process (BLAS threads)."""
-        return {**super().info(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
+        """`Worker.info`, plus the OMP_NUM_THREADS Ray gave this process (BLAS threads) and
+        its resident memory in MB."""
+        return {
+            **super().info(),
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+            "rss_mb": rss_mb(),
+        }
 
     def where(self) -> tuple[int, str]:
         """(pid, Ray node id) of this worker."""
         return self.pid, self.node_id
 
     def run_on_node(
-        self, jobs: Sequence[Any], sources: dict[str, Any], method: str = "run"
+        self,
+        jobs: Sequence[Any],
+        sources: dict[str, Any],
+        method: str = "run",
+        token: str = "",
     ) -> tuple[str, Any]:
         """`run` (or another chunk method, e.g. `collect_trajectories`), with the node that
-        ran it (a restarted actor may be on another node)."""
-        return self.node_id, getattr(self, method)(jobs, sources)
+        ran it (a restarted actor may be on another node).
+
+        `token` names the chunk in `env_call`'s answers; with `worker_memory_mb` a
+        `ChunkResult`'s stats carry this process's resident memory (`rss_mb`) after it.
+        """
+        self._token = token
+        try:
+            result = getattr(self, method)(jobs, sources)
+        finally:
+            self._token = ""
+        stats = getattr(result, "stats", None)
+        if self.limits.worker_memory_mb is not None and isinstance(stats, dict):
+            stats["rss_mb"] = rss_mb()
+        return self.node_id, result
+
+    def env_call(self) -> tuple[str, int, float] | None:
+        """(chunk token, job position in the chunk, seconds so far) of the env call running
+        now, or None. Served by the actor's `control` thread while a chunk runs."""
+        running = self._clock.running() if self._clock is not None else None
+        if running is None:
+            return None
+        slot, seconds = running
+        return self._token, int(self.slot_job[slot]), seconds
 
 
 class RayWorkers:
@@ -67,12 +109,15 @@ class RayWorkers:
         num_workers: int,
         envs_per_worker: int,
         address: str | None = None,
+        limits: WorkerLimits | None = None,
     ):
         import ray
 
         self.space, self.policy = space, policy
         self.num_workers, self.envs_per_worker = num_workers, envs_per_worker
         self.restarts = 0  # workers replaced by the pool (not Ray's own restarts)
+        self.limits = limits or WorkerLimits()
+        self._calls = 0
         self.owns_ray = False
         # Replacements by worker index, with the ref of their first call; a worker gets
         # chunks once that call has answered.
@@ -94,8 +139,12 @@ class RayWorkers:
         # No per-actor runtime_env: an actor with one cannot use the worker processes Ray
         # prestarts and waits for new ones (+1.3 to 1.7 s at start here). Ray itself gives
         # each actor OMP_NUM_THREADS=1 (numpy's BLAS reads it) unless the user set it.
+        # The `control` group: a second thread answers `env_call` while a chunk runs.
         self._actor = ray.remote(
-            num_cpus=cpus_each, max_restarts=-1, max_task_retries=CHUNK_RETRIES
+            num_cpus=cpus_each,
+            max_restarts=-1,
+            max_task_retries=CHUNK_RETRIES,
+            concurrency_groups={"control": 1},
         )(RayWorker).options(scheduling_strategy="SPREAD")
         self.workers = [self._new_actor() for _ in range(num_workers)]
         where = ray.get([w.where.remote() for w in self.workers])
@@ -103,7 +152,7 @@ class RayWorkers:
         self.nodes = [node for _, node in where]
 
     def _new_actor(self) -> Any:
-        return self._actor.remote(self.space, self.policy, self.envs_per_worker)
+        return self._actor.remote(self.space, self.policy, self.envs_per_worker, self.limits)
 
     def put(self, block: np.ndarray) -> Any:
         import ray
@@ -146,6 +195,14 @@ class RayWorkers:
         pending: dict[Any, tuple[int, int]] = {}  # chunk ref -> (chunk, worker)
         in_flight = [0] * self.num_workers
         checked = time.monotonic()
+        limits = self.limits
+        watch = CallWatch(limits.episode_timeout_s) if limits.episode_timeout_s else None
+        self._calls += 1
+        call = f"{id(self):x}.{self._calls}"
+        # Jobs that timed out, by chunk: position -> message; a chunk sent again leaves
+        # them out (`kept`: the positions it was last sent with).
+        skipped: dict[int, dict[int, str]] = {}
+        kept: dict[int, list[int]] = {}
 
         def feed() -> None:
             # Round robin, each ready worker up to IN_FLIGHT_PER_WORKER chunks (one running,
@@ -155,8 +212,21 @@ class RayWorkers:
                     if todo and worker not in self.starting:
                         if in_flight[worker] < IN_FLIGHT_PER_WORKER:
                             index = todo.popleft()
+                            left_out = skipped.get(index, {})
+                            kept[index] = [
+                                i for i in range(len(chunks[index])) if i not in left_out
+                            ]
+                            if not kept[index]:  # every job of the chunk timed out
+                                empty = ChunkResult(np.zeros(0), np.zeros(0, np.int64), {})
+                                merged = merge_skipped(empty, len(chunks[index]), [], left_out)
+                                results[index] = (worker, self.nodes[worker], merged)
+                                on_done(merged, len(chunks[index]))
+                                continue
                             ref = self.workers[worker].run_on_node.remote(
-                                chunks[index], sources_for[index], method
+                                [chunks[index][i] for i in kept[index]],
+                                sources_for[index],
+                                method,
+                                f"{call}:{index}",
                             )
                             pending[ref] = (index, worker)
                             in_flight[worker] += 1
@@ -164,21 +234,69 @@ class RayWorkers:
         def replace(worker: int, why: str) -> None:
             # The worker's chunks go back to the queue for the others (their refs dropped).
             self._replace_worker(worker, why)
+            if watch is not None:
+                watch.forget(worker)
             for ref, (index, owner) in list(pending.items()):
                 if owner == worker:
                     del pending[ref]
                     todo.appendleft(index)
             in_flight[worker] = 0
 
+        def rerun(worker: int, why: str) -> None:
+            # The stuck job is unknown (or has no episode to fail): the worker's chunks run
+            # again elsewhere, finitely often, then the call fails saying why.
+            for index, owner in pending.values():
+                if owner == worker:
+                    attempts[index] += 1
+                    if attempts[index] > CHUNK_RETRIES:
+                        raise RuntimeError(
+                            f"a chunk of {len(chunks[index])} jobs stopped its worker "
+                            f"{attempts[index]} times with pool.episode_timeout_s set: {why}"
+                        )
+            replace(worker, why)
+
+        def timed_out(worker: int, answer: tuple[str, int, float] | None) -> None:
+            """A worker's env call ran past the limit: fail its episode, replace it."""
+            if answer is None or answer[2] < limits.episode_timeout_s:
+                return
+            token, position, _ = answer
+            owner_call, _, chunk = token.rpartition(":")
+            if owner_call != call or position < 0:
+                return  # a question about an earlier call, or a slot between jobs
+            index = int(chunk)
+            if not any(i == index and w == worker for i, w in pending.values()):
+                return  # that chunk is no longer this worker's
+            if method != "run":  # trajectory streams: no single episode to fail
+                rerun(worker, f"an env call ran past pool.episode_timeout_s in a {method} chunk")
+                return
+            original = kept[index][position]
+            message = timeout_message(limits.episode_timeout_s, chunks[index][original])
+            skipped.setdefault(index, {})[original] = message
+            replace(worker, f"an env call ran past pool.episode_timeout_s: {message}")
+
         feed()
         while todo or pending:
             starting = {ref: worker for worker, ref in self.starting.items()}
-            done, _ = ray.wait([*pending, *starting], num_returns=1, timeout=HEALTH_CHECK_S)
+            questions: list[Any] = []
+            wait_s = HEALTH_CHECK_S
+            if watch is not None:
+                busy = {w for _, w in pending.values() if w not in self.starting}
+                watch.ask(busy, self.workers)
+                questions, wait_s = list(watch.asked), watch.interval
+            done, _ = ray.wait([*pending, *starting, *questions], num_returns=1, timeout=wait_s)
             if not done or time.monotonic() - checked >= HEALTH_CHECK_S:
                 checked = time.monotonic()
                 for worker in self._workers_on_dead_nodes():
                     replace(worker, f"its node {self.nodes[worker][:8]} is gone")
-            if done and done[0] in starting:
+                for worker in watch.silent() if watch is not None else []:
+                    rerun(
+                        worker,
+                        f"it did not answer for {watch.silence_s:g} s (an env call that "
+                        "never releases Python's GIL?)",
+                    )
+            if done and watch is not None and done[0] in watch.asked:
+                timed_out(*watch.answer(done[0]))
+            elif done and done[0] in starting:
                 self._replacement_ready(starting[done[0]])
             elif done and done[0] in pending:
                 index, worker = pending.pop(done[0])
@@ -198,9 +316,21 @@ class RayWorkers:
                     todo.appendleft(index)
                     replace(worker, f"it failed a chunk ({type(error).__name__})")
                 else:
+                    if index in skipped:
+                        result = merge_skipped(
+                            result, len(chunks[index]), kept[index], skipped[index]
+                        )
                     results[index] = (worker, node, result)
                     self.nodes[worker] = node
                     on_done(result, len(chunks[index]))
+                    rss = result.stats.get("rss_mb", 0.0) if hasattr(result, "stats") else 0.0
+                    if limits.worker_memory_mb is not None and rss > limits.worker_memory_mb:
+                        # Between chunks: its queued chunk goes to a worker that is free.
+                        replace(
+                            worker,
+                            f"its memory {rss:.0f} MB passed pool.worker_memory_mb "
+                            f"({limits.worker_memory_mb:g})",
+                        )
             feed()
         return results  # type: ignore[return-value]
 

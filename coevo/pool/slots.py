@@ -7,7 +7,9 @@ rollout loop is the same for both.
 
 from __future__ import annotations
 
+import time
 import traceback
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -31,6 +33,36 @@ class EnvSlots(Protocol):
         ...
 
 
+class CallClock:
+    """The env call running now: its slot and when it started (-1: none running).
+
+    Written by the calls of a watched `GymSlots`, read by another thread that asks how long
+    the current call has run (`EvaluationPool`'s `episode_timeout_s`).
+    """
+
+    def __init__(self) -> None:
+        self.slot = -1
+        self.started = 0.0
+
+    def wrap(self, slot: int, call: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def timed(action: Any) -> Any:
+            self.started = time.monotonic()
+            self.slot = slot
+            try:
+                return call(action)
+            finally:
+                self.slot = -1
+
+        return timed
+
+    def running(self) -> tuple[int, float] | None:
+        """(slot, seconds so far) of the env call running now, or None."""
+        slot, started = self.slot, self.started
+        if slot < 0:
+            return None
+        return slot, time.monotonic() - started
+
+
 class GymSlots:
     """One task-settable gymnasium env per slot; tasks are swapped with `set_task`."""
 
@@ -44,15 +76,30 @@ class GymSlots:
         # Bound methods looked up once per episode, not per step (see step_slots).
         self._step = [env.step for env in self.envs]
         self._tasks: list[Task | None] = [None] * num_slots
+        self.clock: CallClock | None = None
+
+    def watch(self) -> CallClock:
+        """Time every env call from now on (~0.2 us each); the clock says which one runs."""
+        self.clock = CallClock()
+        return self.clock
 
     def reset_slot(self, slot: int, task: Task, seed: int) -> np.ndarray:
+        clock = self.clock
+        if clock is None:
+            obs = self._reset(slot, task, seed)
+        else:
+            obs = clock.wrap(slot, lambda _: self._reset(slot, task, seed))(None)
+        step = self.envs[slot].step  # looked up again per episode: an env may rebind it
+        self._step[slot] = step if clock is None else clock.wrap(slot, step)
+        return obs
+
+    def _reset(self, slot: int, task: Task, seed: int) -> np.ndarray:
         env = self.envs[slot]
         if self._tasks[slot] != task:
             self._tasks[slot] = None  # unknown until set_task succeeds
             env.set_task(self.env_task(task))
             self._tasks[slot] = task
         obs, _ = env.reset(seed=seed)
-        self._step[slot] = env.step  # looked up again per episode: an env may rebind it
         return np.asarray(obs, dtype=np.float32).ravel()
 
     def step_slots(

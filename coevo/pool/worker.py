@@ -68,6 +68,7 @@ class Worker:
         self._noise_seed: tuple[int, int] | None = None
         self._noise = np.zeros(0, dtype=np.float32)
         self.pid = os.getpid()
+        self.slot_job = np.full(num_envs, -1, dtype=np.int64)  # each slot's job in `run`
 
     def ping(self) -> int:
         """This worker's process id (a restarted Ray actor answers with a new one)."""
@@ -129,7 +130,8 @@ class Worker:
         max_steps = self.space.max_episode_steps
         num_slots = self.slots.num_slots
         # Per-slot episode state; a job's row is written once, when its episode ends.
-        slot_job = np.full(num_slots, -1, dtype=np.int64)
+        # Public so that a watchdog thread can tell which job an env call belongs to.
+        slot_job = self.slot_job = np.full(num_slots, -1, dtype=np.int64)
         slot_return = np.zeros(num_slots, dtype=np.float64)
         slot_length = np.zeros(num_slots, dtype=np.int64)
         slot_failed: dict[int, str] = {}
@@ -142,6 +144,7 @@ class Worker:
             while next_job < n:
                 index, job = next_job, jobs[next_job]
                 next_job += 1
+                slot_job[slot] = index  # already during the reset (see slot_job above)
                 try:
                     self.skeleton[slot] = self._params(job, sources, counters, perturbed)
                     self.obs[slot] = self.slots.reset_slot(slot, job.task, job.seed)
