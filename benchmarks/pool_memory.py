@@ -25,7 +25,7 @@ import psutil
 import ray
 
 from coevo import tasks
-from coevo.policy import PolicySpec
+from coevo.policies import PolicySpec, torch_policy_for
 from coevo.pool import EvaluationPool
 
 
@@ -91,6 +91,17 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         space = dataclasses.replace(space, make_slots=None)
     env = space.make_env()
     policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=args.hidden)
+    if args.policy == "torch":  # the same layers as a torch module (coevo's TorchPolicy)
+        import torch
+
+        layers: list[torch.nn.Module] = []
+        sizes = policy.layer_sizes
+        for index, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+            layers.append(torch.nn.Linear(fan_in, fan_out))
+            if index < len(sizes) - 2:
+                layers.append(torch.nn.Tanh())
+        module = torch.nn.Sequential(*layers)
+        policy = torch_policy_for(module, env.observation_space, env.action_space)
     out: dict[str, Any] = {}
     with EvaluationPool(space, policy, "ray", args.workers, args.envs_per_worker) as pool:
         rng = np.random.default_rng(0)
@@ -129,6 +140,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     out.update(
         task=space.name,
         hidden=list(args.hidden),
+        policy=args.policy,
         num_params=policy.num_params,
         workers=args.workers,
         envs_per_worker=args.envs_per_worker,
@@ -144,6 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--task", default="pendulum")
     parser.add_argument("--gym-slots", action="store_true", help="one gymnasium env per slot")
     parser.add_argument("--hidden", type=int, nargs="+", default=[16])
+    parser.add_argument("--policy", choices=("mlp", "torch"), default="mlp")
     parser.add_argument("--pairs", type=int, nargs=2, default=[10, 1000])
     parser.add_argument("--episodes", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
@@ -161,7 +174,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     small, large = (result[f"pairs_{count}"] for count in args.pairs)
     print(
-        f"{result['task']} ({result['slots'].rsplit('.', 1)[-1]}), policy {result['hidden']} "
+        f"{result['task']} ({result['slots'].rsplit('.', 1)[-1]}), "
+        f"policy {result['policy']} {result['hidden']} "
         f"({result['num_params']} params), {result['workers']} workers x "
         f"{result['envs_per_worker']} envs, {args.episodes} episodes per pair"
     )

@@ -80,10 +80,14 @@ def main() -> None:
         default=30.0,
         help="report_every_s of the run (0: rebuild report.html after every generation)",
     )
+    parser.add_argument(
+        "--policy", default="mlp", help="policy config (conf/policy): mlp, or gru/lstm (torch)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the run directory")
     parser.add_argument("--json", action="store_true", help="also print the samples as JSON")
     args = parser.parse_args()
     overrides = [
+        f"policy={args.policy}",
         f"curriculum.generations={args.generations}",
         f"pool.num_workers={args.workers}",
         "optimizer.population=8",
@@ -119,7 +123,7 @@ def main() -> None:
 
     print(
         f"soak: {args.generations} generations, {args.workers} Ray workers, "
-        f"{os.cpu_count()} CPUs, report.html every {args.report_every_s:g} s"
+        f"{os.cpu_count()} CPUs, policy {args.policy}, report.html every {args.report_every_s:g} s"
         f", run directory {run_dir}",
         flush=True,
     )
