@@ -129,6 +129,30 @@ def _leaf_keys(node: Any, prefix: str = "") -> set[str]:
     return keys
 
 
+def _hydra_flags(args: list[str]) -> tuple[str, list[Path]] | None:
+    """(--config-name, --config-dir dirs) of Hydra's own flags; None with --config-path."""
+    name, dirs = "config", []
+    pending = None
+    for arg in args:
+        if pending is not None:
+            if pending == "name":
+                name = arg
+            else:
+                dirs.append(Path(arg).resolve())
+            pending = None
+        elif arg in ("--config-path", "-cp") or arg.startswith("--config-path="):
+            return None
+        elif arg in ("--config-name", "-cn"):
+            pending = "name"
+        elif arg.startswith("--config-name="):
+            name = arg.split("=", 1)[1]
+        elif arg in ("--config-dir", "-cd"):
+            pending = "dir"
+        elif arg.startswith("--config-dir="):
+            dirs.append(Path(arg.split("=", 1)[1]).resolve())
+    return name, dirs
+
+
 def _check_overrides(args: list[str]) -> None:
     """Refuse an unknown key (exit 2, naming the closest valid keys) before Hydra would
     answer with its own message and exit 1; a group choice that does not exist likewise."""
@@ -136,20 +160,18 @@ def _check_overrides(args: list[str]) -> None:
     from hydra.errors import HydraException
 
     hydra_configs.register()
+    flags = _hydra_flags(args)
+    if flags is None:  # a primary config of the user's own (--config-path): Hydra checks
+        return
+    config_name, extra_dirs = flags
     overrides = [a for a in args if "=" in a and not a.startswith("-")]
-    search = [a for a in overrides if a.startswith("hydra.searchpath=")]
-    search_dirs = [CONF_DIR]
-    for arg in search:
-        text = arg.split("=", 1)[1].strip("[]")
-        search_dirs += [Path(p.strip().removeprefix("file://")) for p in text.split(",") if p]
-    # Hydra's --config-dir (-cd) adds a search path too: its groups and choices are valid.
-    given = [a.split("=", 1)[1] for a in args if a.startswith(("--config-dir=", "-cd="))]
-    given += [b for a, b in zip(args, args[1:], strict=False) if a in ("--config-dir", "-cd")]
-    if given:
-        search_dirs += [Path(d) for d in given]
-        paths = [*(s.split("=", 1)[1].strip("[]") for s in search)]
-        paths += [f"file://{Path(d).resolve()}" for d in given]
-        search = [f"hydra.searchpath=[{','.join(p for p in paths if p)}]"]
+    paths = [f"file://{d}" for d in extra_dirs]  # --config-dir: first on the search path
+    for arg in overrides:
+        if arg.startswith("hydra.searchpath="):
+            text = arg.split("=", 1)[1].strip("[]")
+            paths += [p.strip() for p in text.split(",") if p.strip()]
+    search = [f"hydra.searchpath=[{', '.join(paths)}]"] if paths else []
+    search_dirs = [CONF_DIR, *(Path(p.removeprefix("file://")) for p in paths)]
     groups = _groups(search_dirs)
     choices, values = [], []
     for arg in overrides:
@@ -159,7 +181,7 @@ def _check_overrides(args: list[str]) -> None:
         (choices if key.split("@")[0] in groups else values).append(arg)
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose("config", overrides=[*search, *choices])
+            cfg = compose(config_name, overrides=[*search, *choices])
     except HydraException as error:
         text = str(error).split("\nConfig search path")[0]
         _fail(text.replace(":\n\t", ": ").replace("\n\t", ", ").replace("\n", " "))
