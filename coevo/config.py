@@ -23,7 +23,7 @@ from coevo.optimizers.base import OptimizerConfig
 from coevo.optimizers.es import ESConfig
 from coevo.pool.limits import WorkerLimits
 from coevo.pool.pool import Backend
-from coevo.settings import Rule, rule_of
+from coevo.settings import Rule, rule_of, setting
 from coevo.tasks.test_sets import TestSetConfig
 
 
@@ -75,16 +75,16 @@ class PoolConfig:
 class EligibleConfig:
     """mode=eligible_parents: evaluate the pairs of a file, K episodes each."""
 
-    pairs_file: str | None = None  # YAML or CSV of tasks and policy paths
-    episodes: int = 5
-    threshold: float = 200.0
+    pairs_file: str | None = setting(None, doc="YAML or CSV of tasks and policy paths")
+    episodes: int = setting(5, low=1)
+    threshold: float = setting(200.0, doc="a pair is eligible when its score reaches this")
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    mode: str = "coevolve"  # coevolve, or eligible_parents
-    logger: str = "none"  # none, or tensorboard (scalars of summary.csv)
-    seed: int = 0
+    mode: str = setting("coevolve", choices=("coevolve", "eligible_parents"))
+    logger: str = setting("none", choices=("none", "tensorboard"), doc="summary.csv scalars")
+    seed: int = setting(0, low=0)
     task: TaskConfig = field(default_factory=TaskConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     pool: PoolConfig = field(default_factory=PoolConfig)
@@ -94,16 +94,15 @@ class RunConfig:
     eligible: EligibleConfig = field(default_factory=EligibleConfig)
     test_set: TestSetConfig = field(default_factory=TestSetConfig)  # held-out "% mastered"
     resume: str | None = None
-    checkpoints_kept: int = 3
-    report_every_s: float = 30.0  # rebuild report.html at most this often (0: every generation)
+    checkpoints_kept: int = setting(3, low=1)
+    # Rebuild report.html at most this often (0: every generation).
+    report_every_s: float = setting(30.0, low=0.0)
 
 
+# Rules of the fields not (yet) declared with `settings.setting` beside them: the run's own
+# fields and every plug-in's are; these tables cover the task, policy and pool sections.
 # Ranges: (minimum, maximum); None for open. Integers and floats alike.
 _RANGES: dict[str, tuple[float | None, float | None]] = {
-    "seed": (0, None),
-    "checkpoints_kept": (1, None),
-    "report_every_s": (0.0, None),
-    "eligible.episodes": (1, None),
     "task.max_episode_steps": (1, None),
     "pool.num_workers": (1, None),
     "pool.envs_per_worker": (1, None),
@@ -118,8 +117,6 @@ _EXCLUSIVE: dict[str, tuple[bool, bool]] = {
     "pool.worker_memory_mb": (True, False),
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
-    "mode": ("coevolve", "eligible_parents"),
-    "logger": ("none", "tensorboard"),
     "pool.backend": tuple(b.value for b in Backend),
     "policy.activation": ("tanh", "relu"),
     "policy.action": ("argmax", "sample", "deterministic", "gaussian"),
