@@ -231,10 +231,11 @@ def run(
                 finally:
                     progress.finish()
                 # After the generation's own figures: test episodes never count as training.
-                due = test_set is not None and config.test_set.due(curriculum.generation)
-                result.summary.update(
-                    measure(curriculum, test_set, config.test_set) if due else no_test()
-                )
+                if test_set is not None:  # no test set: no test columns
+                    due = config.test_set.due(curriculum.generation)
+                    result.summary.update(
+                        measure(curriculum, test_set, config.test_set) if due else no_test()
+                    )
                 recorder.record(result, curriculum.population_frame())
                 logger.log(result.summary)
                 save_checkpoint()

@@ -39,6 +39,7 @@ OVERRIDES = [
     "curriculum.reproduce_every=1",
     "curriculum.max_children=4",
     "curriculum.transfer_every=1",
+    "test_set.every=0",  # the driver script records no held-out test columns
 ]
 
 
