@@ -253,7 +253,7 @@ def test_loss_by_hand():
     expected = policy_loss - 0.05 * entropy.mean() + 0.7 * value_loss
     assert parts["policy_loss"] == pytest.approx(policy_loss, rel=1e-5)
     assert parts["value_loss"] == pytest.approx(value_loss, rel=1e-5)
-    assert float(loss) == pytest.approx(expected, rel=1e-5)
+    assert loss.item() == pytest.approx(expected, rel=1e-5)
 
 
 def test_numpy_and_torch_actor_critic_agree():
