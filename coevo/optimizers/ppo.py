@@ -43,7 +43,7 @@ class PPOConfig(OptimizerConfig):
     gae_lambda: float = setting(0.95, low=0.0, high=1.0)
     clip_range: float = setting(0.2, low=0.0, open_low=True)
     clip_range_vf: float | None = setting(None, low=0.0, open_low=True, doc="null: unclipped")
-    ent_coef: float = setting(0.0, low=0.0, doc="entropy bonus weight")
+    ent_coef: float = setting(0.0, doc="entropy bonus weight (any sign, as SB3)")
     vf_coef: float = setting(0.5, low=0.0)
     max_grad_norm: float = setting(0.5, low=0.0, open_low=True)
     learning_rate: float = setting(3e-4, low=0.0, open_low=True)
