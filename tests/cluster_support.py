@@ -182,7 +182,8 @@ def drive(raw_config: dict, run_dir: Path) -> None:
     from coevo.config import parse_config
     from coevo.pool import EvaluationPool
     from coevo.report import RunRecorder
-    from coevo.runner import build, prepare
+    from coevo.runner import _test_set, build, prepare
+    from coevo.tasks.test_sets import measure, no_test
 
     config = parse_config(raw_config)
     space, policy = prepare(config)
@@ -199,8 +200,13 @@ def drive(raw_config: dict, run_dir: Path) -> None:
         nodes_at_start = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
         print("pool ready", json.dumps(pool.worker_nodes()), flush=True)
         curriculum = build(config, space, pool)
+        test_set = _test_set(config, space, lambda line: None)  # as runner.run does
         while curriculum.generation < config.curriculum.generations:
             result = curriculum.step()
+            due = test_set is not None and config.test_set.due(curriculum.generation)
+            result.summary.update(
+                measure(curriculum, test_set, config.test_set) if due else no_test()
+            )
             recorder.record(result, curriculum.population_frame())
             print(f"generation {result.generation} done", flush=True)
         report = {
