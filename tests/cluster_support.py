@@ -203,10 +203,11 @@ def drive(raw_config: dict, run_dir: Path) -> None:
         test_set = _test_set(config, space, lambda line: None)  # as runner.run does
         while curriculum.generation < config.curriculum.generations:
             result = curriculum.step()
-            due = test_set is not None and config.test_set.due(curriculum.generation)
-            result.summary.update(
-                measure(curriculum, test_set, config.test_set) if due else no_test()
-            )
+            if test_set is not None:  # as runner.run: no test set, no test columns
+                due = config.test_set.due(curriculum.generation)
+                result.summary.update(
+                    measure(curriculum, test_set, config.test_set) if due else no_test()
+                )
             recorder.record(result, curriculum.population_frame())
             print(f"generation {result.generation} done", flush=True)
         report = {
