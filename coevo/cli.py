@@ -267,7 +267,9 @@ def eval_main() -> None:
     except EvaluationError as error:  # the policy's episodes failed: not a usage error
         print(f"coevo-eval: error: {error}", file=sys.stderr)
         sys.exit(1)
-    print(f"pair {pair.pair_id} policy on {task!r}")
+    name = getattr(pair, "name", None)  # a single-policy curriculum's policy has a name
+    label = f"policy {pair.pair_id} ({name})" if name else f"pair {pair.pair_id} policy"
+    print(f"{label} on {task!r}")
     for index, value in enumerate(returns):
         print(f"episode {index}: return {value:.2f}")
     print(f"mean {np.nanmean(returns):.2f} over {len(returns)} episodes")

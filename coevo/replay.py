@@ -22,7 +22,18 @@ class SavedRun:
     run_dir: Path
     config: RunConfig
     generation: int
-    population: Population
+    population: Population | None  # POET's pairs; None for single-policy curricula
+    policies: dict[str, np.ndarray]  # every curriculum's policies, by name (checkpoint key)
+
+
+@dataclass(frozen=True)
+class SavedPolicy:
+    """A policy of a single-policy curriculum, shaped like a pair for the caller."""
+
+    pair_id: int  # its index among the run's policies
+    name: str
+    theta: np.ndarray
+    task: Task
 
 
 def load_saved_run(path: Path) -> SavedRun:
@@ -37,9 +48,26 @@ def load_saved_run(path: Path) -> SavedRun:
         generation = state["curriculum"]["generation"]
     else:
         raise FileNotFoundError(f"{path} is neither a run directory nor a checkpoint file")
-    return SavedRun(
-        run_dir, load_run_config(run_dir), generation, state["curriculum"]["population"]
-    )
+    population = state["curriculum"].get("population")
+    policies = dict(state.get("policies") or {})
+    if population is None and not policies:
+        raise ConfigError(
+            "checkpoint",
+            f"{path} holds no policies coevo-eval can read (a single-policy run's checkpoint "
+            "from before policies were saved under 'policies')",
+        )
+    return SavedRun(run_dir, load_run_config(run_dir), generation, population, policies)
+
+
+def pick_policy(saved: SavedRun, index: int | None, space: TaskSpace) -> SavedPolicy:
+    """A single-policy curriculum's policy by index (default 0), on the space's first task."""
+    names = list(saved.policies)
+    index = 0 if index is None else index
+    if not 0 <= index < len(names):
+        known = ", ".join(f"{i} ({name})" for i, name in enumerate(names))
+        raise ConfigError("pair", f"no policy {index} in this run; known: {known}")
+    name = names[index]
+    return SavedPolicy(index, name, saved.policies[name], space.initial_task())
 
 
 def pick_pair(population: Population, pair_id: int | None) -> Pair:
@@ -123,11 +151,19 @@ def replay(
     episodes: int = 5,
     seed: int = 0,
     video: Path | None = None,
-) -> tuple[Pair, Task, np.ndarray]:
+) -> tuple[Pair | SavedPolicy, Task, np.ndarray]:
     saved = load_saved_run(path)
     space, policy_spec = prepare(saved.config)
-    pair = pick_pair(saved.population, pair_id)
-    task = parse_task(space, saved.population, task_text, pair.task)
+    if saved.population is not None:
+        pair = pick_pair(saved.population, pair_id)
+        task = parse_task(space, saved.population, task_text, pair.task)
+    else:
+        pair = pick_policy(saved, pair_id, space)
+        if task_text is not None and task_text.strip().isdigit():
+            raise ConfigError(
+                "task", "this run has no pairs to take a task from; give name=value,... instead"
+            )
+        task = parse_task(space, Population(), task_text, pair.task)
     returns = episode_returns(space, policy_spec, pair.theta, task, episodes, seed)
     if video is not None:
         record_gif(space, policy_spec, pair.theta, task, seed, video)

@@ -202,7 +202,13 @@ def run(
         checkpoints = run_dir / CHECKPOINTS
 
         def save_checkpoint() -> None:
-            state = {"curriculum": curriculum.state_dict(), "report": recorder.state_dict()}
+            state = {
+                "curriculum": curriculum.state_dict(),
+                "report": recorder.state_dict(),
+                # Every curriculum's policies under one key: coevo-eval reads them whatever
+                # the curriculum's own state looks like.
+                "policies": dict(curriculum.policies_for_testing().policies),
+            }
             checkpoint.save(checkpoints, curriculum.generation, state, config.checkpoints_kept)
 
         if resume:

@@ -192,3 +192,24 @@ def test_hydra_multirun_sweeps_a_rule_parameter(tmp_path):
         config = yaml.safe_load((tmp_path / str(job) / "config.yaml").read_text())
         assert config["curriculum"]["mc_lower"] == value
         assert len(pd.read_csv(tmp_path / str(job) / "summary.csv")) == 2
+
+
+def test_coevo_eval_replays_a_single_policy_curriculum(tmp_path):
+    """coevo-eval reads any curriculum's policies, not only POET's pairs."""
+    run = tmp_path / "dr"
+    done = cli(
+        "coevo-run",
+        "pool=local",
+        "curriculum=dr",
+        "curriculum.generations=2",
+        "test_set.every=0",
+        f"hydra.run.dir={run}",
+    )
+    assert done.returncode == 0, done.stderr
+    done = cli("coevo-eval", run, "episodes=2", "task=gravity=12")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("policy 0 (") and "gravity=12" in lines[0]
+    assert [line.split(":")[0] for line in lines[1:3]] == ["episode 0", "episode 1"]
+    bad = cli("coevo-eval", run, "pair=3")
+    assert bad.returncode == 2 and "no policy 3 in this run; known: 0 (" in bad.stderr
