@@ -5,7 +5,7 @@ import subprocess
 
 import pandas as pd
 import pytest
-from cli_support import cli
+from cli_support import ROOT, cli
 
 SMALL = [
     "pool=local",
@@ -213,3 +213,21 @@ def test_coevo_eval_replays_a_single_policy_curriculum(tmp_path):
     assert [line.split(":")[0] for line in lines[1:3]] == ["episode 0", "episode 1"]
     bad = cli("coevo-eval", run, "pair=3")
     assert bad.returncode == 2 and "no policy 3 in this run; known: 0 (" in bad.stderr
+
+
+def test_a_relative_path_in_a_users_preset_is_relative_to_the_preset(tmp_path):
+    """A preset travels with its files; a path typed on the command line stays cwd-relative."""
+    presets = tmp_path / "my_conf" / "experiment"
+    shutil.copytree(ROOT / "experiments" / "eligible_parents" / "policies", presets / "policies")
+    shutil.copy(ROOT / "experiments" / "eligible_parents" / "pairs.yaml", presets)
+    (presets / "mine.yaml").write_text(
+        "# @package _global_\nmode: eligible_parents\neligible:\n  pairs_file: pairs.yaml\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    common = (f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]", "experiment=mine", "pool=local")
+    done = cli("coevo-run", *common, f"hydra.run.dir={tmp_path / 'run'}", cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    assert "pairs eligible to reproduce" in done.stdout
+    typed = cli("coevo-run", *common, "eligible.pairs_file=pairs.yaml", cwd=elsewhere)
+    assert typed.returncode == 2 and "eligible.pairs_file: pairs.yaml not found" in typed.stderr
