@@ -24,3 +24,47 @@ def cli(program: str, *args: object, timeout: float = 300, **kwargs) -> subproce
         env=env,
         **kwargs,
     )
+
+
+RUN_TABLES = ("summary.csv", "eligibility.csv", "population.csv")
+
+
+def run_tables(run_dir: Path, names: tuple[str, ...] = RUN_TABLES) -> dict:
+    """A run's tables without the columns that measure time or how work was split."""
+    import pandas as pd
+
+    from coevo.pool.stats import is_runtime_column
+
+    tables = {}
+    for name in names:
+        frame = pd.read_csv(Path(run_dir) / name)
+        tables[name] = frame.drop(columns=[c for c in frame if is_runtime_column(c)])
+    return tables
+
+
+def run_and_kill_after_checkpoint(
+    args: list[str], run_dir: Path, generation: int = 3, env: dict | None = None
+) -> subprocess.Popen:
+    """Start `coevo-run ARGS`, SIGKILL it just after checkpoint `generation` is written
+    (inside the next generation, which starts at once), and return the dead process."""
+    import signal
+    import time
+
+    process = subprocess.Popen(
+        [COEVO_RUN, *map(str, args), f"hydra.run.dir={run_dir}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
+    checkpoint = Path(run_dir) / "checkpoints" / f"gen_{generation:06d}.pkl"
+    deadline = time.monotonic() + 240
+    while not checkpoint.exists():
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    return process

@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from cli_support import COEVO_RUN, ROOT, cli
+from cli_support import COEVO_RUN, ROOT, cli, run_tables
 
 from coevo.pool import EvaluationError, EvaluationPool
-from coevo.pool.stats import is_runtime_column
 
 SMALL = [
     "pool=local",
@@ -24,14 +23,6 @@ SMALL = [
     "optimizer.population=8",
     "seed=2",
 ]
-
-
-def _tables(run_dir: Path) -> dict[str, pd.DataFrame]:
-    out = {}
-    for name in ("summary.csv", "eligibility.csv", "population.csv"):
-        frame = pd.read_csv(run_dir / name)
-        out[name] = frame.drop(columns=[c for c in frame if is_runtime_column(c)])
-    return out
 
 
 @pytest.mark.parametrize(
@@ -101,8 +92,8 @@ def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(tmp_p
     assert f"after generation {generation}" in resumed.stdout
     clean = tmp_path / "clean"
     assert cli("coevo-run", *args, f"hydra.run.dir={clean}").returncode == 0
-    for name, frame in _tables(clean).items():
-        pd.testing.assert_frame_equal(_tables(run)[name], frame, obj=name)
+    for name, frame in run_tables(clean).items():
+        pd.testing.assert_frame_equal(run_tables(run)[name], frame, obj=name)
 
 
 def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
@@ -127,21 +118,21 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     assert extended.returncode == 0, extended.stderr[-3000:]
     assert "after generation 3" in extended.stdout and "gen   5/5" in extended.stdout
     assert "generations: 5" in (short / "config.yaml").read_text()
-    for name, frame in _tables(long).items():
-        pd.testing.assert_frame_equal(_tables(short)[name], frame, obj=name)
+    for name, frame in run_tables(long).items():
+        pd.testing.assert_frame_equal(run_tables(short)[name], frame, obj=name)
 
 
 def test_resume_from_a_checkpoint_file_goes_on_from_that_generation(tmp_path):
     run = tmp_path / "run"
     args = [*SMALL, "curriculum.generations=4", "checkpoints_kept=5"]
     assert cli("coevo-run", *args, f"hydra.run.dir={run}").returncode == 0
-    expected = _tables(run)
+    expected = run_tables(run)
     second = run / "checkpoints" / "gen_000002.pkl"
     again = cli("coevo-run", f"resume={second}")
     assert again.returncode == 0, again.stderr[-3000:]
     assert "after generation 2" in again.stdout and "gen   3/4" in again.stdout
     for name, frame in expected.items():
-        pd.testing.assert_frame_equal(_tables(run)[name], frame, obj=name)
+        pd.testing.assert_frame_equal(run_tables(run)[name], frame, obj=name)
 
 
 FAILING = [

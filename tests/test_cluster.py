@@ -18,11 +18,10 @@ from pathlib import Path
 import pandas as pd
 import psutil
 import pytest
-from cli_support import COEVO_RUN, ROOT
+from cli_support import COEVO_RUN, ROOT, run_tables
 from cluster_support import LocalCluster, alive, isolated_env
 
 from coevo import hydra_configs
-from coevo.pool.stats import is_runtime_column
 
 DRIVER = str(Path(__file__).with_name("cluster_support.py"))
 GENERATIONS = 6
@@ -41,6 +40,8 @@ OVERRIDES = [
     "curriculum.transfer_every=1",
     "test_set.every=0",  # the driver script records no held-out test columns
 ]
+
+TABLES = ("summary.csv", "eligibility.csv")
 
 
 @functools.cache
@@ -78,18 +79,10 @@ def _finish(process: subprocess.Popen, run_dir: Path) -> str:
     return out
 
 
-def _tables(run_dir: Path) -> dict[str, pd.DataFrame]:
-    tables = {}
-    for name in ("summary.csv", "eligibility.csv"):
-        frame = pd.read_csv(run_dir / name)
-        tables[name] = frame.drop(columns=[c for c in frame if is_runtime_column(c)])
-    return tables
-
-
 def _assert_same_tables(got: Path, expected: Path) -> None:
-    want = _tables(expected)
+    want = run_tables(expected, TABLES)
     assert want["summary.csv"]["generation"].tolist() == list(range(1, GENERATIONS + 1))
-    for name, table in _tables(got).items():
+    for name, table in run_tables(got, TABLES).items():
         pd.testing.assert_frame_equal(table, want[name], obj=name)
 
 

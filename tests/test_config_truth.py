@@ -7,14 +7,15 @@ import dataclasses
 import pandas as pd
 import pytest
 import yaml
-from cli_support import ROOT, cli
+from cli_support import ROOT, cli, run_tables
 
 from coevo import hydra_configs, runner
 from coevo.config import RunConfig, parse_config
 from coevo.curricula.poet import EnhancedPoetConfig, PoetConfig
 from coevo.optimizers.ars import ARSConfig
 from coevo.optimizers.es import ESConfig
-from coevo.pool.stats import is_runtime_column
+
+TABLES = ("summary.csv", "eligibility.csv", "population.csv", "cross_scores.csv")
 
 
 def test_coevo_runs_default_composition_is_the_dataclass_defaults():
@@ -77,20 +78,12 @@ OVERRIDES = [
 ]
 
 
-def _tables(run_dir):
-    out = {}
-    for name in ("summary.csv", "eligibility.csv", "population.csv", "cross_scores.csv"):
-        frame = pd.read_csv(run_dir / name)
-        out[name] = frame.drop(columns=[c for c in frame if is_runtime_column(c)])
-    return out
-
-
 def test_the_api_and_coevo_run_write_identical_tables_for_the_same_settings(tmp_path):
     api_dir, cli_dir = tmp_path / "api", tmp_path / "cli"
     runner.run(parse_config(SETTINGS), api_dir, echo=lambda line: None)
     done = cli("coevo-run", *OVERRIDES, f"hydra.run.dir={cli_dir}")
     assert done.returncode == 0, done.stderr[-3000:]
-    api, command = _tables(api_dir), _tables(cli_dir)
+    api, command = run_tables(api_dir, TABLES), run_tables(cli_dir, TABLES)
     assert len(api["summary.csv"]) == 3 and len(api["eligibility.csv"]) > 3
     for name in api:
         pd.testing.assert_frame_equal(command[name], api[name], obj=name)

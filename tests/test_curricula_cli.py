@@ -3,17 +3,11 @@ the middle of a run followed by `resume=` gives tables identical to an undisturb
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
-from cli_support import COEVO_RUN, ROOT, cli
-
-from coevo.pool.stats import is_runtime_column
+from cli_support import cli, run_and_kill_after_checkpoint, run_tables
 
 # Small settings that still exercise each rule within a few generations.
 SETTINGS = {
@@ -39,14 +33,6 @@ def _args(name: str, generations: int, *extra: str) -> list[str]:
     ]
 
 
-def _tables(run_dir: Path) -> dict[str, pd.DataFrame]:
-    tables = {}
-    for name in ("summary.csv", "eligibility.csv", "population.csv"):
-        frame = pd.read_csv(run_dir / name)
-        tables[name] = frame.drop(columns=[c for c in frame if is_runtime_column(c)])
-    return tables
-
-
 # With ES: pendulum here, CartPole in the SIGKILL test below (two task spaces each).
 @pytest.mark.parametrize("task", ["pendulum"])
 @pytest.mark.parametrize("name", list(SETTINGS))
@@ -58,7 +44,7 @@ def test_each_curriculum_runs_on_a_continuous_task_space(name, task, tmp_path):
         f"hydra.run.dir={run}",
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    tables = _tables(run)
+    tables = run_tables(run)
     assert tables["summary.csv"]["generation"].tolist() == [1, 2, 3]
     decisions = tables["eligibility.csv"]
     assert len(decisions) > 0 and set(decisions["kind"]) == {"level"}
@@ -77,22 +63,7 @@ def test_sigkill_mid_run_then_resume_matches_an_undisturbed_run(name, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
 
     killed = tmp_path / "killed"
-    process = subprocess.Popen(
-        [COEVO_RUN, *args, f"hydra.run.dir={killed}"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    third = killed / "checkpoints" / "gen_000003.pkl"
-    deadline = time.monotonic() + 240
-    while not third.exists():
-        assert process.poll() is None, process.communicate()[1][-3000:]
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    process = run_and_kill_after_checkpoint(args, killed)
     assert process.returncode == -signal.SIGKILL
     assert not (killed / "checkpoints" / "gen_000014.pkl").exists()
 
@@ -100,7 +71,7 @@ def test_sigkill_mid_run_then_resume_matches_an_undisturbed_run(name, tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout
 
-    expected, got = _tables(clean), _tables(killed)
+    expected, got = run_tables(clean), run_tables(killed)
     for table in expected:
         pd.testing.assert_frame_equal(got[table], expected[table], obj=table)
     assert expected["summary.csv"]["generation"].tolist() == list(range(1, 15))
@@ -120,7 +91,7 @@ def test_each_curriculum_trains_with_ppo(name, task, tmp_path):
     ppo = [*PPO, f"optimizer.n_steps={steps}", f"optimizer.batch_size={steps}"]
     done = cli("coevo-run", *_args(name, 4, f"task={task}", "seed=3", *ppo), f"hydra.run.dir={run}")
     assert done.returncode == 0, done.stderr[-3000:]
-    tables = _tables(run)
+    tables = run_tables(run)
     summary = tables["summary.csv"]
     assert summary["optimizer_steps"].iloc[-1] > 0
     if name in ("plr", "accel"):

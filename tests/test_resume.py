@@ -1,15 +1,9 @@
 """Kill a run with SIGKILL in the middle of a generation, resume it, compare with a clean run."""
 
-import os
 import signal
-import subprocess
-import time
-from pathlib import Path
 
 import pandas as pd
-from cli_support import COEVO_RUN, ROOT, cli
-
-from coevo.pool.stats import is_runtime_column
+from cli_support import cli, run_and_kill_after_checkpoint, run_tables
 
 # Generations take long enough (a fraction of a second with batched physics, more on the
 # gym path) and are many enough that a kill right after generation 3 lands mid-run.
@@ -26,36 +20,13 @@ ARGS = [
 ]
 
 
-def _tables(run_dir: Path) -> dict[str, pd.DataFrame]:
-    tables = {}
-    for name in ("summary.csv", "eligibility.csv", "population.csv"):
-        frame = pd.read_csv(run_dir / name)
-        tables[name] = frame.drop(columns=[c for c in frame if is_runtime_column(c)])
-    return tables
-
-
 def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path):
     clean = tmp_path / "clean"
     done = cli("coevo-run", *ARGS, f"hydra.run.dir={clean}")
     assert done.returncode == 0, done.stderr[-3000:]
 
     killed = tmp_path / "killed"
-    process = subprocess.Popen(
-        [COEVO_RUN, *ARGS, f"hydra.run.dir={killed}"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    third = killed / "checkpoints" / "gen_000003.pkl"
-    deadline = time.monotonic() + 240
-    while not third.exists():
-        assert process.poll() is None, process.communicate()[1][-3000:]
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    time.sleep(0.05)  # inside generation 4: it starts as soon as checkpoint 3 is written
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    process = run_and_kill_after_checkpoint(ARGS, killed)
     assert process.returncode == -signal.SIGKILL
     assert not (killed / "checkpoints" / "gen_000012.pkl").exists()
     summary_at_kill = pd.read_csv(killed / "summary.csv")
@@ -65,7 +36,7 @@ def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout and "gen  12/12" in resumed.stdout
 
-    expected, got = _tables(clean), _tables(killed)
+    expected, got = run_tables(clean), run_tables(killed)
     for name in expected:
         pd.testing.assert_frame_equal(got[name], expected[name], obj=name)
     assert expected["summary.csv"]["generation"].tolist() == list(range(1, 13))

@@ -2,16 +2,11 @@
 its own config file in the user's config directory (Hydra search path), tables, report,
 checkpoints, and SIGKILL-resume identical to an undisturbed run."""
 
-import os
 import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pandas as pd
-from cli_support import COEVO_RUN, ROOT, cli
-
-from coevo.pool.stats import is_runtime_column
+from cli_support import cli, run_and_kill_after_checkpoint, run_tables
 
 HERE = Path(__file__).resolve().parent
 ENV = {"PYTHONPATH": str(HERE)}  # where the user's module lives
@@ -43,14 +38,6 @@ def _args(tmp_path: Path) -> list[str]:
     ]
 
 
-def _tables(run_dir: Path) -> dict[str, pd.DataFrame]:
-    tables = {}
-    for name in ("summary.csv", "eligibility.csv", "population.csv"):
-        frame = pd.read_csv(run_dir / name)
-        tables[name] = frame.drop(columns=[c for c in frame if is_runtime_column(c)])
-    return tables
-
-
 def test_a_user_curriculum_runs_through_coevo_run_and_resumes_after_sigkill(tmp_path):
     args = _args(tmp_path)
     clean = tmp_path / "clean"
@@ -58,7 +45,7 @@ def test_a_user_curriculum_runs_through_coevo_run_and_resumes_after_sigkill(tmp_
     assert done.returncode == 0, done.stderr[-3000:]
     assert (clean / "report.html").stat().st_size > 1000
     assert (clean / "checkpoints" / "gen_000010.pkl").exists()
-    expected = _tables(clean)
+    expected = run_tables(clean)
     summary, decisions = expected["summary.csv"], expected["eligibility.csv"]
     assert summary["generation"].tolist() == list(range(1, 11))
     assert summary["episodes"].gt(0).all() and summary["tasks"].eq(4).all()
@@ -68,30 +55,14 @@ def test_a_user_curriculum_runs_through_coevo_run_and_resumes_after_sigkill(tmp_
     assert "name: user_curricula:NearbyTasks" in recorded and "spread: 0.3" in recorded
 
     killed = tmp_path / "killed"
-    process = subprocess.Popen(
-        [COEVO_RUN, *args, f"hydra.run.dir={killed}"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, **ENV},
-    )
-    third = killed / "checkpoints" / "gen_000003.pkl"
-    deadline = time.monotonic() + 240
-    while not third.exists():
-        assert process.poll() is None, process.communicate()[1][-3000:]
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    process = run_and_kill_after_checkpoint(args, killed, env=ENV)
     assert process.returncode == -signal.SIGKILL
     assert not (killed / "checkpoints" / "gen_000010.pkl").exists()
 
     resumed = cli("coevo-run", f"resume={killed}", env=ENV)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout and "gen  10/10" in resumed.stdout
-    got = _tables(killed)
+    got = run_tables(killed)
     for name in expected:
         pd.testing.assert_frame_equal(got[name], expected[name], obj=name)
     assert (killed / "report.html").exists()
