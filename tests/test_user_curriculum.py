@@ -2,6 +2,7 @@
 its own config file in the user's config directory (Hydra search path), tables, report,
 checkpoints, and SIGKILL-resume identical to an undisturbed run."""
 
+import os
 import signal
 from pathlib import Path
 
@@ -9,7 +10,8 @@ import pandas as pd
 from cli_support import cli, run_and_kill_after_checkpoint, run_tables
 
 HERE = Path(__file__).resolve().parent
-ENV = {"PYTHONPATH": str(HERE)}  # where the user's module lives
+# where the user's module lives, ahead of whatever PYTHONPATH already says
+ENV = {"PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
 
 
 def _user_conf(tmp_path: Path) -> Path:
@@ -19,7 +21,7 @@ def _user_conf(tmp_path: Path) -> Path:
         "# the user's curriculum, by import path, with its settings\n"
         "name: user_curricula:NearbyTasks\n"
         "generations: 10\n"
-        "optimizer_steps: 3\n"
+        "rounds: 3\n"
         "tasks_per_step: 4\n"
         "eval_episodes: 2\n"
         "spread: 0.3\n"
@@ -48,9 +50,14 @@ def test_a_user_curriculum_runs_through_coevo_run_and_resumes_after_sigkill(tmp_
     expected = run_tables(clean)
     summary, decisions = expected["summary.csv"], expected["eligibility.csv"]
     assert summary["generation"].tolist() == list(range(1, 11))
-    assert summary["episodes"].gt(0).all() and summary["tasks"].eq(4).all()
+    # 3 rounds x 4 tasks a generation; the hooks' own column, rows and decisions arrive
+    assert summary["episodes"].gt(0).all() and summary["tasks"].eq(12).all()
     assert set(decisions["rule"]) == {"train", "keep_hard"}
-    assert len(expected["population.csv"]) == 4
+    kept = decisions[decisions["rule"] == "keep_hard"]
+    assert set(kept["outcome"]) <= {"kept", "dropped"} and len(kept) == 10 * 12
+    last = kept[kept["generation"] == 10].tail(4)  # the last round's verdicts
+    assert summary["hard_tasks"].iloc[-1] == (last["outcome"] == "kept").sum()
+    assert len(expected["population.csv"]) == summary["hard_tasks"].iloc[-1]
     recorded = (clean / "config.yaml").read_text()
     assert "name: user_curricula:NearbyTasks" in recorded and "spread: 0.3" in recorded
 

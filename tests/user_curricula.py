@@ -1,5 +1,8 @@
 """A curriculum written outside the coevo package, as a user would: named by import path
-(`user_curricula:NearbyTasks`) in a config file of the user's own config directory."""
+(`user_curricula:NearbyTasks`) in a config file of the user's own config directory.
+
+It subclasses the level-sampling base that coevo's own DR, PLR, ACCEL and ALP-GMM use; only
+`plan` is required, the rest are optional hooks."""
 
 from __future__ import annotations
 
@@ -9,63 +12,82 @@ from typing import Any
 import numpy as np
 
 from coevo.curricula.base import Decision
-from coevo.curricula.single_policy import SinglePolicyConfig, SinglePolicyCurriculum
+from coevo.curricula.level_sampling import (
+    LevelSamplingConfig,
+    LevelSamplingCurriculum,
+    Outcome,
+    Plan,
+    Student,
+)
 from coevo.settings import setting
 from coevo.tasks.task import Task
 
 
 @dataclass(frozen=True)
-class NearbyTasksConfig(SinglePolicyConfig):
+class NearbyTasksConfig(LevelSamplingConfig):
     name: str = setting("user_curricula:NearbyTasks")
     spread: float = setting(0.2, low=0.0, high=1.0, doc="fraction of each range to sample")
     hard_below: float = setting(100.0, doc="a task scoring below this is kept for next time")
 
 
-class NearbyTasks(SinglePolicyCurriculum):
-    """Tasks drawn around the space's initial task, widening nothing; a task on which the
-    policy scored below `hard_below` is trained on again next generation."""
+class NearbyTasks(LevelSamplingCurriculum):
+    """Tasks drawn around the space's initial task; a task on which the policy's training
+    return was below `hard_below` is trained on again in the next round."""
 
     config_class = NearbyTasksConfig
     config: NearbyTasksConfig
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
-        self.hard: list[Task] = []
+        self.hard: dict[int, list[Task]] = {s.index: [] for s in self.students}
 
-    def training_tasks(self, rng: np.random.Generator) -> list[Task]:
-        tasks = list(self.hard[: self.config.tasks_per_step])
+    def plan(self, student: Student, decisions: list[Decision]) -> Plan:
+        tasks = list(self.hard[student.index][: self.config.tasks_per_step])
         initial = self.space.initial_task()
         while len(tasks) < self.config.tasks_per_step:
             values = {}
             for param in self.space.params:
                 half = self.config.spread * (param.high - param.low) / 2
-                values[param.name] = float(
-                    np.clip(initial[param.name] + rng.uniform(-half, half), param.low, param.high)
-                )
+                shifted = initial[param.name] + student.rng.uniform(-half, half)
+                values[param.name] = float(np.clip(shifted, param.low, param.high))
             tasks.append(self.space.task(**values))
-        return tasks
+        return Plan(train=tasks)
 
-    def observe(self, tasks: list[Task], scores: np.ndarray) -> list[Decision]:
-        mean = np.nanmean(np.where(np.isfinite(scores), scores, -np.inf), axis=0)
-        self.hard = [t for t, s in zip(tasks, mean, strict=True) if s < self.config.hard_below]
-        return [
-            Decision(
-                generation=self.generation,
-                kind="level",
-                rule="keep_hard",
-                outcome="kept" if s < self.config.hard_below else "dropped",
-                reason=f"mean score {s:.1f} {'<' if s < self.config.hard_below else '>='} "
-                f"hard_below {self.config.hard_below:g}",
-                task_id=t.id,
-                task=t.to_json(),
-                score=float(s),
-                threshold=self.config.hard_below,
+    def observe(
+        self, student: Student, plan: Plan, outcome: Outcome, decisions: list[Decision]
+    ) -> list[Task]:
+        super().observe(student, plan, outcome, decisions)  # a "train" row per task
+        limit = self.config.hard_below
+        self.hard[student.index] = []
+        for signal in outcome.trained:
+            hard = not signal.mean_return >= limit  # NaN (a failed task) counts as hard
+            if hard:
+                self.hard[student.index].append(signal.task)
+            decisions.append(
+                self.decision(
+                    student,
+                    signal.task,
+                    "keep_hard",
+                    "kept" if hard else "dropped",
+                    f"training return {signal.mean_return:.1f} "
+                    f"{'<' if hard else '>='} hard_below {limit:g}",
+                    score=signal.mean_return,
+                    threshold=limit,
+                )
             )
-            for t, s in zip(tasks, mean, strict=True)
+        return []
+
+    def curriculum_summary(self) -> dict[str, Any]:
+        return {"hard_tasks": sum(len(tasks) for tasks in self.hard.values())}
+
+    def student_rows(self, student: Student) -> list[dict[str, Any]]:
+        return [
+            {"task_id": task.id, **{f"task.{k}": v for k, v in task.params}}
+            for task in self.hard[student.index]
         ]
 
-    def extra_state(self) -> dict[str, Any]:
-        return {"hard": list(self.hard)}
+    def curriculum_state(self) -> dict[str, Any]:
+        return {"hard": {index: list(tasks) for index, tasks in self.hard.items()}}
 
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.hard = list(state["hard"])
+    def load_curriculum_state(self, state: dict[str, Any]) -> None:
+        self.hard = {int(index): list(tasks) for index, tasks in state["hard"].items()}

@@ -15,10 +15,10 @@ further tasks with the updated policy (ACCEL's edited levels: a second call per 
 Student i draws from its own generator seeded with (seed, i), so student 0 gives the same
 results whether it runs alone or beside others.
 
-Beside `single_policy.SinglePolicyCurriculum` (the framework's simpler base: every learner
-trains on the same picked tasks, then is evaluated on them): this base is for curricula that
-must also score tasks WITHOUT training on them (PLR⊥), follow up with the updated policy
-(ACCEL), or keep per-seed state (a level buffer or task history per policy).
+It is also the base for a user's own curriculum: only `plan` is required (which tasks each
+student trains on, or scores); every other hook has a default (`observe` writes a "trained"
+row per task; no summary columns, population rows or state of its own). See
+`tests/user_curricula.py` for a complete one, named by import path from a config file.
 
 Level signals. A curriculum sees, for each task, the mean return of the episodes on it and
 the raw results. Results that carry per-step `rewards` and `values` (PPO's rollout streams)
@@ -178,34 +178,50 @@ class LevelSamplingCurriculum(Curriculum):
             self.students.append(Student(index, theta, optimizer.init_state(theta, rng), rng))
         self._last_returns: dict[int, float] = {}
 
-    # -- what subclasses implement ------------------------------------------------------------
+    # -- what subclasses implement (only `plan` is required) -------------------------------
     @abstractmethod
-    def plan(self, student: Student, decisions: list[Decision]) -> Plan: ...
+    def plan(self, student: Student, decisions: list[Decision]) -> Plan:
+        """This round's work for `student`: tasks to train on and/or to score."""
 
-    @abstractmethod
     def observe(
         self, student: Student, plan: Plan, outcome: Outcome, decisions: list[Decision]
     ) -> list[Task]:
-        """Take the round's signals; returns tasks to score with the updated policy."""
+        """Take the round's signals; returns tasks to score with the updated policy.
+        Default: a "trained" decision row per training task, nothing to score."""
+        for signal in outcome.trained:
+            decisions.append(
+                self.decision(
+                    student,
+                    signal.task,
+                    "train",
+                    "trained",
+                    f"training return {signal.mean_return:.1f}",
+                    score=signal.mean_return,
+                    error=signal.error,
+                )
+            )
+        return []
 
     def observe_followup(
         self, student: Student, plan: Plan, signals: list[Signal], decisions: list[Decision]
     ) -> None:
         """Signals of the tasks `observe` asked for (ACCEL's edited levels)."""
 
-    @abstractmethod
     def curriculum_summary(self) -> dict[str, Any]:
-        """This generation's curriculum columns for summary.csv."""
+        """This generation's curriculum columns for summary.csv (default: none)."""
+        return {}
 
-    @abstractmethod
     def student_rows(self, student: Student) -> list[dict[str, Any]]:
-        """population.csv rows of one student (its level buffer or task history)."""
+        """population.csv rows of one student (its level buffer or task history).
+        Default: one row with its optimizer steps."""
+        return [{"optimizer_steps": student.steps}]
 
-    @abstractmethod
-    def curriculum_state(self) -> dict[str, Any]: ...
+    def curriculum_state(self) -> dict[str, Any]:
+        """The curriculum's own state for checkpoints (default: none)."""
+        return {}
 
-    @abstractmethod
-    def load_curriculum_state(self, state: dict[str, Any]) -> None: ...
+    def load_curriculum_state(self, state: dict[str, Any]) -> None:
+        """Restore what `curriculum_state` returned."""
 
     # -- the loop ------------------------------------------------------------------------------
     def run_generation(self) -> GenerationResult:
@@ -337,7 +353,8 @@ class LevelSamplingCurriculum(Curriculum):
             for student in self.students
             for row in self.student_rows(student)
         ]
-        return pd.DataFrame(rows)
+        # A header even with no rows, so population.csv always reads back as a table.
+        return pd.DataFrame(rows) if rows else pd.DataFrame({"student": []})
 
     def policies_for_testing(self) -> PoliciesForTesting:
         return PoliciesForTesting({s.name: s.theta for s in self.students}, best_of=False)

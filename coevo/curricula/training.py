@@ -8,7 +8,6 @@ each item's results go back to the optimizer that asked for them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -18,17 +17,8 @@ from coevo.pool import EvaluationPool
 from coevo.tasks.task import Task
 
 
-@dataclass
-class Learner:
-    """A policy being trained: its parameters, its optimizer state and its steps so far."""
-
-    theta: np.ndarray
-    state: Any
-    steps: int = 0
-
-
 class Trainable(Protocol):
-    """Anything with `theta`, `state` and `steps` (a `Learner`, POET's `Pair`)."""
+    """Anything with `theta`, `state` and `steps` (POET's `Pair`, a level-sampling `Student`)."""
 
     theta: np.ndarray
     state: Any
