@@ -34,7 +34,8 @@ CONF_DIR = _conf_dir()
 # installed and whatever the working directory (e.g. the example pairs file).
 OmegaConf.register_new_resolver("conf", lambda path: str((CONF_DIR / path).resolve()), replace=True)
 # What `resume=` may change: none of these changes a result (generations only adds more;
-# the results are the same whatever the backend and number of workers).
+# the results are the same whatever the backend and number of workers; the worker limits only
+# act on an env call that hangs or a worker that leaks, which would otherwise stop the run).
 RESUME_OVERRIDES = (
     "curriculum.generations",
     "report_every_s",
@@ -44,6 +45,8 @@ RESUME_OVERRIDES = (
     "pool.num_workers",
     "pool.envs_per_worker",
     "pool.address",
+    "pool.episode_timeout_s",
+    "pool.worker_memory_mb",
 )
 
 

@@ -56,10 +56,15 @@ def describe_pool(pool: EvaluationPool) -> str:
     if pool.backend is Backend.LOCAL:
         return f"pool: {pool.num_workers} in-process worker(s), {pool.envs_per_worker} envs each"
     nodes = pool.worker_nodes()
-    return (
+    line = (
         f"pool: {pool.num_workers} Ray worker(s) on {len(set(nodes))} node(s), "
         f"{pool.envs_per_worker} envs each"
     )
+    if pool.limits.episode_timeout_s is not None:
+        line += f", env calls cut at {pool.limits.episode_timeout_s:g} s"
+    if pool.limits.worker_memory_mb is not None:
+        line += f", workers recycled above {pool.limits.worker_memory_mb:g} MB"
+    return line
 
 
 def config_to_dict(config: RunConfig) -> dict:

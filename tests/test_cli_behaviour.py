@@ -114,10 +114,21 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     bad = cli("coevo-run", f"resume={short}", "curriculum.generations=0")
     assert bad.returncode == 2 and "curriculum.generations: must be an integer >= 1" in bad.stderr
 
-    extended = cli("coevo-run", f"resume={short}", "curriculum.generations=5", "report_every_s=0")
+    local_limit = cli("coevo-run", f"resume={short}", "pool.episode_timeout_s=60")
+    assert local_limit.returncode == 2
+    assert "pool.episode_timeout_s: only the ray backend enforces it" in local_limit.stderr
+
+    # The worker limits may be set on resume (with a backend that enforces them): same tables.
+    limits = ["pool.backend=ray", "pool.episode_timeout_s=60", "pool.worker_memory_mb=4000"]
+    extended = cli(
+        "coevo-run", f"resume={short}", "curriculum.generations=5", "report_every_s=0", *limits
+    )
     assert extended.returncode == 0, extended.stderr[-3000:]
     assert "after generation 3" in extended.stdout and "gen   5/5" in extended.stdout
-    assert "generations: 5" in (short / "config.yaml").read_text()
+    assert "env calls cut at 60 s, workers recycled above 4000 MB" in extended.stdout
+    written = (short / "config.yaml").read_text()
+    assert "generations: 5" in written
+    assert "episode_timeout_s: 60" in written and "worker_memory_mb: 4000" in written
     for name, frame in run_tables(long).items():
         pd.testing.assert_frame_equal(run_tables(short)[name], frame, obj=name)
 
