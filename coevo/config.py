@@ -29,46 +29,66 @@ from coevo.tasks.test_sets import TestSetConfig
 
 @dataclass(frozen=True)
 class TaskConfig:
-    name: str = "cartpole"
+    name: str = setting("cartpole", doc="a registered task space (coevo/tasks/registry.py)")
     # A registered space: per-parameter overrides of low/high/init/step/round_to. A generic
     # space (env_id or entry_point): each parameter's full schema, plus `kwarg` or `attr`
     # for env_id (see coevo/tasks/generic.py).
-    params: dict = field(default_factory=dict)
-    max_episode_steps: int | None = None
-    env_id: str | None = None  # any gymnasium id
-    entry_point: str | None = None  # "package.module:Class" with get_task/set_task
-    env_kwargs: dict = field(default_factory=dict)  # fixed constructor keywords
-    env_config: dict | None = None  # entry_point only: one dict argument, as RLlib passes it
+    params: dict = setting(factory=dict)
+    max_episode_steps: int | None = setting(None, low=1, doc="null: the space's own limit")
+    env_id: str | None = setting(None, doc="any gymnasium id")
+    entry_point: str | None = setting(None, doc='"package.module:Class" with get_task/set_task')
+    env_kwargs: dict = setting(factory=dict, doc="fixed constructor keywords")
+    env_config: dict | None = setting(
+        None, doc="entry_point only: one dict argument, as RLlib passes it"
+    )
     # entry_point only: how a task reaches set_task: dict, scalar (a one-parameter space's
     # bare value, e.g. an int level), or "package.module:function" (called with the dict).
-    task_format: str = "dict"
+    task_format: str = setting("dict")
 
 
 @dataclass(frozen=True)
 class PolicyConfig:
     """Which policy kind (coevo/policies/registry.py) and its options."""
 
-    name: str = "mlp"  # mlp, torch, gru, lstm, or a kind a user registered
-    hidden: tuple[int, ...] = (16,)  # mlp layers; gru/lstm: layers before the cell, then its size
-    activation: str = "tanh"
-    action: str | None = None  # argmax (default) or sample; deterministic (default) or gaussian
-    bounds: str = "tanh"  # continuous actions into the bounds: tanh (squash) or clip (as SB3)
-    log_std_init: float = 0.0  # gaussian: initial log standard deviation (a learned parameter)
-    module: str | None = None  # name=torch: "package.module:Class" of an nn.Module
-    kwargs: dict = field(default_factory=dict)  # name=torch: the module's constructor keywords
-    file: str | None = None  # name=torch: a state_dict to start from
-    batch_block: int = 64  # torch kinds: rows per fixed-shape forward (part of the policy)
+    name: str = setting("mlp", doc="mlp, torch, gru, lstm, or a kind a user registered")
+    hidden: tuple[int, ...] = setting(
+        (16,), doc="mlp layers; gru/lstm: layers before the cell, then its size"
+    )
+    activation: str = setting("tanh", choices=("tanh", "relu"))
+    action: str | None = setting(
+        None,
+        choices=("argmax", "sample", "deterministic", "gaussian"),
+        doc="discrete: argmax (default) or sample; continuous: deterministic (default) or gaussian",
+    )
+    bounds: str = setting(
+        "tanh", choices=("clip", "tanh"), doc="continuous actions into the bounds: squash or clip"
+    )
+    log_std_init: float = setting(
+        0.0, low=-20.0, high=2.0, doc="gaussian: initial log standard deviation (learned)"
+    )
+    module: str | None = setting(None, doc='name=torch: "package.module:Class" of an nn.Module')
+    kwargs: dict = setting(factory=dict, doc="name=torch: the module's constructor keywords")
+    file: str | None = setting(None, doc="name=torch: a state_dict to start from")
+    batch_block: int = setting(
+        64, low=1, doc="torch kinds: rows per fixed-shape forward (part of the policy)"
+    )
 
 
 @dataclass(frozen=True)
 class PoolConfig:
-    backend: str = "ray"
-    num_workers: int = 2
-    envs_per_worker: int = 64
-    address: str | None = None  # an existing Ray cluster ("auto" or host:port)
+    backend: str = setting("ray", choices=tuple(b.value for b in Backend))
+    num_workers: int = setting(2, low=1)
+    envs_per_worker: int = setting(64, low=1)
+    address: str | None = setting(
+        None, doc='an existing Ray cluster ("auto" or host:port); null: an embedded Ray'
+    )
     # Ray backend only (coevo/pool/limits.py); null: no limit.
-    episode_timeout_s: float | None = None  # an env call longer than this: worker replaced
-    worker_memory_mb: float | None = None  # a worker above this after a chunk: recycled
+    episode_timeout_s: float | None = setting(
+        None, low=0.0, open_low=True, doc="an env call longer than this: worker replaced"
+    )
+    worker_memory_mb: float | None = setting(
+        None, low=0.0, open_low=True, doc="a worker above this after a chunk: recycled"
+    )
 
 
 @dataclass(frozen=True)
@@ -99,29 +119,6 @@ class RunConfig:
     report_every_s: float = setting(30.0, low=0.0)
 
 
-# Rules of the fields not (yet) declared with `settings.setting` beside them: the run's own
-# fields and every plug-in's are; these tables cover the task, policy and pool sections.
-# Ranges: (minimum, maximum); None for open. Integers and floats alike.
-_RANGES: dict[str, tuple[float | None, float | None]] = {
-    "task.max_episode_steps": (1, None),
-    "pool.num_workers": (1, None),
-    "pool.envs_per_worker": (1, None),
-    "pool.episode_timeout_s": (0.0, None),
-    "pool.worker_memory_mb": (0.0, None),
-    "policy.batch_block": (1, None),
-    "policy.log_std_init": (-20.0, 2.0),
-}
-# Ends of a range that the value must not reach, as (low, high).
-_EXCLUSIVE: dict[str, tuple[bool, bool]] = {
-    "pool.episode_timeout_s": (True, False),
-    "pool.worker_memory_mb": (True, False),
-}
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "pool.backend": tuple(b.value for b in Backend),
-    "policy.activation": ("tanh", "relu"),
-    "policy.action": ("argmax", "sample", "deterministic", "gaussian"),
-    "policy.bounds": ("clip", "tanh"),
-}
 # pool.address: "auto" (the cluster `ray start` last started here) or a head's HOST:PORT.
 _ADDRESS = re.compile(r"^(auto|(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5})$")
 
@@ -193,7 +190,7 @@ def describe_fields() -> list[FieldInfo]:
             if dataclasses.is_dataclass(hints[f.name]):
                 walk(hints[f.name], f"{path}.", plugin)
             else:
-                out.append(FieldInfo(path, hints[f.name], _legacy_rule(path, rule_of(f)), plugin))
+                out.append(FieldInfo(path, hints[f.name], rule_of(f), plugin))
 
     walk(RunConfig, "", None)
     for section, _, get in _PLUGINS:
@@ -227,20 +224,10 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
     return cls(**values)
 
 
-def _legacy_rule(path: str, rule: Rule) -> Rule:
-    """The field's own rule, or for fields not declared with `setting` the tables above."""
-    if rule != _NO_RULE or (path not in _RANGES and path not in _CHOICES):
-        return rule
-    low, high = _RANGES.get(path, (None, None))
-    open_low, open_high = _EXCLUSIVE.get(path, (False, False))
-    return Rule(low, high, open_low, open_high, _CHOICES.get(path))
-
-
 _NO_RULE = Rule()
 
 
 def _coerce(path: str, value: Any, hint: Any, rule: Rule = _NO_RULE) -> Any:
-    rule = _legacy_rule(path, rule)
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
