@@ -36,11 +36,11 @@ def _steps(pool, optimizer, thetas, states, task_lists, rngs):
         for theta, state, tasks_, rng in zip(thetas, states, task_lists, rngs, strict=True)
     ]
     results = pool.dispatch([job for a in asked for job in a.jobs])
-    told, offset = [], 0
+    answered, offset = [], 0
     for theta, state, a in zip(thetas, states, asked, strict=True):
-        told.append(optimizer.tell(theta, state, a, results[offset : offset + len(a.jobs)]))
+        answered.append((theta, state, a, results[offset : offset + len(a.jobs)]))
         offset += len(a.jobs)
-    return told
+    return optimizer.tell_many(answered)
 
 
 def _rollout_arrays(pool, optimizer, theta, state, task, seed):
@@ -90,18 +90,19 @@ def test_ppo_learns_cartpole_on_the_pool():
     task = space.initial_task()
     training = []
     with EvaluationPool(space, policy, "local", 1, envs_per_worker=16) as pool:
-        for _ in range(20):
+        for _ in range(25):
             told = _steps(pool, optimizer, thetas, states, [[task], [task]], rngs)
             assert all(t.record.reason == "" for t in told)
             thetas = [t.theta for t in told]
             states = [t.state for t in told]
             training.append([t.record.mean_return for t in told])
         after = pool.evaluate([(theta, task) for theta in thetas], episodes=4, seed=7)
-    assert optimizer.steps_taken(states[0]) == 20
+    assert optimizer.steps_taken(states[0]) == 25
     assert told[0].record.extra["value_loss"] > 0
     # Two pairs trained at once, in one pool call per step, both learn: the stochastic
-    # policy's episodes grow from ~20 steps, the deterministic one balances for long.
-    training = np.array(training)
+    # policy's episodes grow from ~20 steps, the deterministic one balances for long. (A
+    # rollout in which no episode ended has no mean return: its episodes last >= n_steps.)
+    training = np.nan_to_num(np.array(training), nan=config.n_steps)
     assert (training[:2].mean(axis=0) < 60).all() and (training[-2:].mean(axis=0) > 100).all()
     assert (after.mean(axis=1) > 150).all(), (training, after)
 
@@ -123,6 +124,40 @@ def test_resume_from_a_pickled_state_gives_the_same_steps():
         (b,) = _steps(pool, optimizer, [theta2], [state2], [[task]], [rng2])
     assert a.theta.tobytes() == b.theta.tobytes()
     assert a.state.adam_v.tobytes() == b.state.adam_v.tobytes()
+
+
+def test_the_learner_as_a_ray_task_gives_the_drivers_bits(ray_session):
+    """learner: ray runs the batched update as a Ray task when a CPU is free (the pool's one
+    worker leaves one of the session's two); the pairs' weights and states are the bits the
+    driver's learner gives."""
+    from coevo.optimizers.ppo_remote import ray_has_room
+
+    space = tasks.get("pendulum")
+    policy = _policy(space)
+    settings = dict(n_envs=2, n_steps=48, batch_size=32, n_epochs=2, target_kl=0.02)
+    task = space.initial_task()
+    finals = {}
+    with EvaluationPool(space, policy, "ray", 1, envs_per_worker=4) as pool:
+        assert ray_has_room()
+        for place in ("driver", "ray"):
+            optimizer = PPO(PPOConfig(learner=place, **settings), policy.num_params, policy=policy)
+            rngs = [np.random.default_rng(seed) for seed in (0, 1, 2)]
+            thetas = [policy.init(rng) for rng in rngs]
+            states = [optimizer.init_state(t, rng) for t, rng in zip(thetas, rngs, strict=True)]
+            for _ in range(2):
+                told = _steps(pool, optimizer, thetas, states, [[task]] * 3, rngs)
+                assert all(t.record.reason == "" for t in told)
+                thetas, states = [t.theta for t in told], [t.state for t in told]
+            assert optimizer.learner_runs == {"driver": 0, "ray": 0, place: 2}
+            finals[place] = (thetas, states)
+    for theta, state, theta_ray, state_ray in zip(*finals["driver"], *finals["ray"], strict=True):
+        assert theta.tobytes() == theta_ray.tobytes()
+        for name, value in vars(state).items():
+            other = getattr(state_ray, name)
+            if isinstance(value, np.ndarray):
+                assert value.tobytes() == other.tobytes(), name
+            else:
+                assert value == other, name
 
 
 class NaNAtStep2(gym.Env):

@@ -37,6 +37,10 @@ SMALL_PPO = [
             "optimizer.anneal_updates: must be >= 1 with schedule linear",
         ),
         (["optimizer=ppo", "policy=actor_critic", "+optimizer.n_stepz=3"], "optimizer.n_stepz"),
+        (
+            ["optimizer=ppo", "policy=actor_critic", "optimizer.learner=gpu"],
+            "optimizer.learner: unknown value 'gpu'; allowed: driver, ray",
+        ),
     ],
 )
 def test_bad_ppo_settings_exit_2_naming_the_field(tmp_path, overrides, message):

@@ -217,29 +217,10 @@ def test_update_matches_sb3_train(env_id, clip_vf, ent_coef):
     np.testing.assert_allclose(ours, expected, atol=2e-6)
 
 
-def test_loss_by_hand():
-    """The loss on a fixed batch equals the PPO formulas written out in numpy."""
-    spec = _spec("CartPole-v1", hidden=(8,))
-    theta = spec.init(np.random.default_rng(5))
-    rng = np.random.default_rng(6)
-    n = 16
-    obs = rng.standard_normal((n, spec.obs_dim)).astype(np.float32)
-    actions = rng.integers(0, 2, n)
-    old_log_probs = np.log(rng.uniform(0.3, 0.7, n)).astype(np.float32)
-    old_values = rng.standard_normal(n).astype(np.float32)
-    advantages = rng.standard_normal(n).astype(np.float32)
-    returns = rng.standard_normal(n).astype(np.float32)
-    config = PPOConfig(clip_range=0.1, clip_range_vf=0.3, ent_coef=0.05, vf_coef=0.7)
-    batch = {
-        "obs": torch.from_numpy(obs),
-        "actions": torch.from_numpy(actions),
-        "log_probs": torch.from_numpy(old_log_probs),
-        "values": torch.from_numpy(old_values),
-        "advantages": torch.from_numpy(advantages),
-        "returns": torch.from_numpy(returns),
-    }
-    loss, parts = ppo_loss(spec.to_torch(theta), batch, config, clip_range=0.1)
-
+def _loss_by_hand(spec, theta, batch, clip, clip_vf, ent_coef, vf_coef):
+    """The PPO loss written out in numpy (float64) for one pair's minibatch."""
+    obs, actions, old_log_probs, old_values, advantages, returns = batch
+    n = len(actions)
     logits, values = spec.forward(np.tile(theta, (n, 1)), obs)
     logits = logits.astype(np.float64)
     log_all = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
@@ -247,13 +228,52 @@ def test_loss_by_hand():
     entropy = -(np.exp(log_all) * log_all).sum(axis=1)
     adv = (advantages - advantages.mean()) / (advantages.std(ddof=1) + 1e-8)
     ratio = np.exp(log_probs - old_log_probs)
-    policy_loss = -np.minimum(adv * ratio, adv * np.clip(ratio, 0.9, 1.1)).mean()
-    clipped_values = old_values + np.clip(values - old_values, -0.3, 0.3)
+    policy_loss = -np.minimum(adv * ratio, adv * np.clip(ratio, 1 - clip, 1 + clip)).mean()
+    clipped_values = old_values + np.clip(values - old_values, -clip_vf, clip_vf)
     value_loss = ((returns - clipped_values) ** 2).mean()
-    expected = policy_loss - 0.05 * entropy.mean() + 0.7 * value_loss
-    assert parts["policy_loss"] == pytest.approx(policy_loss, rel=1e-5)
-    assert parts["value_loss"] == pytest.approx(value_loss, rel=1e-5)
-    assert loss.item() == pytest.approx(expected, rel=1e-5)
+    total = policy_loss - ent_coef * entropy.mean() + vf_coef * value_loss
+    return total, policy_loss, value_loss
+
+
+def test_loss_by_hand():
+    """The loss on fixed minibatches of two pairs (different weights, data and clip ranges)
+    equals the PPO formulas written out in numpy, pair by pair."""
+    from coevo.optimizers.ppo_network import StackedActorCritic
+
+    spec = _spec("CartPole-v1", hidden=(8,))
+    rng = np.random.default_rng(6)
+    n = 16
+    thetas, batches = [], []
+    for pair in range(2):
+        thetas.append(spec.init(np.random.default_rng(5 + pair)))
+        batches.append(
+            (
+                rng.standard_normal((n, spec.obs_dim)).astype(np.float32),
+                rng.integers(0, 2, n),
+                np.log(rng.uniform(0.3, 0.7, n)).astype(np.float32),
+                rng.standard_normal(n).astype(np.float32),
+                rng.standard_normal(n).astype(np.float32) * (1 + pair),
+                rng.standard_normal(n).astype(np.float32),
+            )
+        )
+    config = PPOConfig(clip_range=0.1, clip_range_vf=0.3, ent_coef=0.05, vf_coef=0.7)
+    net = StackedActorCritic(spec)
+    params = torch.from_numpy(np.stack(thetas))
+    names = ("obs", "actions", "log_probs", "values", "advantages", "returns")
+    batch = {
+        name: torch.from_numpy(np.stack([b[column] for b in batches]))
+        for column, name in enumerate(names)
+    }
+    clips = (0.1, 0.25)
+    loss, parts = ppo_loss(net, params, batch, config, torch.tensor(clips)[:, None])
+    assert loss.shape == (2,)
+    for pair in range(2):
+        total, policy_loss, value_loss = _loss_by_hand(
+            spec, thetas[pair], batches[pair], clips[pair], 0.3, 0.05, 0.7
+        )
+        assert parts["policy_loss"][pair].item() == pytest.approx(policy_loss, rel=1e-5)
+        assert parts["value_loss"][pair].item() == pytest.approx(value_loss, rel=1e-5)
+        assert loss[pair].item() == pytest.approx(total, rel=1e-5)
 
 
 def test_numpy_and_torch_actor_critic_agree():
@@ -344,3 +364,59 @@ def test_config_errors_name_the_field(field, value, message):
         check_config(replace(PPOConfig(), **{field: value}))
     with pytest.raises(ConfigError, match="optimizer.anneal_updates"):
         check_config(PPOConfig(schedule="linear"))
+
+
+def _fewer_streams(rollout: Rollout, streams: int) -> Rollout:
+    """The first `streams` streams of a rollout (a rollout of another size)."""
+    return Rollout(
+        **{
+            name: None if value is None else value[:, :streams]
+            for name, value in vars(rollout).items()
+            if name != "last_obs"
+        }
+    )
+
+
+def test_a_pair_gets_the_same_bits_alone_or_in_a_batch():
+    """update_many stacks the pairs in one torch computation; each pair's weights, Adam
+    moments, generator and diagnostics are bit-identical to its update alone, whatever
+    its neighbours: pairs of different ages (learning rate, Adam step), target_kl stopping
+    them after different epochs, a pair whose update fails, a rollout of another size."""
+    from coevo.optimizers.ppo_learner import update_many
+
+    spec = _spec("Pendulum-v1", normalize_obs=True)
+    config = PPOConfig(
+        n_envs=E,
+        n_steps=T,
+        batch_size=16,
+        n_epochs=4,
+        learning_rate=3e-3,
+        schedule="linear",
+        anneal_updates=10,
+        target_kl=0.005,
+    )
+    thetas = [spec.init(np.random.default_rng(pair)) for pair in range(6)]
+    states = [PPOState.fresh(spec, seed=100 + pair) for pair in range(6)]
+    thetas[1], states[1], _ = update(
+        spec, config, thetas[1], states[1], _rollout(spec, thetas[1], seed=50)
+    )
+    rollouts = [_rollout(spec, theta, seed=200 + pair) for pair, theta in enumerate(thetas)]
+    spec.view(thetas[4], "value.weight")[:] = np.float32(3e38)
+    rollouts[5] = _fewer_streams(rollouts[5], 2)
+    together = update_many(spec, config, thetas, states, rollouts)
+    assert "non-finite" in together[4].error and together[4].theta is None
+    epochs = [done.info.epochs for done in together if done.info]
+    assert len(set(epochs)) > 1  # target_kl stopped pairs at different epochs
+    assert together[1].info.learning_rate != together[0].info.learning_rate
+    for pair in range(6):
+        (alone,) = update_many(spec, config, [thetas[pair]], [states[pair]], [rollouts[pair]])
+        batched = together[pair]
+        assert batched.error == alone.error
+        if alone.error:
+            continue
+        assert batched.theta.tobytes() == alone.theta.tobytes()
+        assert batched.state.adam_m.tobytes() == alone.state.adam_m.tobytes()
+        assert batched.state.adam_v.tobytes() == alone.state.adam_v.tobytes()
+        assert batched.state.adam_step == alone.state.adam_step
+        assert batched.state.rng_state == alone.state.rng_state
+        assert batched.info == alone.info

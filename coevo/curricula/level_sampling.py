@@ -277,6 +277,16 @@ class LevelSamplingCurriculum(Curriculum):
             jobs.extend(self._score_jobs(student, plan.score))
             spans.append((asked, start, middle, len(jobs)))
         results = self.pool.dispatch(jobs) if jobs else []
+        # Every student's step in one tell_many (PPO updates them in one batched call).
+        training = [
+            (student, asked, results[start:middle])
+            for student, (asked, start, middle, _) in zip(self.students, spans, strict=True)
+            if asked is not None
+        ]
+        steps = self.optimizer.tell_many(
+            [(s.theta, s.state, asked, own) for s, asked, own in training]
+        )
+        told_by_student = {id(s): told for (s, _, _), told in zip(training, steps, strict=True)}
         outcomes = []
         for student, plan, (asked, start, middle, end) in zip(
             self.students, plans, spans, strict=True
@@ -285,7 +295,7 @@ class LevelSamplingCurriculum(Curriculum):
             step_return = float("nan")
             if asked is not None:
                 own = results[start:middle]
-                told = self.optimizer.tell(student.theta, student.state, asked, own)
+                told = told_by_student[id(student)]
                 trained = _signals(plan.train, asked.jobs, own)
                 student.theta, student.state = told.theta, told.state
                 student.steps += 1

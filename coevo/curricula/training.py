@@ -36,12 +36,11 @@ def optimize(
         optimizer.ask(theta, state, tasks, rng, pool.register) for theta, state, tasks in items
     ]
     results = pool.dispatch([job for ask in asked for job in ask.jobs])
-    told, offset = [], 0
+    answered, offset = [], 0
     for (theta, state, _), ask in zip(items, asked, strict=True):
-        own = results[offset : offset + len(ask.jobs)]
+        answered.append((theta, state, ask, results[offset : offset + len(ask.jobs)]))
         offset += len(ask.jobs)
-        told.append(optimizer.tell(theta, state, ask, own))
-    return told
+    return optimizer.tell_many(answered)
 
 
 def train(

@@ -103,6 +103,13 @@ class Optimizer(ABC):
     def tell(self, theta: np.ndarray, state: Any, asked: Asked, results: Sequence[Any]) -> Told:
         """The step from `results` (one per job of `asked.jobs`, in order)."""
 
+    def tell_many(
+        self, items: Sequence[tuple[np.ndarray, Any, Asked, Sequence[Any]]]
+    ) -> list[Told]:
+        """`tell` for many (theta, state, asked, results) at once, in order; the loops call
+        this, so an optimizer can update many pairs together (PPO batches them in torch)."""
+        return [self.tell(theta, state, asked, results) for theta, state, asked, results in items]
+
     def step(
         self,
         pool: Any,

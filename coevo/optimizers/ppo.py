@@ -2,10 +2,11 @@
 
 `ask` returns the pair's trajectory jobs (`n_envs` streams of `n_steps` on the pair's task,
 or spread over the tasks given); the loop sends every pair's jobs to the pool in one call;
-`tell` stacks the streams into a rollout and runs the learner (`ppo_learner.update`) in the
-driver with torch. A rollout with a failed stream, or an update that is non-finite or
-exploding, leaves the pair's weights and state as they were and says why in the step's
-record (`reason`).
+`tell_many` stacks each pair's streams into a rollout and updates every pair in one batched
+torch computation (`ppo_learner.update_many`), in the driver or, with `learner: ray`, as a
+Ray task when the cluster has a free CPU (`ppo_remote`); `tell` is `tell_many` of one pair.
+A rollout with a failed stream, or an update that is non-finite or exploding, leaves the
+pair's weights and state as they were and says why in the step's record (`reason`).
 
 The policy must be the actor-critic (`policy=actor_critic`): the learner needs its value
 head and its layout.
@@ -22,12 +23,15 @@ import numpy as np
 from coevo.errors import ConfigError
 from coevo.optimizers import ppo_learner
 from coevo.optimizers.base import Asked, Optimizer, OptimizerConfig, Register, StepRecord, Told
-from coevo.optimizers.ppo_learner import PPOState, PPOUpdateError, Rollout
+from coevo.optimizers.ppo_learner import PPOState, Rollout, Updated
+from coevo.optimizers.ppo_remote import learner_place, run_learner
 from coevo.policies.actor_critic import ActorCriticSpec
 from coevo.pool.jobs import Stored
 from coevo.pool.trajectories import Stream, TrajectoryJob
 from coevo.settings import setting
 from coevo.tasks.task import Task
+
+LEARNER_PLACES = ("driver", "ray")
 
 
 @dataclass(frozen=True)
@@ -56,14 +60,21 @@ class PPOConfig(OptimizerConfig):
     max_update_norm: float = setting(
         1e3, low=0.0, open_low=True, doc="an update moving theta farther (L2) is refused"
     )
+    learner: str = setting(
+        "driver",
+        choices=LEARNER_PLACES,
+        doc="where updates run: driver, or ray (a Ray task when the cluster has a free CPU)",
+    )
 
     def check(self) -> None:
         """Checks across fields and of the fields a range cannot state."""
-        ppo_learner.check_config(self.learner())
+        ppo_learner.check_config(self.learner_settings())
 
-    def learner(self) -> ppo_learner.PPOConfig:
+    def learner_settings(self) -> ppo_learner.PPOConfig:
+        """The update's settings (all but the plug-in's name and where the learner runs)."""
         fields = asdict(self)
         fields.pop("name")
+        fields.pop("learner")
         return ppo_learner.PPOConfig(**fields)
 
 
@@ -76,7 +87,11 @@ class PPO(Optimizer):
 
     def __init__(self, config: PPOConfig, num_params: int, policy: Any = None):
         super().__init__(config, num_params)
-        self.learner_config = config.learner()
+        self.learner_config = config.learner_settings()
+        # Where the learner runs, chosen at the first update (ppo_remote.learner_place), and
+        # its calls by place.
+        self.learner_place: str | None = None
+        self.learner_runs = dict.fromkeys(LEARNER_PLACES, 0)
         self.policy: ActorCriticSpec | None = None
         if policy is not None:
             self.use_policy(policy)
@@ -127,27 +142,58 @@ class PPO(Optimizer):
     def tell(
         self, theta: np.ndarray, state: PPOState, asked: Asked, results: Sequence[Stream]
     ) -> Told:
-        failed = [stream.error for stream in results if stream.error]
-        mean = _mean_return(results)
-        if failed:
-            last = failed[0].strip().splitlines()[-1] if failed[0].strip() else "failed"
-            reason = f"update skipped: {len(failed)} of {len(results)} streams failed ({last})"
-            return Told(theta, state, StepRecord(mean, len(failed), reason))
-        rollout = stack(results)
-        try:
-            new_theta, new_state, info = ppo_learner.update(
-                self._spec(), self.learner_config, theta, state, rollout
-            )
-        except PPOUpdateError as error:
-            return Told(theta, state, StepRecord(mean, 0, f"update refused: {error}"))
-        extra = {
-            "policy_loss": info.policy_loss,
-            "value_loss": info.value_loss,
-            "entropy": info.entropy,
-            "approx_kl": info.approx_kl,
-            "clip_fraction": info.clip_fraction,
-        }
-        return Told(new_theta, new_state, StepRecord(mean, 0, "", extra))
+        return self.tell_many([(theta, state, asked, results)])[0]
+
+    def tell_many(
+        self, items: Sequence[tuple[np.ndarray, PPOState, Asked, Sequence[Stream]]]
+    ) -> list[Told]:
+        """Every pair's step from its streams: all updates in one batched learner call."""
+        told: list[Told | None] = [None] * len(items)
+        learning = []  # (index, mean return) of the pairs whose rollouts are whole
+        rollouts = []
+        for index, (theta, state, _, results) in enumerate(items):
+            mean = _mean_return(results)
+            failed = [stream.error for stream in results if stream.error]
+            if failed:
+                last = failed[0].strip().splitlines()[-1] if failed[0].strip() else "failed"
+                reason = f"update skipped: {len(failed)} of {len(results)} streams failed ({last})"
+                told[index] = Told(theta, state, StepRecord(mean, len(failed), reason))
+                continue
+            learning.append((index, mean))
+            rollouts.append(stack(results))
+        if self.learner_place is None:
+            self.learner_place = learner_place(self.config.learner)
+        updated = run_learner(
+            self.learner_place,
+            self._spec(),
+            self.learner_config,
+            [items[index][0] for index, _ in learning],
+            [items[index][1] for index, _ in learning],
+            rollouts,
+        )
+        self.learner_runs[self.learner_place] += 1
+        for (index, mean), done in zip(learning, updated, strict=True):
+            theta, state = items[index][0], items[index][1]
+            told[index] = _told(theta, state, mean, done)
+        done = [step for step in told if step is not None]
+        assert len(done) == len(items)
+        return done
+
+
+def _told(theta: np.ndarray, state: PPOState, mean: float, done: Updated) -> Told:
+    """A pair's step from its update: the new weights, or the old ones and the reason."""
+    if done.error:
+        return Told(theta, state, StepRecord(mean, 0, f"update refused: {done.error}"))
+    info = done.info
+    assert done.theta is not None and info is not None
+    extra = {
+        "policy_loss": info.policy_loss,
+        "value_loss": info.value_loss,
+        "entropy": info.entropy,
+        "approx_kl": info.approx_kl,
+        "clip_fraction": info.clip_fraction,
+    }
+    return Told(done.theta, done.state, StepRecord(mean, 0, "", extra))
 
 
 def stack(streams: Sequence[Stream]) -> Rollout:

@@ -18,16 +18,20 @@ state, the observation statistics), so a pickled checkpoint resumes the update e
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from coevo.optimizers.ppo_network import StackedActorCritic
 from coevo.policies.actor_critic import ActorCriticSpec
 
-# SB3's Adam epsilon for PPO (torch's default is 1e-8).
+# SB3's Adam epsilon for PPO (torch's default is 1e-8); torch's default betas.
 ADAM_EPS = 1e-5
+ADAM_BETAS = (0.9, 0.999)
 # SB3's RunningMeanStd starts with this count, so the first batch sets the statistics.
 RUNNING_COUNT_INIT = 1e-4
 
@@ -205,6 +209,17 @@ def update_obs_stats(state: PPOState, obs: np.ndarray) -> None:
     state.obs_mean, state.obs_var, state.obs_count = mean, m2 / total, total
 
 
+@dataclass
+class Updated:
+    """One pair's outcome of `update_many`: the new vector, state and diagnostics, or the
+    reason the update was refused (`error`; the caller keeps the old weights and state)."""
+
+    theta: np.ndarray | None = None
+    state: PPOState | None = None
+    info: UpdateInfo | None = None
+    error: str = ""
+
+
 def update(
     spec: ActorCriticSpec,
     config: PPOConfig,
@@ -215,167 +230,298 @@ def update(
     """One PPO update of `theta` on `rollout`; returns (new theta, new state, info).
 
     `state` is not modified (a failed update leaves the pair exactly as it was); raises
-    `PPOUpdateError` with the reason when the update is non-finite or exploding.
+    `PPOUpdateError` with the reason when the update is non-finite or exploding. The same
+    computation as `update_many` with one pair.
+    """
+    (done,) = update_many(spec, config, [theta], [state], [rollout])
+    if done.error:
+        raise PPOUpdateError(done.error)
+    assert done.theta is not None and done.state is not None and done.info is not None
+    return done.theta, done.state, done.info
+
+
+def update_many(
+    spec: ActorCriticSpec,
+    config: PPOConfig,
+    thetas: Sequence[np.ndarray],
+    states: Sequence[PPOState],
+    rollouts: Sequence[Rollout],
+) -> list[Updated]:
+    """One PPO update for each pair (same spec and settings), in batched torch computations.
+
+    Pairs whose rollouts have the same number of steps are updated together: their
+    parameters, Adam moments and minibatches stacked along a leading pair dimension. Every
+    per-pair quantity stays per pair (minibatch order from the pair's own generator,
+    advantage normalisation, gradient-norm clipping, Adam's step count, learning rate and
+    clip range from the pair's own update count, the target_kl stop, refusals), so a pair
+    gets the same result alone or beside others. The states given are not modified.
     """
     import torch
 
-    new_state = state.copy()
-    advantages, returns = compute_gae(
-        rollout.rewards,
-        rollout.values,
-        rollout.next_values,
-        rollout.terminated,
-        rollout.truncated,
-        config.gamma,
-        config.gae_lambda,
-    )
-    if not (np.isfinite(advantages).all() and np.isfinite(returns).all()):
-        raise PPOUpdateError("non-finite advantages (rewards or values of the rollout)")
-    count = rollout.num_steps
-    obs = spec.normalize(theta[None], rollout.obs.reshape(count, -1))
-    fraction = schedule_fraction(config, state.updates)
-    learning_rate = config.learning_rate * fraction
-    clip_range = config.clip_range * fraction
-
-    module = spec.to_torch(theta)
-    params = list(module.parameters())
-    optimizer = torch.optim.Adam(params, lr=learning_rate, eps=ADAM_EPS)
-    _load_adam(optimizer, params, new_state)
-    if spec.discrete:
-        actions = rollout.actions.reshape(count).astype(np.int64)
-    else:
-        actions = rollout.actions.reshape(count, -1).astype(np.float32)
-    tensors = {
-        "obs": torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)),
-        "actions": torch.from_numpy(np.ascontiguousarray(actions)),
-        "log_probs": torch.from_numpy(rollout.log_probs.reshape(count).astype(np.float32)),
-        "values": torch.from_numpy(rollout.values.reshape(count).astype(np.float32)),
-        "advantages": torch.from_numpy(advantages.reshape(count)),
-        "returns": torch.from_numpy(returns.reshape(count).astype(np.float32)),
-    }
-    rng = np.random.default_rng()
-    rng.bit_generator.state = new_state.rng_state
-    sums = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0, "clip": 0.0}
-    batches = 0
-    epochs = 0
-    stop = False
-    for _ in range(config.n_epochs):
-        order = rng.permutation(count)
-        epochs += 1
-        for start in range(0, count, config.batch_size):
-            index = torch.from_numpy(order[start : start + config.batch_size])
-            batch = {name: tensor[index] for name, tensor in tensors.items()}
-            loss, parts = ppo_loss(module, batch, config, clip_range)
-            if config.target_kl is not None and parts["approx_kl"] > 1.5 * config.target_kl:
-                stop = True  # as SB3: the minibatch that crosses the bound is not applied
-                break
-            if not torch.isfinite(loss):
-                raise PPOUpdateError(f"non-finite loss {loss.item()} in epoch {epochs}")
-            optimizer.zero_grad()
-            loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
-            if not torch.isfinite(grad_norm):
-                raise PPOUpdateError(f"non-finite gradient norm in epoch {epochs}")
-            optimizer.step()
-            for name in sums:
-                sums[name] += parts[name]
-            batches += 1
-        if stop:
-            break
-    new_theta = module.flat_into(theta)
-    if not np.isfinite(new_theta).all():
-        raise PPOUpdateError("non-finite parameters after the update")
-    moved = float(np.linalg.norm(new_theta.astype(np.float64) - theta.astype(np.float64)))
-    if moved > config.max_update_norm:
-        raise PPOUpdateError(
-            f"exploding update: parameters moved {moved:.3g} (L2), max_update_norm is "
-            f"{config.max_update_norm:g}"
+    outcomes: list[Updated | None] = [None] * len(thetas)
+    gaes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    groups: dict[int, list[int]] = {}  # pairs by rollout size
+    for index, rollout in enumerate(rollouts):
+        advantages, returns = compute_gae(
+            rollout.rewards,
+            rollout.values,
+            rollout.next_values,
+            rollout.terminated,
+            rollout.truncated,
+            config.gamma,
+            config.gae_lambda,
         )
-    _store_adam(optimizer, params, new_state)
-    new_state.rng_state = rng.bit_generator.state
-    new_state.updates += 1
-    if spec.normalize_obs:
-        # Statistics move after the update: the update used the ones the rollout acted with.
-        update_obs_stats(new_state, rollout.obs)
-        spec.view(new_theta, "obs_mean")[:] = new_state.obs_mean.astype(np.float32)
-        spec.view(new_theta, "obs_var")[:] = new_state.obs_var.astype(np.float32)
-    share = max(batches, 1)
-    info = UpdateInfo(
-        policy_loss=sums["policy_loss"] / share,
-        value_loss=sums["value_loss"] / share,
-        entropy=sums["entropy"] / share,
-        approx_kl=sums["approx_kl"] / share,
-        clip_fraction=sums["clip"] / share,
-        learning_rate=learning_rate,
-        epochs=epochs,
+        if not (np.isfinite(advantages).all() and np.isfinite(returns).all()):
+            outcomes[index] = Updated(
+                error="non-finite advantages (rewards or values of the rollout)"
+            )
+            continue
+        gaes[index] = advantages, returns
+        groups.setdefault(rollout.num_steps, []).append(index)
+    threads = torch.get_num_threads()
+    # One thread: the small MLPs gain nothing from more on a shared machine, and results
+    # must not depend on the thread count of the process that runs the learner.
+    torch.set_num_threads(1)
+    try:
+        for members in groups.values():
+            done = _update_group(
+                spec,
+                config,
+                [thetas[i] for i in members],
+                [states[i] for i in members],
+                [rollouts[i] for i in members],
+                [gaes[i] for i in members],
+            )
+            for index, outcome in zip(members, done, strict=True):
+                outcomes[index] = outcome
+    finally:
+        torch.set_num_threads(threads)
+    return [outcome or Updated(error="not updated") for outcome in outcomes]
+
+
+_DIAGNOSTICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+
+
+def _update_group(
+    spec: ActorCriticSpec,
+    config: PPOConfig,
+    thetas: list[np.ndarray],
+    states: list[PPOState],
+    rollouts: list[Rollout],
+    gaes: list[tuple[np.ndarray, np.ndarray]],
+) -> list[Updated]:
+    """`update_many` for pairs whose rollouts have the same size."""
+    import torch
+
+    net = _network(spec)
+    pairs, count = len(thetas), rollouts[0].num_steps
+    start = net.start
+    params = torch.from_numpy(np.stack([theta[start:] for theta in thetas]).astype(np.float32))
+    params.requires_grad_(True)
+    adam_m = torch.from_numpy(np.stack([s.adam_m for s in states]).astype(np.float32))
+    adam_v = torch.from_numpy(np.stack([s.adam_v for s in states]).astype(np.float32))
+    adam_steps = np.array([s.adam_step for s in states], dtype=np.int64)
+    fractions = np.array([schedule_fraction(config, s.updates) for s in states])
+    learning_rates = config.learning_rate * fractions
+    clip_ranges = torch.from_numpy((config.clip_range * fractions).astype(np.float32))[:, None]
+
+    def stacked(arrays: list[np.ndarray], dtype: Any) -> Any:
+        return torch.from_numpy(np.ascontiguousarray(np.stack(arrays), dtype=dtype))
+
+    obs = [
+        spec.normalize(theta[None], rollout.obs.reshape(count, -1))
+        for theta, rollout in zip(thetas, rollouts, strict=True)
+    ]
+    if spec.discrete:
+        actions = stacked([r.actions.reshape(count) for r in rollouts], np.int64)
+    else:
+        actions = stacked([r.actions.reshape(count, -1) for r in rollouts], np.float32)
+    tensors = {
+        "obs": stacked(obs, np.float32),
+        "actions": actions,
+        "log_probs": stacked([r.log_probs.reshape(count) for r in rollouts], np.float32),
+        "values": stacked([r.values.reshape(count) for r in rollouts], np.float32),
+        "advantages": stacked([adv.reshape(count) for adv, _ in gaes], np.float32),
+        "returns": stacked([ret.reshape(count) for _, ret in gaes], np.float32),
+    }
+    rngs = []
+    for state in states:
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state.rng_state
+        rngs.append(rng)
+    active = np.ones(pairs, dtype=bool)  # still taking minibatch steps
+    errors = [""] * pairs
+    epochs = np.zeros(pairs, dtype=np.int64)
+    sums = np.zeros((len(_DIAGNOSTICS), pairs))
+    batches = np.zeros(pairs, dtype=np.int64)
+    rows = torch.arange(pairs)[:, None]
+    orders = np.zeros((pairs, count), dtype=np.int64)
+    for _ in range(config.n_epochs):
+        if not active.any():
+            break
+        for pair in np.flatnonzero(active):
+            orders[pair] = rngs[pair].permutation(count)  # only pairs still stepping draw
+            epochs[pair] += 1
+        order = torch.from_numpy(orders)
+        for begin in range(0, count, config.batch_size):
+            if not active.any():
+                break
+            index = order[:, begin : begin + config.batch_size]
+            batch = {name: tensor[rows, index] for name, tensor in tensors.items()}
+            loss, parts = ppo_loss(net, params, batch, config, clip_ranges)
+            values = torch.stack([parts[name] for name in _DIAGNOSTICS]).detach().numpy()
+            if config.target_kl is not None:
+                # As SB3: the minibatch that crosses the bound is not applied.
+                active &= ~(values[_DIAGNOSTICS.index("approx_kl")] > 1.5 * config.target_kl)
+            finite = torch.isfinite(loss).numpy()
+            for pair in np.flatnonzero(active & ~finite):
+                errors[pair] = f"non-finite loss {loss[pair].item()} in epoch {epochs[pair]}"
+            active &= finite
+            if not active.any():
+                break
+            params.grad = None
+            loss.sum().backward()  # each pair's loss reaches only its own row
+            grad = params.grad
+            norms = torch.linalg.vector_norm(grad, dim=1)
+            finite = torch.isfinite(norms).numpy()
+            for pair in np.flatnonzero(active & ~finite):
+                errors[pair] = f"non-finite gradient norm in epoch {epochs[pair]}"
+            active &= finite
+            if not active.any():
+                break
+            # clip_grad_norm_'s rule, per pair.
+            grad = grad * torch.clamp(config.max_grad_norm / (norms + 1e-6), max=1.0)[:, None]
+            adam_steps[active] += 1
+            adam_m, adam_v = _adam_step(
+                params, grad, adam_m, adam_v, adam_steps, learning_rates, active
+            )
+            sums[:, active] += values[:, active]
+            batches[active] += 1
+    outcomes = []
+    for pair, (theta, state, rollout) in enumerate(zip(thetas, states, rollouts, strict=True)):
+        if errors[pair]:
+            outcomes.append(Updated(error=errors[pair]))
+            continue
+        new_theta = np.array(theta, dtype=np.float32, copy=True)
+        new_theta[start:] = params[pair].detach().numpy()
+        if not np.isfinite(new_theta).all():
+            outcomes.append(Updated(error="non-finite parameters after the update"))
+            continue
+        moved = float(np.linalg.norm(new_theta.astype(np.float64) - theta.astype(np.float64)))
+        if moved > config.max_update_norm:
+            outcomes.append(
+                Updated(
+                    error=f"exploding update: parameters moved {moved:.3g} (L2), "
+                    f"max_update_norm is {config.max_update_norm:g}"
+                )
+            )
+            continue
+        new_state = state.copy()
+        if adam_steps[pair] != state.adam_step:
+            new_state.adam_m = adam_m[pair].numpy().copy()
+            new_state.adam_v = adam_v[pair].numpy().copy()
+            new_state.adam_step = int(adam_steps[pair])
+        new_state.rng_state = rngs[pair].bit_generator.state
+        new_state.updates += 1
+        if spec.normalize_obs:
+            # Statistics move after the update: the update used the ones the rollout acted with.
+            update_obs_stats(new_state, rollout.obs)
+            spec.view(new_theta, "obs_mean")[:] = new_state.obs_mean.astype(np.float32)
+            spec.view(new_theta, "obs_var")[:] = new_state.obs_var.astype(np.float32)
+        share = max(int(batches[pair]), 1)
+        means = {name: float(sums[row, pair]) / share for row, name in enumerate(_DIAGNOSTICS)}
+        info = UpdateInfo(
+            policy_loss=means["policy_loss"],
+            value_loss=means["value_loss"],
+            entropy=means["entropy"],
+            approx_kl=means["approx_kl"],
+            clip_fraction=means["clip_fraction"],
+            learning_rate=float(learning_rates[pair]),
+            epochs=int(epochs[pair]),
+        )
+        outcomes.append(Updated(new_theta, new_state, info))
+    return outcomes
+
+
+def _adam_step(
+    params: Any,
+    grad: Any,
+    adam_m: Any,
+    adam_v: Any,
+    steps: np.ndarray,
+    learning_rates: np.ndarray,
+    active: np.ndarray,
+) -> tuple[Any, Any]:
+    """torch.optim.Adam's update (eps ADAM_EPS, no weight decay), elementwise on the stacked
+    rows, with each pair's own step count and learning rate; rows not `active` keep their
+    parameters and moments. Returns the new moments; `params` changes in place."""
+    import torch
+
+    beta1, beta2 = ADAM_BETAS
+    counted = np.maximum(steps, 1).astype(np.float64)
+    # As torch: bias corrections in double precision, applied as float32 factors.
+    step_sizes = learning_rates / (1.0 - beta1**counted)
+    correction2 = np.sqrt(1.0 - beta2**counted)
+    new_m = adam_m.lerp(grad, 1.0 - beta1)
+    new_v = adam_v.mul(beta2).addcmul_(grad, grad, value=1.0 - beta2)
+    denom = (new_v.sqrt() / torch.from_numpy(correction2.astype(np.float32))[:, None]).add_(
+        ADAM_EPS
     )
-    return new_theta, new_state, info
+    negative_steps = torch.from_numpy((-step_sizes).astype(np.float32))[:, None]
+    with torch.no_grad():
+        moved = params + negative_steps * new_m / denom
+        if active.all():
+            params.copy_(moved)
+            return new_m, new_v
+        keep = torch.from_numpy(active)[:, None]
+        params.copy_(torch.where(keep, moved, params))
+    return torch.where(keep, new_m, adam_m), torch.where(keep, new_v, adam_v)
+
+
+@functools.cache
+def _network(spec: ActorCriticSpec) -> StackedActorCritic:
+    return StackedActorCritic(spec)
 
 
 def ppo_loss(
-    module: Any, batch: dict[str, Any], config: PPOConfig, clip_range: float
-) -> tuple[Any, dict[str, float]]:
-    """SB3's PPO loss on one minibatch: clipped surrogate + vf_coef * value loss
-    - ent_coef * entropy; returns (loss tensor, diagnostics)."""
+    net: StackedActorCritic,
+    params: Any,
+    batch: dict[str, Any],
+    config: PPOConfig,
+    clip_ranges: Any,
+) -> tuple[Any, dict[str, Any]]:
+    """SB3's PPO loss on one minibatch of each pair: clipped surrogate + vf_coef * value
+    loss - ent_coef * entropy. Tensors are [P, B, ...]; `clip_ranges` is [P, 1]. Returns
+    (loss [P], diagnostics [P] each: policy_loss, value_loss, entropy, approx_kl,
+    clip_fraction)."""
     import torch
 
-    log_probs, entropy, values = module.evaluate(batch["obs"], batch["actions"])
+    log_probs, entropy, values = net.evaluate(params, batch["obs"], batch["actions"])
     advantages = batch["advantages"]
-    if config.normalize_advantage and len(advantages) > 1:
-        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    if config.normalize_advantage and advantages.shape[1] > 1:
+        mean = advantages.mean(dim=1, keepdim=True)
+        advantages = (advantages - mean) / (advantages.std(dim=1, keepdim=True) + 1e-8)
     log_ratio = log_probs - batch["log_probs"]
     ratio = torch.exp(log_ratio)
     surrogate = advantages * ratio
-    clipped = advantages * torch.clamp(ratio, 1 - clip_range, 1 + clip_range)
-    policy_loss = -torch.min(surrogate, clipped).mean()
+    clipped = advantages * torch.clamp(ratio, 1 - clip_ranges, 1 + clip_ranges)
+    policy_loss = -torch.min(surrogate, clipped).mean(dim=1)
     if config.clip_range_vf is not None:
         old = batch["values"]
         values = old + torch.clamp(values - old, -config.clip_range_vf, config.clip_range_vf)
-    value_loss = torch.nn.functional.mse_loss(batch["returns"], values)
-    entropy_loss = -entropy.mean()
+    value_loss = ((batch["returns"] - values) ** 2).mean(dim=1)
+    entropy_loss = -entropy.mean(dim=1)
     loss = policy_loss + config.ent_coef * entropy_loss + config.vf_coef * value_loss
     with torch.no_grad():
-        approx_kl = float(((ratio - 1) - log_ratio).mean())
-        clip_fraction = float(((ratio - 1).abs() > clip_range).float().mean())
+        approx_kl = ((ratio - 1) - log_ratio).mean(dim=1)
+        clip_fraction = ((ratio - 1).abs() > clip_ranges).float().mean(dim=1)
     return loss, {
-        "policy_loss": policy_loss.item(),
-        "value_loss": value_loss.item(),
-        "entropy": -entropy_loss.item(),
+        "policy_loss": policy_loss.detach(),
+        "value_loss": value_loss.detach(),
+        "entropy": -entropy_loss.detach(),
         "approx_kl": approx_kl,
-        "clip": clip_fraction,
+        "clip_fraction": clip_fraction,
     }
-
-
-def _load_adam(optimizer: Any, params: list[Any], state: PPOState) -> None:
-    if state.adam_step == 0:
-        return
-    import torch
-
-    offset = 0
-    for param in params:
-        size = param.numel()
-        optimizer.state[param] = {
-            "step": torch.tensor(float(state.adam_step)),
-            "exp_avg": torch.from_numpy(state.adam_m[offset : offset + size].copy()).view_as(param),
-            "exp_avg_sq": torch.from_numpy(state.adam_v[offset : offset + size].copy()).view_as(
-                param
-            ),
-        }
-        offset += size
-
-
-def _store_adam(optimizer: Any, params: list[Any], state: PPOState) -> None:
-    parts_m, parts_v, step = [], [], state.adam_step
-    for param in params:
-        entry = optimizer.state.get(param)
-        if not entry:  # no step taken (e.g. target_kl stopped the first minibatch)
-            return
-        parts_m.append(entry["exp_avg"].detach().numpy().ravel())
-        parts_v.append(entry["exp_avg_sq"].detach().numpy().ravel())
-        step = int(entry["step"])
-    state.adam_m = np.concatenate(parts_m).astype(np.float32)
-    state.adam_v = np.concatenate(parts_v).astype(np.float32)
-    state.adam_step = step
 
 
 def check_config(config: PPOConfig) -> None:

@@ -1,0 +1,106 @@
+"""`ActorCriticSpec`'s network for P pairs at once, in torch, for the PPO learner.
+
+The pairs' trainable parameters are one tensor [P, N] (each row the trainable tail of a
+pair's flat vector, in the spec's layout); every layer is a batched matmul over the pair
+dimension and every loss term a reduction within a pair's row, so one forward and one
+backward serve all P pairs, and a pair's numbers are the same whichever pairs sit beside it
+(the learner's tests check them bit for bit). For small MLPs the per-op overhead of torch,
+not arithmetic, is the cost: P pairs in one op cost about as much as one.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from coevo.policies.actor_critic import ActorCriticSpec
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@dataclass(frozen=True)
+class _Linear:
+    weight: int  # offsets into the trainable tail
+    bias: int
+    stop: int
+    fan_out: int
+    fan_in: int
+
+
+class StackedActorCritic:
+    """The spec's function on stacked parameters: `evaluate(params [P, N], obs [P, B, D],
+    actions [P, B] or [P, B, A]) -> (log-probs, entropies, values)`, each [P, B]."""
+
+    def __init__(self, spec: ActorCriticSpec):
+        self.spec = spec
+        trainable = [s for s in spec.segments.values() if s.trainable]
+        # Observation statistics (not trainable) come first; the rest is one block.
+        self.start = trainable[0].start
+        if any(s.start != t.stop for t, s in zip(trainable, trainable[1:], strict=False)):
+            raise ValueError("the spec's trainable segments are not contiguous")
+        self.size = spec.num_params - self.start
+        self.layers: dict[str, _Linear] = {}
+        for name, segment in spec.segments.items():
+            if name.endswith(".weight"):
+                layer = name[: -len(".weight")]
+                bias = spec.segments[f"{layer}.bias"]
+                fan_out, fan_in = segment.shape
+                self.layers[layer] = _Linear(
+                    segment.start - self.start,
+                    bias.start - self.start,
+                    bias.stop - self.start,
+                    fan_out,
+                    fan_in,
+                )
+        if not spec.discrete:
+            log_std = spec.segments["log_std"]
+            self.log_std = (log_std.start - self.start, log_std.stop - self.start)
+
+    @functools.cached_property
+    def _activation(self) -> Any:
+        import torch
+
+        return {"tanh": torch.tanh, "relu": torch.relu}[self.spec.activation]
+
+    def _linear(self, params: Any, h: Any, name: str) -> Any:
+        import torch
+
+        layer = self.layers[name]
+        pairs = params.shape[0]
+        weight = params[:, layer.weight : layer.bias].view(pairs, layer.fan_out, layer.fan_in)
+        bias = params[:, layer.bias : layer.stop].unsqueeze(1)
+        if layer.fan_out == 1:
+            # A one-output layer (the value head, a 1-D action) as a product and a sum: torch's
+            # batched matmul takes another kernel for it when P == 1, whose bits differ.
+            return (h * weight[:, 0].unsqueeze(1)).sum(dim=-1, keepdim=True) + bias
+        return torch.baddbmm(bias, h, weight.transpose(1, 2))
+
+    def _trunk(self, params: Any, h: Any, prefix: str) -> Any:
+        for index in range(len(self.spec.hidden)):
+            h = self._activation(self._linear(params, h, f"{prefix}.{index}"))
+        return h
+
+    def forward(self, params: Any, obs: Any) -> tuple[Any, Any]:
+        """(logits or Gaussian means [P, B, A], values [P, B]) of normalised observations."""
+        pi = self._trunk(params, obs, "pi")
+        out = self._linear(params, pi, "action")
+        vf = pi if self.spec.shared else self._trunk(params, obs, "vf")
+        return out, self._linear(params, vf, "value")[..., 0]
+
+    def evaluate(self, params: Any, obs: Any, actions: Any) -> tuple[Any, Any, Any]:
+        """(log-probs, entropies, values), each [P, B], of `actions` at normalised `obs`."""
+        import torch
+
+        out, values = self.forward(params, obs)
+        if self.spec.discrete:
+            log_probs_all = torch.log_softmax(out, dim=-1)
+            log_probs = log_probs_all.gather(-1, actions.unsqueeze(-1))[..., 0]
+            entropy = -(log_probs_all.exp() * log_probs_all).sum(dim=-1)
+            return log_probs, entropy, values
+        log_std = params[:, self.log_std[0] : self.log_std[1]].unsqueeze(1)  # [P, 1, A]
+        z = (actions - out) / log_std.exp()
+        log_probs = (-0.5 * z * z - log_std - 0.5 * _LOG_2PI).sum(dim=-1)
+        entropy = (0.5 + 0.5 * _LOG_2PI + log_std).sum(dim=-1).expand_as(log_probs)
+        return log_probs, entropy, values
