@@ -140,3 +140,51 @@ def test_a_failing_env_fails_its_stream_only():
     assert "wheel fell off" in chunk.errors[1]
     assert not chunk.rewards[1].any()  # a failed stream's arrays are zeros
     assert chunk.episodes_done.tolist() == [2, 0, 2]
+
+
+@pytest.mark.parametrize(
+    "name,batched", [("cartpole", True), ("pendulum", True), ("pendulum", False)]
+)
+def test_continued_streams_pick_up_where_they_stopped_cached_or_replayed(name, batched):
+    space = dataclasses.replace(tasks.get(name), max_episode_steps=40)
+    if not batched:  # one gymnasium env per slot: the cache holds the env objects
+        space = dataclasses.replace(space, make_slots=None)
+    policy = _policy(space)
+    theta = policy.init(np.random.default_rng(4))
+    sources = {"theta": theta}
+    task = space.task(**{space.params[0].name: space.params[0].high})
+    first_jobs = [TrajectoryJob(Stored("theta"), task, 21, s, 25) for s in range(4)]
+    home = Worker(space, policy, num_envs=4)
+    first = home.collect_trajectories(first_jobs, sources)
+    ahead = first.continuations
+    assert any(c is not None for c in ahead)
+    jobs = [TrajectoryJob(Stored("theta"), task, 22, s, 25, ahead[s]) for s in range(4)]
+    cached = home.collect_trajectories(jobs, sources)
+    replayed = Worker(space, policy, num_envs=3).collect_trajectories(jobs, sources)
+    # The same arrays whether the live env came from the cache or was rebuilt by replay.
+    for array in (*ARRAYS, "episode_return_sum", "episodes_done"):
+        assert getattr(cached, array).tobytes() == getattr(replayed, array).tobytes(), array
+    continuing = [s for s in range(4) if ahead[s] is not None]
+    lengths = sum(ahead[s].length for s in continuing)
+    assert cached.stats["stream_cache_hits"] == len(continuing)
+    assert cached.stats["stream_cache_misses"] == cached.stats["replay_steps"] == 0
+    assert replayed.stats["stream_cache_misses"] == len(continuing)
+    assert replayed.stats["replay_steps"] == lengths
+    for s in continuing:
+        # The stream goes on from the state where it stopped, episode counters included.
+        assert cached.obs[s, 0].tobytes() == first.last_obs[s].tobytes()
+        if name == "pendulum":  # time limit 40: the continued episode is cut at step 40
+            cut = 40 - ahead[s].length - 1
+            assert np.flatnonzero(cached.truncated[s])[0] == cut
+            assert cached.episode_return_sum[s] == pytest.approx(
+                ahead[s].episode_return + cached.rewards[s, : cut + 1].astype(float).sum()
+            )
+        after = cached.continuations[s]
+        if after is not None and not (cached.terminated[s] | cached.truncated[s]).any():
+            assert after.reset_seed == ahead[s].reset_seed and after.length == ahead[s].length + 25
+    for s in set(range(4)) - set(continuing):  # its episode ended at the last step: a reset
+        assert cached.obs[s, 0].tobytes() != first.last_obs[s].tobytes()
+    # A fresh rollout without continuations starts from resets, as before.
+    fresh = [dataclasses.replace(job, continuation=None) for job in jobs]
+    reset = Worker(space, policy, num_envs=4).collect_trajectories(fresh, sources)
+    assert reset.obs[continuing[0], 0].tobytes() != cached.obs[continuing[0], 0].tobytes()

@@ -15,7 +15,7 @@ head and its layout.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from coevo.optimizers import ppo_learner
 from coevo.optimizers.base import Asked, Optimizer, OptimizerConfig, Register, StepRecord, Told
 from coevo.optimizers.ppo_learner import PPOState, Rollout, Updated
 from coevo.optimizers.ppo_remote import learner_place, run_learner
+from coevo.optimizers.ppo_streams import StreamingPPOState, continuations, with_stream_ends
 from coevo.policies.actor_critic import ActorCriticSpec
 from coevo.pool.jobs import Stored
 from coevo.pool.trajectories import Stream, TrajectoryJob
@@ -40,7 +41,7 @@ class PPOConfig(OptimizerConfig):
 
     name: str = setting("ppo", doc="registry name or package.module:Class")
     n_envs: int = setting(8, low=1, doc="streams per pair and rollout")
-    n_steps: int = setting(256, low=1, doc="steps per stream (each starts at a reset)")
+    n_steps: int = setting(256, low=1, doc="steps per stream and rollout (episodes go on)")
     batch_size: int = setting(64, low=2, doc="minibatch size")
     n_epochs: int = setting(10, low=1, doc="passes over each rollout")
     gamma: float = setting(0.99, low=0.0, high=1.0)
@@ -114,7 +115,7 @@ class PPO(Optimizer):
         return self.policy
 
     def init_state(self, theta: np.ndarray, rng: np.random.Generator) -> PPOState:
-        return PPOState.fresh(self._spec(), int(rng.integers(0, 2**31 - 1)))
+        return StreamingPPOState.fresh(self._spec(), int(rng.integers(0, 2**31 - 1)))
 
     def steps_taken(self, state: PPOState) -> int:
         return int(state.updates)
@@ -133,9 +134,12 @@ class PPO(Optimizer):
         # Streams cycle through the tasks; every task gets at least one stream (a curriculum
         # scoring many tasks at once then gets a larger rollout than n_envs streams).
         streams = max(cfg.n_envs, len(tasks))
+        tasks_of = [tasks[stream % len(tasks)] for stream in range(streams)]
+        # Each stream goes on with the episode its previous rollout left unfinished.
+        ahead = continuations(state, tasks_of)
         jobs = [
-            TrajectoryJob(Stored(key), tasks[stream % len(tasks)], seed, stream, cfg.n_steps)
-            for stream in range(streams)
+            TrajectoryJob(Stored(key), task, seed, stream, cfg.n_steps, ahead[stream])
+            for stream, task in enumerate(tasks_of)
         ]
         return Asked(jobs)
 
@@ -173,8 +177,11 @@ class PPO(Optimizer):
         )
         self.learner_runs[self.learner_place] += 1
         for (index, mean), done in zip(learning, updated, strict=True):
-            theta, state = items[index][0], items[index][1]
-            told[index] = _told(theta, state, mean, done)
+            theta, state, asked, results = items[index]
+            step = _told(theta, state, mean, done)
+            if not done.error:  # the streams go on where this rollout left them
+                step = replace(step, state=with_stream_ends(step.state, asked.jobs, results))
+            told[index] = step
         done = [step for step in told if step is not None]
         assert len(done) == len(items)
         return done

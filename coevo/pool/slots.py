@@ -32,6 +32,10 @@ class EnvSlots(Protocol):
         """Step the given slots; returns (obs, rewards, done, errors by position)."""
         ...
 
+    # Optional (trajectory streams continuing across calls, coevo/pool/trajectories.py):
+    # `save_slot(slot) -> snapshot` hands out the slot's episode state, live (the slot must
+    # be reset before its next use); `load_slot(slot, snapshot)` puts one back in a slot.
+
 
 class CallClock:
     """The env call running now: its slot and when it started (-1: none running).
@@ -69,7 +73,9 @@ class GymSlots:
     def __init__(self, make_env: Any, num_slots: int, discrete: bool, env_task: Any = Task.as_dict):
         self.num_slots = num_slots
         self.env_task = env_task  # Task -> what set_task takes (TaskSpace.env_task)
+        self.make_env = make_env
         self.envs = [make_env() for _ in range(num_slots)]
+        self._spares: list[Any] = []  # envs handed back by `load_slot`, for `save_slot`
         self.discrete = discrete
         shape = self.envs[0].observation_space.shape
         self.obs_dim = int(np.prod(shape))
@@ -92,6 +98,24 @@ class GymSlots:
         step = self.envs[slot].step  # looked up again per episode: an env may rebind it
         self._step[slot] = step if clock is None else clock.wrap(slot, step)
         return obs
+
+    def save_slot(self, slot: int) -> tuple[Any, Task | None]:
+        """The slot's env itself, with its task (a spare or new env takes its place)."""
+        saved = (self.envs[slot], self._tasks[slot])
+        self._put_env(slot, self._spares.pop() if self._spares else self.make_env(), None)
+        return saved
+
+    def load_slot(self, slot: int, snapshot: tuple[Any, Task | None]) -> None:
+        """Put a saved env back in `slot`; the one there becomes a spare."""
+        if len(self._spares) < self.num_slots:
+            self._spares.append(self.envs[slot])
+        self._put_env(slot, *snapshot)
+
+    def _put_env(self, slot: int, env: Any, task: Task | None) -> None:
+        self.envs[slot] = env
+        self._tasks[slot] = task
+        clock = self.clock
+        self._step[slot] = env.step if clock is None else clock.wrap(slot, env.step)
 
     def _reset(self, slot: int, task: Task, seed: int) -> np.ndarray:
         env = self.envs[slot]

@@ -17,6 +17,12 @@ CHUNK_STAT_KEYS = (
     "busy_s",
     "cpu_s",
     "trajectory_bytes",  # trajectory jobs: the arrays' size that came back to the driver
+    # Trajectory streams continuing an episode: live env found in the worker's cache or not;
+    # on a miss the env is reset and the episode's actions replayed (steps and seconds).
+    "stream_cache_hits",
+    "stream_cache_misses",
+    "replay_steps",
+    "replay_s",
 )
 PER_WORKER_PREFIX = "busy_s_worker_"
 RUNTIME_COLUMNS = (

@@ -2,19 +2,27 @@
 policy-gradient learner needs (observations, actions, log-probs, rewards, terminated /
 truncated flags, values and bootstrap values, the last observation).
 
-A job is one stream: one env slot for `num_steps` steps, resetting at each episode end, from
-a reset at the job's start. A PPO rollout of one pair is `n_envs` such jobs (streams
+A job is one stream: one env slot for `num_steps` steps, resetting at each episode end. It
+starts from a reset, or, when it carries a `Continuation`, inside the episode its previous
+rollout left unfinished: an env's state is a function of (task, the episode's reset seed, the
+env actions since that reset), so the worker takes the live env from its `StreamCache` when
+it still holds that state, and otherwise resets with the seed and replays the actions (env
+steps only, no policy). A PPO rollout of one pair is `n_envs` such jobs (streams
 0..n_envs-1). Many pairs' streams share a worker's slots and step together, one batched
 forward pass per step, exactly as evaluation episodes do.
 
 Determinism: a stream's reset seeds and action noise come from generators seeded by (job
 seed, stream), drawn up front, never by slot or batch; the numpy policy and the batched
 envs give each row the same bits whatever the batch. So a stream's arrays are a function of
-(policy, task, seed, stream, num_steps), whatever the backend, worker count or chunking.
+(policy, task, seed, stream, num_steps, continuation), whatever the backend, worker count,
+chunking or cache content (a cached env and a replayed one are in the same state).
 """
 
 from __future__ import annotations
 
+import hashlib
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,16 +52,72 @@ ARRAY_NAMES = (
 )
 
 
+@dataclass(frozen=True, eq=False)
+class Continuation:
+    """An unfinished episode: reset with `reset_seed`, then the env actions `actions` ([L]
+    int64 or [L, A] float32, as the env received them), `episode_return` summed so far.
+
+    `key` is a digest of all three: with the task it names the env state exactly, so a
+    worker's cached env is used only when it is in that state.
+    """
+
+    reset_seed: int
+    actions: np.ndarray
+    episode_return: float
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            digest = hashlib.blake2b(digest_size=12)
+            digest.update(np.int64(self.reset_seed).tobytes())
+            digest.update(np.float64(self.episode_return).tobytes())
+            digest.update(str((self.actions.dtype, self.actions.shape)).encode())
+            digest.update(np.ascontiguousarray(self.actions).tobytes())
+            object.__setattr__(self, "key", digest.hexdigest())
+
+    @property
+    def length(self) -> int:
+        """Steps since the reset."""
+        return int(len(self.actions))
+
+
 @dataclass(frozen=True)
 class TrajectoryJob:
     """Stream `stream` of a rollout: the stored policy `params` on `task` for `num_steps`
-    steps, from generators seeded by (seed, stream)."""
+    steps, from generators seeded by (seed, stream); from `continuation`'s env state when
+    given (the generators then seed the later episodes' resets), else from a reset."""
 
     params: Stored
     task: Task
     seed: int
     stream: int
     num_steps: int
+    continuation: Continuation | None = None
+
+    def stream_key(self) -> tuple[Task, str] | None:
+        """Names the env state the job starts from (None: a reset)."""
+        return None if self.continuation is None else (self.task, self.continuation.key)
+
+
+class StreamCache:
+    """A worker's live envs of unfinished episodes, by (task, continuation key), newest
+    `capacity` kept. An entry is the slots' snapshot (`save_slot`) and the observation."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.entries: OrderedDict[tuple[Task, str], tuple[Any, np.ndarray]] = OrderedDict()
+
+    def take(self, key: tuple[Task, str]) -> tuple[Any, np.ndarray] | None:
+        return self.entries.pop(key, None)
+
+    def put(self, key: tuple[Task, str], snapshot: Any, obs: np.ndarray) -> None:
+        self.entries[key] = (snapshot, obs)
+        self.entries.move_to_end(key)
+        while len(self.entries) > self.capacity:
+            self.entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self.entries)
 
 
 @dataclass
@@ -78,6 +142,8 @@ class TrajectoryChunk:
     episode_return_sum: np.ndarray  # [J] float64: summed returns of episodes that ended
     episodes_done: np.ndarray  # [J] int64
     errors: dict[int, str] = field(default_factory=dict)
+    # Per job: the episode left unfinished at the stream's end (None: it ended, or failed).
+    continuations: list[Continuation | None] = field(default_factory=list)
     stats: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -103,12 +169,15 @@ def collect(
     jobs: Sequence[TrajectoryJob],
     params_for: Callable[[TrajectoryJob], np.ndarray],
     skeleton: np.ndarray,
+    cache: StreamCache | None = None,
 ) -> TrajectoryChunk:
     """Run trajectory jobs on `slots` (an `EnvSlots`), `slots.num_slots` streams at a time.
 
     `policy` needs `sample(params, obs, noise)` and `values(params, obs)` (e.g.
     `ActorCriticSpec`); `skeleton` is the worker's preallocated [slots, P] parameter array,
     filled in place; `params_for(job)` gives a job's vector (the worker's weight cache).
+    `cache` keeps the live envs of unfinished episodes between calls, where the slots can
+    save and load one (`save_slot` / `load_slot`); without it continuations are replayed.
     """
     n = len(jobs)
     steps = {job.num_steps for job in jobs}
@@ -132,17 +201,27 @@ def collect(
         last_obs=np.zeros((n, dim), dtype=np.float32),
         episode_return_sum=np.zeros(n, dtype=np.float64),
         episodes_done=np.zeros(n, dtype=np.int64),
+        continuations=[None] * n,
     )
+    for name in STREAM_STAT_KEYS:
+        out.stats[name] = 0.0
+    if cache is not None and not (hasattr(slots, "save_slot") and hasattr(slots, "load_slot")):
+        cache = None  # slots that cannot hand out a live env: every continuation replays
     width = slots.num_slots
     for first in range(0, n, width):
         _run_wave(slots, policy, max_episode_steps, jobs, first, min(n, first + width),
-                  params_for, skeleton, out)  # fmt: skip
+                  params_for, skeleton, out, cache)  # fmt: skip
     out.stats["trajectory_bytes"] = float(out.nbytes)
     out.stats["env_steps"] = float(horizon * (n - len(out.errors)))
     return out
 
 
-def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton, out) -> None:
+# Counters of continuing streams a chunk reports (summed by the pool): cache hits and misses
+# of the worker's `StreamCache`, and the env steps and seconds spent replaying on a miss.
+STREAM_STAT_KEYS = ("stream_cache_hits", "stream_cache_misses", "replay_steps", "replay_s")
+
+
+def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton, out, cache):
     """Jobs first..stop-1 in slots 0..k-1, stepped together for the common horizon."""
     k = stop - first
     horizon = out.rewards.shape[1]
@@ -158,6 +237,12 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
         else np.zeros((k, horizon, policy.act_dim), dtype=np.float32)
     )
     episode = np.zeros(k, dtype=np.int64)
+    # The env actions of this wave, and per slot where its current episode began (-1: before
+    # the wave, in its continuation) and from which reset seed: the streams' continuations.
+    env_actions_taken = np.zeros_like(out.actions[first:stop])
+    episode_start = np.zeros(k, dtype=np.int64)
+    episode_seed = np.zeros(k, dtype=np.int64)
+    to_replay: list[int] = []
 
     def fail(position: int, message: str) -> None:
         alive[position] = False
@@ -173,9 +258,33 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
             noise[position] = noise_rng.standard_normal((horizon, policy.act_dim), np.float32)
         try:
             skeleton[position] = params_for(job)
-            obs[position] = slots.reset_slot(position, job.task, int(reset_seeds[position][0]))
+            resumed = job.continuation
+            if resumed is None:
+                episode_seed[position] = reset_seeds[position][0]
+                obs[position] = slots.reset_slot(position, job.task, int(episode_seed[position]))
+                continue
+            episode_start[position] = -1
+            episode_seed[position] = resumed.reset_seed
+            length[position] = resumed.length
+            episode_return[position] = resumed.episode_return
+            if resumed.length >= max_steps:
+                raise ValueError(
+                    f"a continuation of {resumed.length} steps reaches the task's "
+                    f"max_episode_steps ({max_steps}): that episode has ended"
+                )
+            cached = cache.take(job.stream_key()) if cache is not None else None
+            if cached is not None:
+                slots.load_slot(position, cached[0])
+                obs[position] = cached[1]
+                out.stats["stream_cache_hits"] += 1
+            else:
+                obs[position] = slots.reset_slot(position, job.task, int(resumed.reset_seed))
+                to_replay.append(position)
+                out.stats["stream_cache_misses"] += 1
         except Exception as error:  # a task its env refuses fails that stream only
             fail(position, f"{type(error).__name__}: {error}")
+    if to_replay:
+        _replay(slots, jobs, rows, to_replay, obs, fail, out.stats)
 
     params = skeleton[:k]
     for t in range(horizon):
@@ -191,6 +300,7 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
         out.actions[at, t] = actions
         out.log_probs[at, t] = log_probs
         out.values[at, t] = values
+        env_actions_taken[live, t] = env_actions
         next_obs, rewards, terminated, errors = slots.step_slots(live, env_actions)
         length[live] += 1
         truncated = (length[live] >= max_steps) & ~terminated
@@ -212,20 +322,64 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
             out.episodes_done[rows[position]] += 1
             episode_return[position] = 0.0
             length[position] = 0
+            episode_start[position] = t + 1
             if t == horizon - 1:
                 continue  # the stream ends here: no reset needed
             episode[position] += 1
             job = jobs[rows[position]]
             try:
-                seed = int(reset_seeds[position][episode[position]])
-                obs[position] = slots.reset_slot(position, job.task, seed)
+                episode_seed[position] = reset_seeds[position][episode[position]]
+                obs[position] = slots.reset_slot(position, job.task, int(episode_seed[position]))
             except Exception as error:
                 fail(position, f"{type(error).__name__}: {error}")
     out.last_obs[rows] = obs
+    for position in np.flatnonzero(alive).tolist():
+        if episode_start[position] >= horizon:
+            continue  # its episode ended at the last step: the next rollout resets
+        job = jobs[rows[position]]
+        since = env_actions_taken[position, max(0, episode_start[position]) :]
+        if episode_start[position] < 0:  # still the episode it continued
+            since = np.concatenate([job.continuation.actions, since])
+        ahead = Continuation(
+            int(episode_seed[position]), since.copy(), float(episode_return[position])
+        )
+        out.continuations[rows[position]] = ahead
+        if cache is not None:
+            cache.put((job.task, ahead.key), slots.save_slot(position), obs[position].copy())
     for position in np.flatnonzero(~alive).tolist():
         row = rows[position]
         for name in ARRAY_NAMES:
             getattr(out, name)[row] = 0
+
+
+def _replay(slots, jobs, rows, positions, obs, fail, stats) -> None:
+    """Bring the slots at `positions` (just reset with their continuation's seed) to the
+    continuation's state: its env actions, batched across slots, no policy."""
+    started = time.perf_counter()
+    actions = {p: jobs[rows[p]].continuation.actions for p in positions}
+    pending, replayed, t = list(positions), 0, 0
+    while pending:
+        live = [p for p in pending if len(actions[p]) > t]
+        if not live:
+            break
+        at = np.array(live, dtype=np.int64)
+        next_obs, _, done, errors = slots.step_slots(at, np.stack([actions[p][t] for p in live]))
+        replayed += len(live)
+        obs[at] = next_obs
+        dropped = set()
+        for position, message in errors.items():
+            fail(live[position], f"replaying a continuation: {message}")
+            dropped.add(live[position])
+        for position in np.flatnonzero(done).tolist():
+            if live[position] not in dropped:  # the episode it continues had not ended
+                fail(live[position], f"replaying a continuation ended its episode at step "
+                     f"{t + 1} of {len(actions[live[position]])}: the env is not "
+                     "deterministic given its reset seed and actions")  # fmt: skip
+                dropped.add(live[position])
+        pending = [p for p in pending if p not in dropped]
+        t += 1
+    stats["replay_steps"] += float(replayed)
+    stats["replay_s"] += time.perf_counter() - started
 
 
 @dataclass
@@ -244,6 +398,7 @@ class Stream:
     episode_return_sum: float
     episodes_done: int
     error: str = ""
+    continuation: Continuation | None = None  # the episode left unfinished at its end
 
 
 def streams_of(chunk: TrajectoryChunk) -> list[Stream]:
@@ -262,6 +417,7 @@ def streams_of(chunk: TrajectoryChunk) -> list[Stream]:
             float(chunk.episode_return_sum[j]),
             int(chunk.episodes_done[j]),
             chunk.errors.get(j, ""),
+            chunk.continuations[j] if chunk.continuations else None,
         )
         for j in range(len(chunk))
     ]

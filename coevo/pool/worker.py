@@ -22,6 +22,10 @@ from coevo.pool.jobs import EpisodeJob, Perturbed, Stored, perturbation_noise
 from coevo.pool.slots import EnvSlots, GymSlots
 from coevo.tasks.task import TaskSpace
 
+# Live envs of unfinished trajectory streams a worker keeps between calls, per env slot:
+# a PPO rollout's continuing streams of every pair routed here (sticky), with room to spare.
+STREAMS_PER_SLOT = 2
+
 # Object-store blocks a worker keeps (each at most store.BLOCK_BYTES): chunks walk through
 # the versions in registration order, so the current block and the one before suffice.
 _BLOCK_CACHE = 2
@@ -69,6 +73,7 @@ class Worker:
         self._noise = np.zeros(0, dtype=np.float32)
         self.pid = os.getpid()
         self.slot_job = np.full(num_envs, -1, dtype=np.int64)  # each slot's job in `run`
+        self.streams: Any = None  # trajectory streams' live envs (a StreamCache), when used
 
     def ping(self) -> int:
         """This worker's process id (a restarted Ray actor answers with a new one)."""
@@ -227,10 +232,12 @@ class Worker:
     def collect_trajectories(self, jobs: Sequence[Any], sources: Mapping[str, Any]) -> Any:
         """Run trajectory jobs (coevo/pool/trajectories.py) on this worker's slots; the
         policy must sample with a value head (the actor-critic)."""
-        from coevo.pool.trajectories import collect
+        from coevo.pool.trajectories import StreamCache, collect
 
         started, cpu_started = time.perf_counter(), time.process_time()
         counters = {"cache_hits": 0.0, "cache_misses": 0.0, "bytes_loaded": 0.0}
+        if self.streams is None:
+            self.streams = StreamCache(STREAMS_PER_SLOT * self.slots.num_slots)
         chunk = collect(
             self.slots,
             self.policy,
@@ -238,6 +245,7 @@ class Worker:
             jobs,
             lambda job: self._weights(job.params.key, sources, counters),
             self.skeleton,
+            self.streams,
         )
         chunk.stats.update(counters)
         chunk.stats["busy_s"] = time.perf_counter() - started

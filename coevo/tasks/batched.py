@@ -35,6 +35,9 @@ class BatchedSlots:
     param_names: tuple[str, ...] = ()
     state_size: int = 0
     num_consts: int = 0
+    # Per-slot arrays beyond `state` a subclass keeps (e.g. a first-step flag): saved and
+    # loaded with the state by `save_slot` / `load_slot`.
+    slot_arrays: tuple[str, ...] = ()
 
     def __init__(self, num_slots: int):
         if num_slots < 1:
@@ -85,6 +88,20 @@ class BatchedSlots:
         self.state[:, slot] = self._initial_state(int(seed))
         self.on_reset(slot)
         return self.initial_observation(self.state[:, slot : slot + 1])[0]
+
+    def save_slot(self, slot: int) -> tuple[Task | None, np.ndarray, np.ndarray, tuple]:
+        """A copy of the slot's episode: task, state column, constants, `slot_arrays`."""
+        extra = tuple(getattr(self, name)[slot].copy() for name in self.slot_arrays)
+        return self._tasks[slot], self.state[:, slot].copy(), self.consts[:, slot].copy(), extra
+
+    def load_slot(self, slot: int, snapshot: tuple[Task | None, np.ndarray, np.ndarray, tuple]):
+        """Put a saved episode in `slot`."""
+        task, state, consts, extra = snapshot
+        self._tasks[slot] = task
+        self.state[:, slot] = state
+        self.consts[:, slot] = consts
+        for name, value in zip(self.slot_arrays, extra, strict=True):
+            getattr(self, name)[slot] = value
 
     def step_slots(
         self, slots: np.ndarray, actions: np.ndarray

@@ -83,6 +83,12 @@ class MaskedSlots:
         obs, rewards, done, errors = self.slots.step_slots(slots, actions)
         return obs[:, self.keep], rewards, done, errors
 
+    def __getattr__(self, name: str) -> Any:
+        # save_slot / load_slot where the base slots have them (continuing streams)
+        if name in ("save_slot", "load_slot"):
+            return getattr(self.slots, name)
+        raise AttributeError(name)
+
 
 @dataclass(frozen=True)
 class _MaskedSlotsFactory:

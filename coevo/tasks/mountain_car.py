@@ -45,6 +45,7 @@ class MountainCarContinuousSlots(BatchedSlots):
     param_names = ("power", "max_speed", "goal_position")
     state_size = 2
     num_consts = 3  # power, max_speed, goal_position
+    slot_arrays = ("first_step",)
     min_position = -1.2
     max_position = 0.6
     goal_velocity = 0.0

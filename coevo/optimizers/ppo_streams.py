@@ -1,0 +1,62 @@
+"""PPO's streams across rollouts: each pair's episodes continue from one rollout to the next.
+
+A pair's state (`StreamingPPOState`: the learner's `PPOState` plus `streams`) remembers, per
+stream, the task it ran on and the episode it left unfinished (`Continuation`: reset seed,
+env actions since that reset, return so far). The next `ask` hands each stream its
+continuation when the stream's task is unchanged; otherwise, or after an episode ended at
+the rollout's last step or a failed stream, it starts from a reset. So SB3's zoo shapes
+(e.g. CartPole's 8 streams x 32 steps) see whole episodes, as with any PPO library's
+vectorised envs, and the arrays stay a function of (config, seed) whatever the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+
+from coevo.optimizers.ppo_learner import PPOState
+from coevo.pool.trajectories import Continuation, Stream, TrajectoryJob
+from coevo.tasks.task import Task
+
+
+@dataclass(frozen=True, eq=False)
+class StreamEnd:
+    """Where one stream stopped: its task and its unfinished episode (None: it ended)."""
+
+    task: Task
+    continuation: Continuation | None
+
+
+@dataclass
+class StreamingPPOState(PPOState):
+    """The learner's state plus the pair's streams (checkpointed with it)."""
+
+    streams: tuple[StreamEnd, ...] = ()
+
+    def copy(self) -> StreamingPPOState:
+        base = PPOState.copy(self)
+        return StreamingPPOState(
+            **{f.name: getattr(base, f.name) for f in fields(PPOState)}, streams=self.streams
+        )
+
+
+def continuations(state: PPOState, tasks: Sequence[Task]) -> list[Continuation | None]:
+    """Per stream of the next rollout (stream s runs tasks[s]): its continuation, or None
+    where it starts from a reset (new stream, changed task, ended episode)."""
+    ends = getattr(state, "streams", ())  # a state saved before streams continued: resets
+    return [
+        ends[s].continuation if s < len(ends) and ends[s].task == task else None
+        for s, task in enumerate(tasks)
+    ]
+
+
+def with_stream_ends(
+    state: PPOState, jobs: Sequence[TrajectoryJob], results: Sequence[Stream]
+) -> StreamingPPOState:
+    """`state` with the streams where this rollout (`jobs`, `results`) left them; the
+    arrays are shared with `state`, not copied."""
+    ends = tuple(StreamEnd(job.task, r.continuation) for job, r in zip(jobs, results, strict=True))
+    if isinstance(state, StreamingPPOState):
+        return replace(state, streams=ends)
+    learner = {f.name: getattr(state, f.name) for f in fields(PPOState)}
+    return StreamingPPOState(**learner, streams=ends)
