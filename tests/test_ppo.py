@@ -16,6 +16,7 @@ import pytest
 
 from coevo import tasks
 from coevo.optimizers.ppo import PPO, PPOConfig
+from coevo.optimizers.ppo_streams import with_stream_ends
 from coevo.policies import make_policy
 from coevo.pool import EvaluationPool
 from coevo.pool.trajectories import ARRAY_NAMES
@@ -76,6 +77,43 @@ def test_trajectories_are_identical_on_both_backends(ray_session, workers):
     assert stats["env_steps"] >= 5 * 64
 
 
+def _train(pool, optimizer, thetas, states, task, steps):
+    rngs = [np.random.default_rng(20 + i) for i in range(len(thetas))]
+    records = []
+    for _ in range(steps):
+        told = _steps(pool, optimizer, thetas, states, [[task]] * len(thetas), rngs)
+        thetas, states = [t.theta for t in told], [t.state for t in told]
+        records.append([t.record.mean_return for t in told])
+    return thetas, states, records
+
+
+def test_continuing_streams_train_identically_on_both_backends(ray_session):
+    space = tasks.get("cartpole")
+    policy = _policy(space)
+    config = PPOConfig(n_envs=4, n_steps=16, batch_size=32, n_epochs=1)
+    optimizer = PPO(config, policy.num_params, policy=policy)
+    thetas = [policy.init(np.random.default_rng(i)) for i in range(2)]
+    states = [optimizer.init_state(t, np.random.default_rng(9 + i)) for i, t in enumerate(thetas)]
+    task = space.initial_task()
+    runs = {}
+    # One worker with 3 slots keeps 6 live envs for 8 streams: some replay; two sticky Ray
+    # workers with 4 slots each keep every stream's env.
+    for backend, workers, slots in (("local", 1, 3), ("ray", 2, 4)):
+        with EvaluationPool(space, policy, backend, workers, envs_per_worker=slots) as pool:
+            runs[backend] = (*_train(pool, optimizer, thetas, states, task, 4), pool.stats)
+    (theta_a, state_a, rec_a, stats_a), (theta_b, state_b, rec_b, stats_b) = runs.values()
+    for a, b in zip(theta_a, theta_b, strict=True):
+        assert a.tobytes() == b.tobytes()
+    np.testing.assert_array_equal(rec_a, rec_b)
+    ends = [[e.continuation and e.continuation.key for e in s.streams] for s in state_a]
+    assert ends == [[e.continuation and e.continuation.key for e in s.streams] for s in state_b]
+    # Streams went on across rollouts (CartPole's early episodes last ~20 steps: some
+    # streams were mid-episode at every rollout's end).
+    assert stats_a["stream_cache_hits"] > 0 and stats_a["stream_cache_misses"] > 0
+    assert stats_a["replay_steps"] > 0
+    assert stats_b["stream_cache_hits"] > 0 and stats_b["stream_cache_misses"] == 0
+
+
 def test_ppo_learns_cartpole_on_the_pool():
     space = tasks.get("cartpole")
     policy = _policy(space, hidden=(32, 32))
@@ -118,12 +156,22 @@ def test_resume_from_a_pickled_state_gives_the_same_steps():
     with EvaluationPool(space, policy, "local", 1, envs_per_worker=4) as pool:
         rng = np.random.default_rng(5)
         (told,) = _steps(pool, optimizer, [theta], [state], [[task]], [rng])
+        # Pendulum's episodes last 200 steps: the checkpoint is mid-episode, each stream 64
+        # steps into it.
+        assert [end.continuation.length for end in told.state.streams] == [64, 64]
         saved = pickle.dumps((told.theta, told.state, rng))
         (a,) = _steps(pool, optimizer, [told.theta], [told.state], [[task]], [rng])
+        before = pool.stats_snapshot()
         theta2, state2, rng2 = pickle.loads(saved)
         (b,) = _steps(pool, optimizer, [theta2], [state2], [[task]], [rng2])
+        replayed = pool.stats_snapshot()
     assert a.theta.tobytes() == b.theta.tobytes()
     assert a.state.adam_v.tobytes() == b.state.adam_v.tobytes()
+    keys = [[end.continuation.key for end in told.state.streams] for told in (a, b)]
+    assert keys[0] == keys[1] and [e.continuation.length for e in a.state.streams] == [128, 128]
+    # `a` took the live envs from the worker's cache; the resumed `b` rebuilt them by replay.
+    assert replayed["stream_cache_misses"] - before["stream_cache_misses"] == 2
+    assert replayed["replay_steps"] - before["replay_steps"] == 128
 
 
 def test_the_learner_as_a_ray_task_gives_the_drivers_bits(ray_session):
@@ -218,6 +266,11 @@ def test_a_killed_worker_mid_rollout_gives_identical_results(ray_session):
     state = optimizer.init_state(thetas[0], rng)
     task = space.initial_task()
     with EvaluationPool(space, policy, "ray", num_workers=2, envs_per_worker=4) as pool:
+        # The streams start mid-episode, 50 steps in (a shorter rollout before).
+        short = PPO(PPOConfig(n_envs=8, n_steps=50), policy.num_params, policy=policy)
+        asked = short.ask(thetas[0], state, [task], np.random.default_rng(7), pool.register)
+        state = with_stream_ends(state, asked.jobs, pool.dispatch(asked.jobs))
+        assert all(end.continuation.length == 50 for end in state.streams)
 
         def rollouts():
             out = []
@@ -243,6 +296,9 @@ def test_a_killed_worker_mid_rollout_gives_identical_results(ray_session):
         killer.join()
         assert killed_at and killed_at[0] < returned_at
         assert pool.stats["worker_restarts"] >= 1
+        # Undisturbed, the first rollout found the live envs in the workers' caches; the
+        # others, and the disturbed run (a new worker), replayed the 50 steps.
+        assert pool.stats["stream_cache_hits"] > 0 and pool.stats["replay_steps"] > 0
     for a, b in zip(undisturbed, disturbed, strict=True):
         for name in a:
             assert a[name].tobytes() == b[name].tobytes(), name

@@ -188,3 +188,22 @@ def test_continued_streams_pick_up_where_they_stopped_cached_or_replayed(name, b
     fresh = [dataclasses.replace(job, continuation=None) for job in jobs]
     reset = Worker(space, policy, num_envs=4).collect_trajectories(fresh, sources)
     assert reset.obs[continuing[0], 0].tobytes() != cached.obs[continuing[0], 0].tobytes()
+
+
+def test_sticky_chunks_keep_streams_on_their_worker_and_balance_the_rest():
+    from coevo.pool.scheduling import chunk_sizes, sticky_chunks
+
+    # No preferences: the usual contiguous chunks.
+    plain = sticky_chunks([None] * 10, 2, 3)
+    assert [len(indices) for indices, _ in plain] == chunk_sizes(10, 2, 3)
+    assert [i for indices, _ in plain for i in indices] == list(range(10))
+    assert {worker for _, worker in plain} == {None}
+    prefer = [1, 1, 1, None, 0, None, None, 7, 1]  # 7: a worker the pool does not have
+    chunks = sticky_chunks(prefer, 2, 2)
+    assert sorted(i for indices, _ in chunks for i in indices) == list(range(9))
+    on = {
+        w: sorted(i for indices, worker in chunks if worker == w for i in indices) for w in (0, 1)
+    }
+    assert {0, 1, 2, 8} <= set(on[1]) and 4 in on[0]
+    assert sorted(map(len, on.values())) == [4, 5]  # the free jobs went to worker 0 first
+    assert all(len(indices) <= 2 for indices, _ in chunks)

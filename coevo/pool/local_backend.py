@@ -29,11 +29,15 @@ class LocalWorkers:
         sources_for: Sequence[dict[str, Any]],
         method: str,
         on_done: Callable[[Any, int], None],
+        prefer: Sequence[int | None] | None = None,
     ) -> list[tuple[int, str, Any]]:
-        """`Worker.<method>(chunk, sources)` for each chunk; (worker, node, result) each."""
+        """`Worker.<method>(chunk, sources)` for each chunk, on its preferred worker if any;
+        (worker, node, result) each."""
         results = []
         for index, chunk in enumerate(chunks):
-            worker = index % self.num_workers
+            wanted = prefer[index] if prefer is not None else None
+            ok = wanted is not None and 0 <= wanted < self.num_workers
+            worker = wanted if ok else index % self.num_workers
             result = getattr(self.workers[worker], method)(chunk, sources_for[index])
             on_done(result, len(chunk))
             results.append((worker, "local", result))

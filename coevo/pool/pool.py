@@ -102,6 +102,9 @@ class EvaluationPool:
         self._node_stats: dict[str, dict[str, float]] = {}
         # Optional listener for progress displays: planned(n) per call, done(n, steps) per chunk.
         self.progress: ProgressListener | None = None
+        # The worker holding each unfinished trajectory stream's live env, by the stream's
+        # key (coevo/pool/trajectories.py): its next chunk goes there (a hint, not a rule).
+        self.stream_homes: dict[Any, int] = {}
         if self.backend is Backend.LOCAL:
             from coevo.pool.local_backend import LocalWorkers
 
@@ -185,15 +188,25 @@ class EvaluationPool:
         n = len(jobs)
         if n == 0:
             return []
-        started = time.perf_counter()
-        self._ship()
         sizes = self.chunk_sizes(n)
         starts = [0, *np.cumsum(sizes)[:-1].tolist()]
         chunks = [list(jobs[i : i + size]) for i, size in zip(starts, sizes, strict=True)]
+        return [result for _, result in self.run_placed(chunks, [None] * len(chunks), method)]
+
+    def run_placed(
+        self, chunks: Sequence[list[Any]], prefer: Sequence[int | None], method: str
+    ) -> list[tuple[int, Any]]:
+        """Run chunks already cut, each on its preferred worker where one is given and
+        alive (None: any); (worker that ran it, result) per chunk, in chunk order. Results
+        never depend on the worker: preferring one only lets it reuse what it kept."""
+        if not chunks:
+            return []
+        started = time.perf_counter()
+        self._ship()
         sources_for = [self.store.sources(job.params.key for job in c) for c in chunks]
         if self.progress is not None:
-            self.progress.planned(n)
-        results = self._backend.run(chunks, sources_for, method, self._report)
+            self.progress.planned(sum(len(c) for c in chunks))
+        results = self._backend.run(chunks, sources_for, method, self._report, prefer)
         self.stats["worker_restarts"] = self._backend.restarts + self._ray_restarts
         # `results` is in chunk order.
         for chunk, (worker, node, result) in zip(chunks, results, strict=True):
@@ -207,7 +220,7 @@ class EvaluationPool:
             self._note_pid(worker, int(result.stats.get("pid", 0)))
         self.store.evict()
         self.stats["wall_s"] += time.perf_counter() - started
-        return [result for _, _, result in results]
+        return [(worker, result) for worker, _, result in results]
 
     def _ship(self) -> None:
         self.store.ship()

@@ -183,9 +183,11 @@ class RayWorkers:
         sources_for: Sequence[dict[str, Any]],
         method: str,
         on_done: Callable[[Any, int], None],
+        prefer: Sequence[int | None] | None = None,
     ) -> list[tuple[int, str, Any]]:
         """Each chunk on some worker, `IN_FLIGHT_PER_WORKER` per worker, retried after worker
-        loss; (worker, node, result) per chunk, in chunk order."""
+        loss; (worker, node, result) per chunk, in chunk order. A chunk with a preferred
+        worker waits for it, unless that worker is being replaced (then any worker takes it)."""
         import ray
         from ray.exceptions import RayActorError
 
@@ -204,6 +206,20 @@ class RayWorkers:
         skipped: dict[int, dict[int, str]] = {}
         kept: dict[int, list[int]] = {}
 
+        def takes(worker: int, index: int) -> bool:
+            wanted = prefer[index] if prefer is not None else None
+            if wanted is None or not 0 <= wanted < self.num_workers:
+                return True
+            return wanted == worker or wanted in self.starting
+
+        def take(worker: int) -> int | None:
+            """The first queued chunk this worker may run (sticky chunks wait for theirs)."""
+            for position, index in enumerate(todo):
+                if takes(worker, index):
+                    del todo[position]
+                    return index
+            return None
+
         def feed() -> None:
             # Round robin, each ready worker up to IN_FLIGHT_PER_WORKER chunks (one running,
             # one queued); the worker that finished first gets the next chunk.
@@ -211,7 +227,9 @@ class RayWorkers:
                 for worker in range(self.num_workers):
                     if todo and worker not in self.starting:
                         if in_flight[worker] < IN_FLIGHT_PER_WORKER:
-                            index = todo.popleft()
+                            index = take(worker)
+                            if index is None:
+                                continue
                             left_out = skipped.get(index, {})
                             kept[index] = [
                                 i for i in range(len(chunks[index])) if i not in left_out

@@ -423,13 +423,38 @@ def streams_of(chunk: TrajectoryChunk) -> list[Stream]:
     ]
 
 
+# Streams whose worker the pool remembers (`EvaluationPool.stream_homes`); older ones are
+# forgotten first (their chunks then go to any worker and replay there).
+STREAM_HOMES = 1 << 16
+
+
 def run_trajectory_jobs(pool: EvaluationPool, jobs: list[TrajectoryJob]) -> list[Stream]:
-    """The pool's runner for trajectory jobs: chunks to the workers like episodes, one
-    `Stream` per job in order (the chunks' bytes are in the pool's `trajectory_bytes`)."""
-    streams: list[Stream] = []
-    for chunk in pool.run_chunks(jobs, "collect_trajectories"):
-        streams.extend(streams_of(chunk))
-    return streams
+    """The pool's runner for trajectory jobs: one `Stream` per job, in order (the chunks'
+    bytes are in the pool's `trajectory_bytes`).
+
+    Sticky: a continuing stream's chunk goes to the worker that ran its previous rollout
+    (it holds the live env), others fill the workers evenly; the streams' new homes are
+    noted for the next call. Where a stream runs never changes its arrays.
+    """
+    from coevo.pool.scheduling import sticky_chunks
+
+    homes = pool.stream_homes
+    prefer = [homes.get(key) if (key := job.stream_key()) else None for job in jobs]
+    placed = sticky_chunks(prefer, pool.num_workers, pool.envs_per_worker)
+    chunks = [[jobs[i] for i in indices] for indices, _ in placed]
+    answers = pool.run_placed(chunks, [worker for _, worker in placed], "collect_trajectories")
+    streams: list[Stream | None] = [None] * len(jobs)
+    for (indices, _), (worker, chunk) in zip(placed, answers, strict=True):
+        for index, stream in zip(indices, streams_of(chunk), strict=True):
+            streams[index] = stream
+            job = jobs[index]
+            if job.continuation is not None:
+                homes.pop((job.task, job.continuation.key), None)  # it moved on
+            if stream.continuation is not None:
+                homes[(job.task, stream.continuation.key)] = worker
+    while len(homes) > STREAM_HOMES:
+        del homes[next(iter(homes))]
+    return streams  # type: ignore[return-value]
 
 
 register_job_kind(TrajectoryJob, run_trajectory_jobs)
