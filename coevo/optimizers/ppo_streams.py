@@ -19,7 +19,7 @@ from coevo.pool.trajectories import Continuation, Stream, TrajectoryJob
 from coevo.tasks.task import Task
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class StreamEnd:
     """Where one stream stopped: its task and its unfinished episode (None: it ended)."""
 

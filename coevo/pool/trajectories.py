@@ -75,6 +75,12 @@ class Continuation:
             digest.update(np.ascontiguousarray(self.actions).tobytes())
             object.__setattr__(self, "key", digest.hexdigest())
 
+    def __eq__(self, other: object) -> bool:  # same digest: same seed, actions and return
+        return isinstance(other, Continuation) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
     @property
     def length(self) -> int:
         """Steps since the reset."""
