@@ -17,16 +17,18 @@ Measured per (env, library, seed): the final evaluation (mean return of 10 deter
 episodes on fixed seeds, the same episodes for both libraries, in gymnasium's own env), env
 steps until an evaluation first reaches the solve threshold (evaluations every budget/20
 steps), training wall time and CPU time (evaluations excluded) and env steps per second.
-Then 8 CartPole pairs trained at once by coevo (one pool call collects every pair's rollout)
-against 8 separate SB3 runs of the same budget, one after another.
+Then 8 CartPole pairs trained at once by coevo (one pool call collects every pair's rollout,
+one batched learner call updates them all), on the local backend and on a Ray pool of 2
+workers, against 8 separate SB3 runs of the same budget, one after another.
 
 Wall times on this shared 2-core machine move with the other processes' load; CPU seconds
-(this process and its workers) are printed beside them.
+(this process and its workers) and the 1-minute load average are printed beside them.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -121,6 +123,8 @@ class Run:
     wall_s: float = 0.0
     cpu_s: float = 0.0
     startup_s: float = 0.0  # coevo: starting the pool (Ray and its workers), in wall_s
+    learner_s: float = 0.0  # coevo: wall time in the learner (tell_many), in wall_s
+    load: float = 0.0  # 1-minute load average at the end of the run
     curve: list[tuple[int, float]] = field(default_factory=list)
 
     @property
@@ -184,6 +188,7 @@ def run_sb3(env_id: str, seed: int, budget: int, evaluate_every: int | None) -> 
     clock.stop()
     run.steps = int(model.num_timesteps)
     run.wall_s, run.cpu_s = clock.wall, clock.cpu
+    run.load = os.getloadavg()[0]
     if not run.curve or run.curve[-1][0] != run.steps:
         run.curve.append(
             (run.steps, evaluate(lambda o: model.predict(o, deterministic=True)[0], env_id))
@@ -216,21 +221,25 @@ def run_coevo(
         states = [optimizer.init_state(theta, rng) for theta, rng in zip(thetas, rngs, strict=True)]
         task = space.initial_task()
         steps, next_eval = 0, evaluate_every or budget
+        learner_s = 0.0
         while steps < budget:
             asked = [
                 optimizer.ask(theta, state, [task], rng, pool.register)
                 for theta, state, rng in zip(thetas, states, rngs, strict=True)
             ]
             results = pool.dispatch([job for a in asked for job in a.jobs])
-            offset = 0
+            items, offset = [], 0
             for index, a in enumerate(asked):
-                told = optimizer.tell(
-                    thetas[index], states[index], a, results[offset : offset + len(a.jobs)]
-                )
+                own = results[offset : offset + len(a.jobs)]
+                items.append((thetas[index], states[index], a, own))
                 offset += len(a.jobs)
-                if told.record.reason:
-                    print(f"  pair {index}: {told.record.reason}")
-                thetas[index], states[index] = told.theta, told.state
+            learn_started = time.perf_counter()
+            told = optimizer.tell_many(items)  # every pair's update in one batched call
+            learner_s += time.perf_counter() - learn_started
+            for index, step in enumerate(told):
+                if step.record.reason:
+                    print(f"  pair {index}: {step.record.reason}")
+                thetas[index], states[index] = step.theta, step.state
             steps += config.n_envs * config.n_steps
             if evaluate_every and steps >= next_eval:
                 clock.stop()
@@ -245,6 +254,8 @@ def run_coevo(
         run.steps = steps
         run.wall_s, run.cpu_s = clock.wall, clock.cpu + worker_cpu
         run.startup_s = startup
+        run.learner_s = learner_s
+        run.load = os.getloadavg()[0]
         if not run.curve or run.curve[-1][0] != steps:
             run.curve.append((steps, evaluate(_coevo_actor(spec, theta), env_id)))
     return runs
@@ -269,8 +280,8 @@ def mean_std(values: list[float]) -> str:
 def table(runs: list[Run]) -> str:
     lines = [
         "| env | library | seeds | final return | env steps to threshold (solved/seeds) "
-        "| wall s / run | CPU s / run | env steps / wall s | env steps / CPU s |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| wall s / run | CPU s / run | env steps / wall s | env steps / CPU s | load avg |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for env_id in ZOO:
         for library in ("coevo", "sb3"):
@@ -285,7 +296,8 @@ def table(runs: list[Run]) -> str:
             lines.append(
                 f"| {env_id} | {library} | {len(group)} | {mean_std([r.final for r in group])} "
                 f"| {mean_std([float(h) for h in hits])} ({len(hits)}/{len(group)}) "
-                f"| {wall:.1f} | {cpu:.1f} | {steps / wall:.0f} | {steps / cpu:.0f} |"
+                f"| {wall:.1f} | {cpu:.1f} | {steps / wall:.0f} | {steps / cpu:.0f} "
+                f"| {np.mean([r.load for r in group]):.1f} |"
             )
     return "\n".join(lines)
 
@@ -326,25 +338,35 @@ def main() -> None:
     pairs = 2 if args.quick else args.pairs
     budget = 5_000 if args.quick else args.pairs_budget
     pair_seeds = list(range(100, 100 + pairs))
-    started = time.perf_counter()
-    together = run_coevo("CartPole-v1", pair_seeds, budget, None, "ray")
-    coevo_wall, coevo_cpu = time.perf_counter() - started, together[0].cpu_s
+    rows = []
+    for backend, how in (
+        ("local", "local backend (one in-process worker)"),
+        ("ray", "ray pool of 2 workers"),
+    ):
+        started = time.perf_counter()
+        together = run_coevo("CartPole-v1", pair_seeds, budget, None, backend)
+        wall = time.perf_counter() - started
+        first = together[0]
+        detail = f"learner {first.learner_s:.1f} s"
+        if backend == "ray":
+            detail += f", pool start {first.startup_s:.1f} s"
+        rows.append(
+            f"| coevo | {pairs} pairs at once, {how} ({detail}) | {wall:.1f} | {first.cpu_s:.1f} "
+            f"| {os.getloadavg()[0]:.1f} | {mean_std([r.final for r in together])} |"
+        )
+        print(rows[-1], flush=True)
     started, cpu0 = time.perf_counter(), cpu_seconds()
     apart = [run_sb3("CartPole-v1", seed, budget, None) for seed in pair_seeds]
     sb3_wall, sb3_cpu = time.perf_counter() - started, cpu_seconds() - cpu0
+    rows.append(
+        f"| sb3 | {pairs} separate runs, one after another | {sb3_wall:.1f} | {sb3_cpu:.1f} "
+        f"| {os.getloadavg()[0]:.1f} | {mean_std([r.final for r in apart])} |"
+    )
     print()
     print(f"{pairs} CartPole-v1 pairs x {budget} env steps each:")
-    print("| library | how | wall s | CPU s | final return |")
-    print("| --- | --- | --- | --- | --- |")
-    print(
-        f"| coevo | {pairs} pairs at once, ray pool of 2 workers (pool start "
-        f"{together[0].startup_s:.1f} s included) | {coevo_wall:.1f} "
-        f"| {coevo_cpu:.1f} | {mean_std([r.final for r in together])} |"
-    )
-    print(
-        f"| sb3 | {pairs} separate runs, one after another | {sb3_wall:.1f} | {sb3_cpu:.1f} "
-        f"| {mean_std([r.final for r in apart])} |"
-    )
+    print("| library | how | wall s | CPU s | load avg | final return |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    print("\n".join(rows))
 
 
 if __name__ == "__main__":
