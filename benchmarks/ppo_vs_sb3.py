@@ -4,14 +4,10 @@
     .venv/bin/python benchmarks/ppo_vs_sb3.py --quick    # a smoke run (~2 min)
 
 Hyperparameters: rl-baselines3-zoo's hyperparams/ppo.yml for CartPole-v1 and Pendulum-v1,
-given to both libraries. Two differences, the same for both libraries:
-- Pendulum's zoo entry uses gSDE (use_sde, sde_sample_freq 4), which coevo does not have;
-  both run plain Gaussian exploration (use_sde False).
-- coevo starts each stream at a reset every rollout (a pool job owns no env between calls),
-  so an episode longer than n_steps is cut. CartPole's zoo shape, 8 streams x 32 steps,
-  would never show coevo a state past step 32; coevo gets the same 256 transitions per
-  update as 1 stream x 256 steps. SB3 keeps the zoo's 8 x 32. Pendulum's 4 x 1024 is kept
-  for both (its episodes are 200 steps).
+given to both libraries, stream shapes included (coevo's streams continue their episodes
+across rollouts, as SB3's vectorised envs do). One difference, the same for both libraries:
+Pendulum's zoo entry uses gSDE (use_sde, sde_sample_freq 4), which coevo does not have;
+both run plain Gaussian exploration (use_sde False).
 
 Measured per (env, library, seed): the final evaluation (mean return of 10 deterministic
 episodes on fixed seeds, the same episodes for both libraries, in gymnasium's own env), env
@@ -68,8 +64,6 @@ ZOO = {
 }
 SPACES = {"CartPole-v1": "cartpole", "Pendulum-v1": "pendulum"}
 THRESHOLDS = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0}
-# coevo's stream shape where it differs from the zoo's (see the module docstring).
-COEVO_SHAPE = {"CartPole-v1": (1, 256)}
 EVAL_EPISODES = 10
 EVALUATIONS = 20
 
@@ -81,7 +75,7 @@ def cpu_seconds() -> float:
 
 def coevo_config(env_id: str, budget: int) -> PPOConfig:
     zoo = ZOO[env_id]
-    n_envs, n_steps = COEVO_SHAPE.get(env_id, (zoo["n_envs"], zoo["n_steps"]))
+    n_envs, n_steps = zoo["n_envs"], zoo["n_steps"]
     linear = isinstance(zoo["learning_rate"], tuple)
     lr = zoo["learning_rate"][1] if linear else zoo["learning_rate"]
     clip = zoo["clip_range"][1] if isinstance(zoo["clip_range"], tuple) else zoo["clip_range"]
