@@ -46,7 +46,7 @@ class PPOConfig:
     """PPO settings; names and defaults as Stable-Baselines3's `PPO` where it has them."""
 
     n_envs: int = 8  # parallel streams per pair and rollout
-    n_steps: int = 256  # steps per stream and rollout (each stream starts at a reset)
+    n_steps: int = 256  # steps per stream and rollout (episodes continue across rollouts)
     batch_size: int = 64
     n_epochs: int = 10
     gamma: float = 0.99
