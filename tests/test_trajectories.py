@@ -207,3 +207,28 @@ def test_sticky_chunks_keep_streams_on_their_worker_and_balance_the_rest():
     assert {0, 1, 2, 8} <= set(on[1]) and 4 in on[0]
     assert sorted(map(len, on.values())) == [4, 5]  # the free jobs went to worker 0 first
     assert all(len(indices) <= 2 for indices, _ in chunks)
+
+
+def test_evaluation_episodes_between_rollouts_leave_the_saved_streams_alone():
+    from coevo.pool import EpisodeJob
+
+    space = dataclasses.replace(tasks.get("pendulum"), make_slots=None)  # env objects saved
+    policy = _policy(space)
+    theta = policy.init(np.random.default_rng(5))
+    sources = {"theta": theta}
+    task = space.initial_task()
+    worker = Worker(space, policy, num_envs=2)
+    first = worker.collect_trajectories(
+        [TrajectoryJob(Stored("theta"), task, 31, s, 30) for s in range(2)], sources
+    )
+    # Episodes on other tasks reuse the slots (and the envs put there in the saved ones' place).
+    episodes = [EpisodeJob(Stored("theta"), space.task(gravity=14.0), seed) for seed in range(3)]
+    assert not worker.run(episodes, sources).errors
+    jobs = [
+        TrajectoryJob(Stored("theta"), task, 32, s, 30, first.continuations[s]) for s in range(2)
+    ]
+    again = worker.collect_trajectories(jobs, sources)
+    replayed = Worker(space, policy, num_envs=2).collect_trajectories(jobs, sources)
+    assert again.stats["stream_cache_hits"] == 2 and replayed.stats["replay_steps"] == 60
+    for array in ARRAYS:
+        assert getattr(again, array).tobytes() == getattr(replayed, array).tobytes(), array
