@@ -33,6 +33,10 @@ RUNTIME_COLUMNS = (
     "bytes_shipped",
     "worker_busy_s",
     "worker_restarts",
+    # where a stream's live env was (and how much was replayed) depends on the workers
+    "stream_cache_hits",
+    "stream_cache_misses",
+    "replay_steps",
 )
 
 
@@ -67,4 +71,9 @@ def generation_figures(before: dict[str, float], after: dict[str, float]) -> dic
             if key.startswith(PER_WORKER_PREFIX)
         },
         "worker_restarts": after.get("worker_restarts", 0.0) - before.get("worker_restarts", 0.0),
+        # PPO streams continuing an episode: live env found in a worker's cache, or replayed
+        **{
+            key: after.get(key, 0.0) - before.get(key, 0.0)
+            for key in ("stream_cache_hits", "stream_cache_misses", "replay_steps")
+        },
     }
