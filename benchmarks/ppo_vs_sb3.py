@@ -1,7 +1,8 @@
 """coevo's PPO beside Stable-Baselines3's PPO: same envs, budgets, seeds and hyperparameters.
 
-    .venv/bin/python benchmarks/ppo_vs_sb3.py            # the recorded table (~20 min here)
-    .venv/bin/python benchmarks/ppo_vs_sb3.py --quick    # a smoke run (~2 min)
+    .venv/bin/python benchmarks/ppo_vs_sb3.py                 # the recorded tables (~15 min here)
+    .venv/bin/python benchmarks/ppo_vs_sb3.py --quick         # a smoke run (~1 min)
+    .venv/bin/python benchmarks/ppo_vs_sb3.py --only learner  # batched vs pair-by-pair update
 
 Hyperparameters: rl-baselines3-zoo's hyperparams/ppo.yml for CartPole-v1 and Pendulum-v1,
 given to both libraries, stream shapes included (coevo's streams continue their episodes
@@ -265,6 +266,57 @@ def _coevo_actor(spec, theta: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     return act
 
 
+def learner_timing(pairs: int, repeats: int) -> None:
+    """CPU seconds of one PPO update of `pairs` CartPole pairs (the zoo's settings, 256
+    samples, 20 epochs of one 256-sample minibatch): one batched `update_many` call against
+    one call per pair. Rollouts are the policies' own actions on random observations."""
+    from coevo.optimizers.ppo_learner import PPOState, Rollout, update_many
+    from coevo.policies.actor_critic import ActorCriticSpec
+
+    env = gym.make("CartPole-v1")
+    spec = ActorCriticSpec.for_spaces(env.observation_space, env.action_space)
+    config = coevo_config("CartPole-v1", ZOO["CartPole-v1"]["n_timesteps"]).learner_settings()
+    steps, streams = config.n_steps, config.n_envs
+    rng = np.random.default_rng(0)
+    thetas = [spec.init(rng) for _ in range(pairs)]
+    states = [PPOState.fresh(spec, seed) for seed in range(pairs)]
+    rollouts = []
+    for theta in thetas:
+        obs = rng.standard_normal((steps * streams, spec.obs_dim)).astype(np.float32)
+        actions, _, log_probs, values = spec.sample(
+            np.tile(theta, (len(obs), 1)), obs, rng.random(len(obs))
+        )
+        shape = (steps, streams)
+        rollouts.append(
+            Rollout(
+                obs=obs.reshape(*shape, -1),
+                actions=actions.reshape(shape),
+                log_probs=log_probs.reshape(shape),
+                rewards=np.ones(shape, dtype=np.float32),
+                terminated=rng.random(shape) < 0.02,
+                truncated=np.zeros(shape, dtype=bool),
+                values=values.reshape(shape),
+                next_values=np.zeros(shape, dtype=np.float32),
+            )
+        )
+    update_many(spec, config, thetas[:1], states[:1], rollouts[:1])  # warm-up
+    batched, apart = [], []
+    for _ in range(repeats):
+        cpu0 = cpu_seconds()
+        update_many(spec, config, thetas, states, rollouts)
+        batched.append(cpu_seconds() - cpu0)
+        cpu0 = cpu_seconds()
+        for i in range(pairs):
+            update_many(spec, config, thetas[i : i + 1], states[i : i + 1], rollouts[i : i + 1])
+        apart.append(cpu_seconds() - cpu0)
+    print(
+        f"One update of {pairs} CartPole pairs ({steps * streams} samples, {config.n_epochs} "
+        f"epochs), CPU s, best / median of {repeats}, load avg {os.getloadavg()[0]:.1f}:"
+    )
+    print(f"  batched (one update_many call): {min(batched):.3f} / {np.median(batched):.3f}")
+    print(f"  pair by pair ({pairs} calls):       {min(apart):.3f} / {np.median(apart):.3f}")
+
+
 def mean_std(values: list[float]) -> str:
     if not values:
         return "-"
@@ -303,12 +355,17 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--pairs-budget", type=int, default=20_000)
     parser.add_argument(
-        "--only", choices=("single", "pairs"), help="run only one of the two comparisons"
+        "--only",
+        choices=("single", "pairs", "learner"),
+        help="run only one of the comparisons (learner: batched vs pair-by-pair update)",
     )
     args = parser.parse_args()
     torch.set_num_threads(1)  # both libraries, one thread: the machine is shared
     # torch's first optimizer imports its compiler stack (~5 s here): once, before any timing.
     torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+    if args.only == "learner":
+        learner_timing(args.pairs, repeats=3 if args.quick else 10)
+        return
     seeds = list(range(2 if args.quick else args.seeds))
     runs: list[Run] = []
     for env_id in ZOO if args.only != "pairs" else ():
