@@ -32,6 +32,32 @@ class Actor(torch.nn.Module):
         return self.body(obs)
 
 
+class NormActor(torch.nn.Module):
+    """A module outside the numpy programs (LayerNorm): the general vmap path runs it."""
+
+    def __init__(self, obs_dim: int, act_dim: int, width: int = 8):
+        super().__init__()
+        self.inp, self.norm = torch.nn.Linear(obs_dim, width), torch.nn.LayerNorm(width)
+        self.out = torch.nn.Linear(width, act_dim)
+
+    def forward(self, obs):
+        return self.out(torch.tanh(self.norm(self.inp(obs))))
+
+
+class ResidualActor(torch.nn.Module):
+    """A residual MLP written with functions and a sum: read by torch.fx into numpy."""
+
+    def __init__(self, obs_dim: int, act_dim: int, width: int = 8):
+        super().__init__()
+        self.inp, self.mid = torch.nn.Linear(obs_dim, width), torch.nn.Linear(width, width)
+        self.out = torch.nn.Linear(width, act_dim)
+
+    def forward(self, obs):
+        h = torch.tanh(self.inp(obs))
+        h = h + torch.relu(self.mid(h))
+        return self.out(h.tanh())
+
+
 def test_torch_policy_computes_the_module_function(rng):
     mlp = MLPPolicy.for_spaces(BOX4, TWO, hidden=(16,))
     theta = mlp.init(rng)
@@ -55,9 +81,18 @@ def test_flat_vector_round_trips_through_the_module(rng):
     assert policy.state_size == 12
 
 
-@pytest.mark.parametrize("kind", ["torch", "gru", "lstm"])
-def test_torch_rows_are_bit_identical_whatever_the_batch(kind, rng):
-    options = {"module": f"{__name__}:Actor", "hidden": (8,)}
+@pytest.mark.parametrize(
+    ("kind", "module"),
+    [
+        ("torch", "Actor"),
+        ("torch", "ResidualActor"),
+        ("torch", "NormActor"),
+        ("gru", "Actor"),
+        ("lstm", "Actor"),
+    ],
+)
+def test_torch_rows_are_bit_identical_whatever_the_batch(kind, module, rng):
+    options = {"module": f"{__name__}:{module}", "hidden": (8,)}
     policy = make_policy(kind, BOX4, TWO, options)
     n = 150  # three blocks of 64, the last padded
     params = np.stack([policy.init(rng) for _ in range(n)])
@@ -195,11 +230,32 @@ def test_layer_chains_run_as_numpy_matmuls_with_the_same_function(rng):
     mlp = MLPPolicy.for_spaces(BOX4, TWO, hidden=(16, 8), activation="relu")
     theta = mlp.init(rng)
     chain = torch_policy_for(mlp.to_torch(theta), BOX4, TWO)
-    general = torch_policy_for(Actor(4, 2), BOX4, TWO)  # a forward of its own: vmap
+    general = torch_policy_for(NormActor(4, 2), BOX4, TWO)  # LayerNorm: vmap
     assert chain._chain is not None and general._chain is None
+    assert torch_policy_for(Actor(4, 2), BOX4, TWO)._chain is not None  # its own forward
     params = np.stack(
         [theta + rng.standard_normal(theta.size).astype(np.float32) for _ in range(9)]
     )
     obs = rng.standard_normal((9, 4)).astype(np.float32)
     out, _, _ = chain.network(params, obs, chain.initial_state(9))
     np.testing.assert_array_equal(out, mlp.forward(params, obs))  # the numpy MLP's arithmetic
+
+
+def test_modules_read_by_fx_compute_what_vmap_computes(rng):
+    policy = torch_policy_for(ResidualActor(4, 2), BOX4, TWO)
+    assert [op for op, *_ in policy._chain] == [
+        "linear",
+        "tanh",
+        "linear",
+        "relu",
+        "add",
+        "tanh",
+        "linear",
+    ]
+    general = torch_policy_for(ResidualActor(4, 2), BOX4, TWO)
+    general._chain = None  # the same module through vmap
+    params = np.stack([policy.init(rng) for _ in range(70)])
+    obs = rng.standard_normal((70, 4)).astype(np.float32)
+    out, _, _ = policy.network(params, obs, policy.initial_state(70))
+    expected, _, _ = general.network(params, obs, general.initial_state(70))
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)

@@ -18,6 +18,7 @@ returns a flat state row: `forward(obs, state) -> (out, state)` or `(out, value,
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,14 +72,17 @@ class TorchPolicy(Policy):
         self._sizes = tuple(int(np.prod(shape)) for _, shape in self.shapes)
         self._batched: Any = None
         self._vmappable: bool | None = None
-        # A chain of Linear / Tanh / ReLU layers (an MLP, an SB3 actor) runs as stacked
-        # numpy matmuls instead: the same function, row-stable like the numpy MLP, without
-        # vmap's per-call cost (~0.3 ms here, measured in benchmarks/policy_throughput.py).
+        # A module made of Linear layers, tanh / relu and sums of them (an MLP, an SB3 actor,
+        # a residual MLP with its own forward) runs as a numpy program instead: the same
+        # function, with stacked matmuls that keep rows bit-stable like the numpy MLP,
+        # without vmap's per-call cost (~0.2 ms per block here, benchmarks/policy_throughput.py).
         self._chain = None
         if not (self.state_size or self.has_value or self.scripted):
-            self._chain = _numpy_chain(
+            self._chain = _numpy_program(
                 module, dict(zip(self._names(), self._offsets(), strict=True))
             )
+        # Reused zero-padded inputs of the general path's last block (see `network`).
+        self._pads: dict[tuple[int, ...], np.ndarray] = {}
         self._check_output()
 
     # -- flat <-> module ------------------------------------------------------------------------
@@ -213,9 +217,16 @@ class TorchPolicy(Policy):
         return offsets
 
     def _network_chain(self, params: np.ndarray, obs: np.ndarray):
+        """Run the numpy program: register k holds instruction k's output, -1 the obs."""
         batch = obs.shape[0]
-        h = obs.astype(np.float32, copy=False)
-        for op, weight, bias in self._chain:
+        values: list[np.ndarray] = []
+        obs = obs.astype(np.float32, copy=False)
+
+        def arg(k: int) -> np.ndarray:
+            return obs if k < 0 else values[k]
+
+        for op, inputs, weight, bias in self._chain:
+            h = arg(inputs[0])
             if op == "linear":
                 (at, (rows, cols)) = weight
                 w = params[:, at : at + rows * cols].reshape(batch, rows, cols)
@@ -225,9 +236,12 @@ class TorchPolicy(Policy):
                     h = h + params[:, bias[0] : bias[0] + rows]
             elif op == "tanh":
                 h = np.tanh(h)
-            else:
+            elif op == "relu":
                 h = np.maximum(h, np.float32(0.0))
-        return h, np.zeros((batch, 0), dtype=np.float32), None
+            elif op == "add":
+                h = h + arg(inputs[1])
+            values.append(h)
+        return values[-1] if values else obs, np.zeros((batch, 0), dtype=np.float32), None
 
     def network(self, params, obs, state):
         if self._chain is not None:
@@ -242,7 +256,7 @@ class TorchPolicy(Policy):
                 rows = stop - start
                 p, o, s = params[start:stop], obs[start:stop], state[start:stop]
                 if rows < block:  # pad to the fixed block shape (see the module docstring)
-                    p, o, s = (_padded(a, block) for a in (p, o, s))
+                    p, o, s = (self._padded(i, a, block) for i, a in enumerate((p, o, s)))
                 out, value, next_state = self._run_rows(
                     torch.from_numpy(np.ascontiguousarray(p, dtype=np.float32)),
                     torch.from_numpy(np.ascontiguousarray(o, dtype=np.float32)),
@@ -253,6 +267,19 @@ class TorchPolicy(Policy):
                 states.append(next_state[:rows].reshape(rows, -1).numpy())
         value = np.concatenate(values) if self.has_value else None
         return np.concatenate(outs), np.concatenate(states).astype(np.float32), value
+
+    def _padded(self, role: int, array: np.ndarray, rows: int) -> np.ndarray:
+        """`array` in the first rows of a reused [rows, ...] buffer, zeros below; one buffer
+        per input `role` (params, obs, state). The results never point into it: `network`
+        concatenates them into new arrays."""
+        key = (role, rows, *array.shape[1:])
+        buffer = self._pads.get(key)
+        if buffer is None:
+            buffer = self._pads[key] = np.zeros(key[1:], dtype=np.float32)
+        used = array.shape[0]
+        buffer[:used] = array
+        buffer[used:] = 0.0
+        return buffer
 
     def _check_output(self) -> None:
         """One probe forward: the output must fit the action space (fails at build time)."""
@@ -283,33 +310,97 @@ class TorchPolicy(Policy):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_batched"] = None  # a vmapped closure: rebuilt where it runs
+        state["_pads"] = {}
         return state
 
 
-def _numpy_chain(module: torch.nn.Module, offsets: dict[str, tuple[int, tuple[int, ...]]]):
-    """The module as [(op, weight, bias)] if it is a chain of Linear / Tanh / ReLU
-    (Sequential, Identity, Flatten and coevo's SB3Actor nest them), else None."""
-    from coevo.policies.sb3 import SB3Actor
+_ACTIVATIONS = {
+    torch.nn.Tanh: "tanh",
+    torch.nn.ReLU: "relu",
+    torch.tanh: "tanh",
+    torch.relu: "relu",
+    torch.nn.functional.tanh: "tanh",
+    torch.nn.functional.relu: "relu",
+    "tanh": "tanh",  # tensor methods: x.tanh(), x.relu()
+    "relu": "relu",
+}
+_PASS_THROUGH = (torch.nn.Identity, torch.nn.Flatten, torch.nn.Dropout)  # eval mode: no-ops
 
-    def walk(node: torch.nn.Module, prefix: str) -> list | None:
-        if isinstance(node, torch.nn.Linear):
-            bias = offsets[f"{prefix}bias"] if node.bias is not None else None
-            return [("linear", offsets[f"{prefix}weight"], bias)]
-        if type(node) in (torch.nn.Tanh, torch.nn.ReLU):
-            return [(type(node).__name__.lower(), None, None)]
-        if type(node) in (torch.nn.Identity, torch.nn.Flatten):
-            return []
-        if type(node) in (torch.nn.Sequential, SB3Actor):
-            ops: list = []
-            for name, child in node.named_children():
-                part = walk(child, f"{prefix}{name}.")
-                if part is None:
-                    return None
-                ops += part
-            return ops
+
+def _numpy_program(module: torch.nn.Module, offsets: dict[str, tuple[int, tuple[int, ...]]]):
+    """The module as a list of numpy instructions [(op, inputs, weight, bias)], or None.
+
+    Read from the module's own `forward` by torch.fx: every call must be a Linear layer,
+    tanh / relu (modules, functions or tensor methods), Identity / Flatten / Dropout, or the
+    sum of two earlier values; anything else (or a forward fx cannot trace) leaves the
+    module to vmap. Instruction k's output is register k; input -1 is the observation.
+    """
+    import torch.fx
+
+    try:
+        graph = torch.fx.symbolic_trace(module).graph
+    except Exception:  # data-dependent control flow, unsupported calls: the general path
         return None
+    submodules = dict(module.named_modules())
+    program: list = []
+    register: dict[Any, int] = {}
+    inputs_seen = 0
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            inputs_seen += 1
+            if inputs_seen > 1:
+                return None
+            register[node] = -1
+            continue
+        if node.op == "output":
+            result = node.args[0]
+            if not isinstance(result, torch.fx.Node) or result not in register:
+                return None
+            # The result must be the last instruction's (not the observation or an earlier
+            # value: rare, left to vmap).
+            return program if program and register[result] == len(program) - 1 else None
+        args = node.args
+        sources = [a for a in args if isinstance(a, torch.fx.Node)]
+        if any(a not in register for a in sources) or node.kwargs.get("inplace"):
+            return None
+        other_kwargs = {k: v for k, v in node.kwargs.items() if k != "inplace"}
+        if other_kwargs:
+            return None
+        instruction = None
+        if node.op == "call_module":
+            sub = submodules.get(node.target)
+            if len(args) != 1 or len(sources) != 1:
+                return None
+            if isinstance(sub, torch.nn.Linear):
+                bias = offsets[f"{node.target}.bias"] if sub.bias is not None else None
+                instruction = ("linear", offsets[f"{node.target}.weight"], bias)
+            elif type(sub) in _ACTIVATIONS:
+                instruction = (_ACTIVATIONS[type(sub)], None, None)
+            elif type(sub) in _PASS_THROUGH:
+                register[node] = register[sources[0]]
+                continue
+        elif node.op in ("call_function", "call_method"):
+            key = node.target
+            if key in (operator.add, torch.add) and len(args) == 2 and len(sources) == 2:
+                program.append(("add", (register[args[0]], register[args[1]]), None, None))
+                register[node] = len(program) - 1
+                continue
+            if len(args) == 1 and len(sources) == 1 and _hashable(key) in _ACTIVATIONS:
+                instruction = (_ACTIVATIONS[key], None, None)
+        if instruction is None:
+            return None
+        op, weight, bias = instruction
+        program.append((op, (register[sources[0]],), weight, bias))
+        register[node] = len(program) - 1
+    return None
 
-    return walk(module, "")
+
+def _hashable(key: Any) -> Any:
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _padded(array: np.ndarray, rows: int) -> np.ndarray:

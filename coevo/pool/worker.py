@@ -124,103 +124,121 @@ class Worker:
 
         `sources` maps each weight key of the jobs to (block id, block or its Ray ObjectRef,
         row), as the pool sends them, or to a bare vector; only cache misses read it.
+
+        The running episodes always fill a prefix of the per-row arrays (parameters,
+        observations, state, noise keys, return, length): row r runs in env slot
+        `env_slot[r]`. An episode that ends hands its row to the next job; when no job is
+        left, the last running row moves into it. So every step works on views `[:n]` (no
+        gather or scatter copies while a chunk drains), and a row's numbers never depend on
+        the rows around it, so where an episode runs does not change its result.
         """
         started = time.perf_counter()
         cpu_started = time.process_time()
         counters = {"cache_hits": 0.0, "cache_misses": 0.0, "bytes_loaded": 0.0}
-        n = len(jobs)
-        returns = np.zeros(n, dtype=np.float64)
-        lengths = np.zeros(n, dtype=np.int64)
+        n_jobs = len(jobs)
+        returns = np.zeros(n_jobs, dtype=np.float64)
+        lengths = np.zeros(n_jobs, dtype=np.int64)
         errors: dict[int, str] = {}
         max_steps = self.space.max_episode_steps
         num_slots = self.slots.num_slots
-        # Per-slot episode state; a job's row is written once, when its episode ends.
-        # Public so that a watchdog thread can tell which job an env call belongs to.
+        # Each env slot's job; public so that a watchdog thread can tell which job an env
+        # call belongs to (set already during the reset).
         slot_job = self.slot_job = np.full(num_slots, -1, dtype=np.int64)
-        slot_return = np.zeros(num_slots, dtype=np.float64)
-        slot_length = np.zeros(num_slots, dtype=np.int64)
-        slot_failed: dict[int, str] = {}
+        env_slot = np.arange(num_slots, dtype=np.int64)  # row -> env slot
+        row_job = np.full(num_slots, -1, dtype=np.int64)  # row -> job
+        row_return = np.zeros(num_slots, dtype=np.float64)
+        row_length = np.zeros(num_slots, dtype=np.int64)
+        row_failed: dict[int, str] = {}  # by job
         perturbed: dict[Perturbed, np.ndarray] = {}
+        skeleton, obs_rows, state_rows, keys = self.skeleton, self.obs, self.state, self.noise_keys
         next_job = 0
 
-        def start(slot: int) -> None:
-            """Give `slot` the next job, or leave it idle when none is left."""
+        def start(row: int) -> bool:
+            """Give `row` (its env slot) the next job; False when none is left."""
             nonlocal next_job
-            while next_job < n:
+            slot = int(env_slot[row])
+            while next_job < n_jobs:
                 index, job = next_job, jobs[next_job]
                 next_job += 1
-                slot_job[slot] = index  # already during the reset (see slot_job above)
+                slot_job[slot] = index
                 try:
-                    self.skeleton[slot] = self._params(job, sources, counters, perturbed)
-                    self.obs[slot] = self.slots.reset_slot(slot, job.task, job.seed)
-                    self.state[slot] = 0.0
-                    self.noise_keys[slot] = seed_key(job.seed)
+                    skeleton[row] = self._params(job, sources, counters, perturbed)
+                    obs_rows[row] = self.slots.reset_slot(slot, job.task, job.seed)
+                    state_rows[row] = 0.0
+                    keys[row] = seed_key(job.seed)
                 except Exception:  # an env that fails on a task fails that episode only
                     errors[index] = traceback.format_exc(limit=3)
                     returns[index] = np.nan
                     continue
-                slot_job[slot] = index
-                slot_return[slot] = 0.0
-                slot_length[slot] = 0
-                return
+                row_job[row] = index
+                row_return[row] = 0.0
+                row_length[row] = 0
+                return True
             slot_job[slot] = -1
+            return False
 
-        def finish(slot: int) -> None:
-            index = int(slot_job[slot])
-            lengths[index] = slot_length[slot]
-            message = slot_failed.pop(slot, None)
-            if message is None and not np.isfinite(slot_return[slot]):
+        def finish(row: int) -> None:
+            index = int(row_job[row])
+            total, length = float(row_return[row]), int(row_length[row])
+            lengths[index] = length
+            message = row_failed.pop(index, None)
+            if message is None and not np.isfinite(total):
                 # A NaN or infinite return is a broken episode, never a score.
-                message = f"non-finite return {slot_return[slot]} after {slot_length[slot]} steps"
+                message = f"non-finite return {total} after {length} steps"
             if message is None:
-                returns[index] = slot_return[slot]
+                returns[index] = total
             else:
                 errors[index] = message
                 returns[index] = np.nan
 
-        for slot in range(num_slots):
-            start(slot)
-        policy = self.policy
+        def move(source: int, target: int) -> None:
+            """Row `source`'s running episode continues in row `target`."""
+            for array in (skeleton, obs_rows, state_rows, keys, env_slot, row_job):
+                array[target] = array[source]
+            row_return[target] = row_return[source]
+            row_length[target] = row_length[source]
+
+        running = 0  # rows [0, running) hold running episodes
+        while running < num_slots and start(running):
+            running += 1
+        policy, step_slots = self.policy, self.slots.step_slots
         noise_dim = policy.noise_dim
         recurrent = policy.state_size > 0
         noise = None
         changed = True
-        while True:
-            if changed:
-                # The batch is rebuilt only when an episode ends; while every slot runs,
-                # the skeleton and observations are used in place (no gather copies).
-                active = np.flatnonzero(slot_job >= 0)
-                if active.size == 0:
-                    break
-                full = active.size == num_slots
-                params = self.skeleton if full else self.skeleton[active]
+        while running:
+            if changed:  # views rebuilt only when the number of running rows changes
+                params, obs, state = skeleton[:running], obs_rows[:running], state_rows[:running]
+                slots, total, length = (
+                    env_slot[:running],
+                    row_return[:running],
+                    row_length[:running],
+                )
                 changed = False
-            if noise_dim:  # a function of (episode seed, step) per slot: batch-independent
-                noise = uniforms(self.noise_keys[active], slot_length[active], noise_dim)
-            state = self.state[active] if recurrent and not full else self.state
-            output = policy.step(params, self.obs if full else self.obs[active], state, noise)
+            if noise_dim:  # a function of (episode seed, step) per row: batch-independent
+                noise = uniforms(keys[:running], length, noise_dim)
+            output = policy.step(params, obs, state, noise)
             if recurrent:
-                self.state[active] = output.state
-            obs, rewards, done, step_errors = self.slots.step_slots(active, output.actions)
-            if full:
-                self.obs[:] = obs
-                slot_return += rewards
-                slot_length += 1
-                done |= slot_length >= max_steps
-            else:
-                self.obs[active] = obs
-                slot_return[active] += rewards
-                slot_length[active] += 1
-                done |= slot_length[active] >= max_steps
+                state[:] = output.state
+            next_obs, rewards, done, step_errors = step_slots(slots, output.actions)
+            obs[:] = next_obs
+            total += rewards
+            length += 1
+            done |= length >= max_steps
             for position, message in step_errors.items():
-                slot_failed[int(active[position])] = message
+                row_failed[int(row_job[position])] = message
                 done[position] = True
             if done.any():
-                for slot in active[done].tolist():
-                    finish(slot)
-                    start(slot)
-                changed = True
-        counters["episodes"] = float(n)
+                # Highest rows first: a row moved down from the end is then never one whose
+                # episode ended this step.
+                for row in np.flatnonzero(done)[::-1].tolist():
+                    finish(row)
+                    if not start(row):
+                        running -= 1
+                        if row != running:
+                            move(running, row)
+                        changed = True
+        counters["episodes"] = float(n_jobs)
         counters["env_steps"] = float(lengths.sum())
         counters["busy_s"] = time.perf_counter() - started
         # CPU seconds of this process meanwhile: less than busy_s when other processes
