@@ -10,8 +10,11 @@ the same count) with 3 policies of the same function class side by side:
 - `mlp`: the numpy MLP [16] tanh (stacked np.matmul),
 - `torch_seq`: the same network as a torch `nn.Sequential` through `TorchPolicy`, which
   recognises a chain of Linear/Tanh/ReLU layers and runs it as stacked numpy matmuls,
-- `torch_vmap`: the same network inside a module with its own `forward` (any module):
-  vmap of functional_call in fixed blocks of `batch_block` rows, the last padded,
+- `torch_fx`: the same network inside a module with its own `forward`, which TorchPolicy
+  reads with torch.fx into the same numpy program,
+- `torch_vmap`: the same again with a clamp at +-1e9 in its forward (the same function for
+  these outputs; clamp is outside the numpy programs): vmap of functional_call in fixed
+  blocks of `batch_block` rows, the last padded,
 - `gru`: the GRU policy [16] (torch, vmap, recurrent state per slot),
 
 and, as the reference of the same run, the raw batched env stepping all slots with a fixed
@@ -36,7 +39,7 @@ SLOTS = (8, 64, 256)
 
 
 class Wrapped(torch.nn.Module):
-    """A module with a forward of its own: TorchPolicy's general (vmap) path."""
+    """A module with a forward of its own (read by torch.fx into numpy)."""
 
     def __init__(self, inner: torch.nn.Module):
         super().__init__()
@@ -44,6 +47,13 @@ class Wrapped(torch.nn.Module):
 
     def forward(self, obs):
         return self.inner(obs)
+
+
+class Clamped(Wrapped):
+    """The same with a clamp no numpy program has: TorchPolicy's general (vmap) path."""
+
+    def forward(self, obs):
+        return torch.clamp(self.inner(obs), -1e9, 1e9)
 
 
 def reference_rate(space, slots: int, steps: int) -> float:
@@ -87,10 +97,13 @@ def main() -> None:
     mlp = make_policy("mlp", obs_space, act_space, {"hidden": (16,)})
     network = mlp.to_torch(mlp.init(np.random.default_rng(0)))
     torch_seq = from_module(network, obs_space, act_space).policy
-    torch_vmap = from_module(Wrapped(network), obs_space, act_space).policy
+    torch_fx = from_module(Wrapped(network), obs_space, act_space).policy
+    torch_vmap = from_module(Clamped(network), obs_space, act_space).policy
+    assert torch_fx._chain is not None and torch_vmap._chain is None
     policies = {
         "mlp": mlp,
         "torch_seq": torch_seq,
+        "torch_fx": torch_fx,
         "torch_vmap": torch_vmap,
         "gru": make_policy("gru", obs_space, act_space, {"hidden": (16,)}),
     }

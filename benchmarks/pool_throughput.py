@@ -5,6 +5,7 @@ For each job it prints, measured in this run:
   coevo gym    the same with one gymnasium env per slot (`GymSlots`), when the space has
                batched physics: the like-for-like comparison with the raw reference
   raw x W      gymnasium's single env stepped with a fixed action in this process, x workers
+               (built by `space.make_env()`, exactly what GymSlots builds for each slot)
   raw par      the same env stepped in W processes at once (what W cores give right now;
                lower than raw x W when other processes compete for the cores)
   baseline     one plain Ray task per episode that builds the env and the policy (a torch
@@ -21,7 +22,8 @@ ES step of 256 mirrored pairs, 512 episodes) and cartpole_256x5 by default; also
 lunar_lander_64x2 and bipedal_terrain_16x2 (tasks spread over roughness). Each job is
 repeated (`--repeats`) with fresh policies; every figure is the best of its repeats and the
 raw reference is re-measured before each repeat. The policy is an MLP (`--hidden`, numpy)
-or the same layers as a torch nn.Module (`--policy torch`, coevo's TorchPolicy).
+or the same layers as a torch module with a forward of its own (`--policy torch`: read by
+torch.fx into numpy; `--policy torch_norm`: with a LayerNorm, run by vmap; see policy_for).
 
     .venv/bin/python benchmarks/pool_throughput.py [--json] [--workers 2] [--repeats 2]
         [--hidden 64 64] [--policy mlp|torch] [--jobs cartpole_256x5 lunar_lander_64x2]
@@ -39,6 +41,7 @@ from typing import Any
 
 import numpy as np
 import ray
+import torch
 
 from coevo import tasks
 from coevo.optimizers.es import ESConfig, EvolutionStrategy
@@ -77,20 +80,35 @@ def job_of(name: str) -> Job:
 
 
 def policy_for(space: TaskSpace, kind: str, hidden: tuple[int, ...]) -> Policy:
-    """The MLP of `hidden` layers, in numpy (`mlp`) or as a torch module (`torch`)."""
+    """The MLP of `hidden` layers: in numpy (`mlp`), or as a torch module of the user's own
+    (`torch`: `UserActor`, a forward of its own that TorchPolicy reads with torch.fx into
+    numpy; `torch_norm`: the same with a LayerNorm after the first layer, which only the
+    general vmap path runs)."""
     env = space.make_env()
     mlp = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=hidden)
     if kind == "mlp":
         return mlp
-    import torch
+    module = UserActor(mlp.layer_sizes, norm=kind == "torch_norm")
+    return torch_policy_for(module, env.observation_space, env.action_space)
 
-    layers: list[torch.nn.Module] = []
-    sizes = mlp.layer_sizes
-    for index, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
-        layers.append(torch.nn.Linear(fan_in, fan_out))
-        if index < len(sizes) - 2:
-            layers.append(torch.nn.Tanh())
-    return torch_policy_for(torch.nn.Sequential(*layers), env.observation_space, env.action_space)
+
+class UserActor(torch.nn.Module):
+    """What a torch user writes: Linear layers and tanh in a forward of its own."""
+
+    def __init__(self, sizes: tuple[int, ...], norm: bool = False):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(
+            torch.nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:], strict=True)
+        )
+        self.norm = torch.nn.LayerNorm(sizes[1]) if norm else None
+
+    def forward(self, obs):
+        h = self.layers[0](obs)
+        if self.norm is not None:
+            h = self.norm(h)
+        for layer in self.layers[1:]:
+            h = layer(torch.tanh(h))
+        return h
 
 
 def spread_param(space: TaskSpace) -> str:
@@ -481,7 +499,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--raw-seconds", type=float, default=0.5)
     parser.add_argument("--jobs", nargs="+", default=list(JOBS), choices=JOBS + MORE_JOBS)
     parser.add_argument("--hidden", type=int, nargs="+", default=list(HIDDEN))
-    parser.add_argument("--policy", choices=("mlp", "torch"), default="mlp")
+    parser.add_argument("--policy", choices=("mlp", "torch", "torch_norm"), default="mlp")
     parser.add_argument("--replay-episodes", type=int, default=128, help="0: no replay")
     args = parser.parse_args(argv)
     ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")

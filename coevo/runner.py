@@ -55,11 +55,11 @@ def describe_pool(pool: EvaluationPool) -> str:
     """One line on where the workers run: backend, count, and nodes on a Ray cluster."""
     if pool.backend is Backend.LOCAL:
         return f"pool: {pool.num_workers} in-process worker(s), {pool.envs_per_worker} envs each"
-    nodes = pool.worker_nodes()
-    line = (
-        f"pool: {pool.num_workers} Ray worker(s) on {len(set(nodes))} node(s), "
-        f"{pool.envs_per_worker} envs each"
-    )
+    if pool.serving == "ray":
+        where = f"on {len(set(pool.worker_nodes()))} node(s)"
+    else:  # coevo/pool/handover.py: the first calls run here while Ray starts
+        where = "starting (calls run in this process until they answer)"
+    line = f"pool: {pool.num_workers} Ray worker(s) {where}, {pool.envs_per_worker} envs each"
     if pool.limits.episode_timeout_s is not None:
         line += f", env calls cut at {pool.limits.episode_timeout_s:g} s"
     if pool.limits.worker_memory_mb is not None:

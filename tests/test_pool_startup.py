@@ -35,3 +35,38 @@ def test_ray_workers_run_one_blas_thread(ray_session, cartpole, cartpole_policy)
     # Ray's own default for an actor of at most one CPU, unless the user set it.
     expected = os.environ.get("OMP_NUM_THREADS", "1")
     assert [i["omp_num_threads"] for i in info] == [expected, expected]
+
+
+HANDOVER = """
+import numpy as np
+from coevo import tasks
+from coevo.policies import PolicySpec
+from coevo.pool import EvaluationPool
+
+space = tasks.get("cartpole")
+env = space.make_env()
+policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+rng = np.random.default_rng(3)
+pairs = [(policy.init(rng), space.mutate(space.initial_task(), rng)) for _ in range(5)]
+served, returns = [], []
+with EvaluationPool(space, policy, "ray", 2, envs_per_worker=3) as pool:
+    served.append(pool.serving)  # Ray takes seconds to start: the first call runs here
+    returns.append(pool.evaluate(pairs, 3, seed=7))
+    assert pool.wait_ready()
+    served.append(pool.serving)
+    returns.append(pool.evaluate(pairs, 3, seed=7))
+    nodes = pool.worker_nodes()
+with EvaluationPool(space, policy, "local", 1, envs_per_worker=4) as pool:
+    returns.append(pool.evaluate(pairs, 3, seed=7))
+print(served, len(set(nodes)), [np.array_equal(r, returns[-1]) for r in returns[:2]])
+"""
+
+
+def test_a_pool_answers_while_its_ray_starts_and_hands_over_with_the_same_results():
+    # A fresh process: Ray not running, so the pool starts it (in the background).
+    out = subprocess.run(
+        [sys.executable, "-c", HANDOVER], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "['local (ray starting)', 'ray'] 1 [True, True]"
+    assert "SIGTERM handler" not in out.stderr

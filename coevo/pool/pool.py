@@ -2,12 +2,14 @@
 
 This module is the pool's face: validation, weights (`store.WeightStore`), chunking
 (`scheduling`), the backend that runs chunks (`local_backend.LocalWorkers` or
-`ray_backend.RayWorkers`, which also handles worker and node loss), statistics (`stats`),
+`ray_backend.RayWorkers`, which also handles worker and node loss; `handover.HandoverWorkers`
+while a Ray this pool starts is starting), statistics (`stats`),
 jobs of several kinds (`dispatch`) and the evaluation helpers.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 from enum import StrEnum
@@ -109,13 +111,19 @@ class EvaluationPool:
             from coevo.pool.local_backend import LocalWorkers
 
             self._backend: Any = LocalWorkers(space, policy, num_workers, envs_per_worker)
+        elif address is None and not self.limits.any and not _ray_running():
+            # This pool starts Ray: one in-process worker answers until Ray's are ready.
+            from coevo.pool.handover import HandoverWorkers
+
+            self._backend = HandoverWorkers(
+                space, policy, num_workers, envs_per_worker, self.limits
+            )
         else:
             from coevo.pool.ray_backend import RayWorkers
 
             self._backend = RayWorkers(
                 space, policy, num_workers, envs_per_worker, address, self.limits
             )
-        self._pids = self._backend.pids  # as last seen (shared): a new pid means a restart
         self.store = WeightStore(policy.num_params, self._backend.put, store_size)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -137,6 +145,21 @@ class EvaluationPool:
     def node_stats(self) -> dict[str, dict[str, float]]:
         """Episodes and busy seconds per Ray node id since the pool started."""
         return {node: dict(stats) for node, stats in self._node_stats.items()}
+
+    @property
+    def serving(self) -> str:
+        """Where calls run now: "local", "ray", or "local (ray starting)" while a Ray this
+        pool starts is not ready yet (coevo/pool/handover.py)."""
+        if self.backend is Backend.LOCAL:
+            return "local"
+        ready = getattr(self._backend, "ready", True)
+        return "ray" if ready else "local (ray starting)"
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until the workers of the chosen backend serve (Ray started and its actors
+        answering); True when they do. Raises what Ray's start raised."""
+        wait = getattr(self._backend, "wait_ready", None)
+        return True if wait is None else bool(wait(timeout))
 
     def close(self) -> None:
         self._backend.close()
@@ -243,8 +266,9 @@ class EvaluationPool:
 
     def _note_pid(self, worker: int, pid: int) -> None:
         # A chunk answered by another process than the last one means Ray restarted it.
-        if pid and worker < len(self._pids) and pid != self._pids[worker]:
-            self._pids[worker] = pid
+        pids = self._backend.pids  # as last seen (the backend's own list, kept up to date)
+        if pid and worker < len(pids) and pid != pids[worker]:
+            pids[worker] = pid
             self._ray_restarts += 1
             self.stats["worker_restarts"] += 1
 
@@ -330,3 +354,9 @@ class EvaluationPool:
     def stats_since(self, before: dict[str, float]) -> dict[str, float]:
         """The pool's figures since the snapshot `before` (summary.csv's pool columns)."""
         return generation_figures(before, self.stats_snapshot())
+
+
+def _ray_running() -> bool:
+    """Whether this process is connected to Ray (without importing ray when it is not)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and ray.is_initialized()

@@ -1,0 +1,140 @@
+"""Answer at once while Ray starts: an in-process worker serves the first calls, Ray's
+actors take over once they answer.
+
+Starting an embedded Ray takes 3.5 s on an idle 2-core machine and 5 to 9 s under load
+(GCS, raylet, agents and prestarted workers are processes of their own;
+benchmarks/README.md). A pool that starts Ray itself (no address, Ray not running, no
+worker limits) therefore starts it in a background thread and runs calls on one in-process
+`Worker` until Ray's workers are ready; each call runs wholly on one side. Results are a
+function of the jobs, whatever the backend and number of workers (tested), so the handover
+changes no result. With `episode_timeout_s` or `worker_memory_mb` the pool waits for Ray
+instead: an env call in this process cannot be cut off.
+
+The thread that starts Ray stays alive, blocked, until the pool closes: Ray's daemons are
+started with a parent-death signal bound to the starting thread, and would die with it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from coevo.policies.base import Policy
+from coevo.pool.limits import WorkerLimits
+from coevo.pool.local_backend import LocalWorkers
+from coevo.tasks.task import TaskSpace
+
+
+class _NotMainThread(logging.Filter):
+    """Drops Ray's warning that a driver started outside the main thread sets no SIGTERM
+    handler: expected here, and the pool's close shuts Ray down."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "SIGTERM handler is not set" not in record.getMessage()
+
+
+class HandoverWorkers:
+    """The backend of a pool whose embedded Ray is still starting (see the module doc)."""
+
+    def __init__(
+        self,
+        space: TaskSpace,
+        policy: Policy,
+        num_workers: int,
+        envs_per_worker: int,
+        limits: WorkerLimits | None = None,
+    ):
+        self.num_workers = num_workers
+        self.local = LocalWorkers(space, policy, 1, envs_per_worker)
+        self.ray: Any = None
+        self._error: BaseException | None = None
+        self._started = threading.Event()
+        self._closing = threading.Event()
+        arguments = (space, policy, num_workers, envs_per_worker, None, limits)  # no address
+        self._thread = threading.Thread(
+            target=self._start_ray, args=arguments, name="coevo-ray-start", daemon=True
+        )
+        self._thread.start()
+
+    def _start_ray(self, *arguments: Any) -> None:
+        from coevo.pool.ray_backend import RayWorkers
+
+        ray_worker_logger = logging.getLogger("ray._private.worker")
+        if not any(isinstance(f, _NotMainThread) for f in ray_worker_logger.filters):
+            ray_worker_logger.addFilter(_NotMainThread())
+        try:
+            self.ray = RayWorkers(*arguments)
+        except BaseException as error:  # raised in the caller's thread at its next call
+            self._error = error
+        finally:
+            self._started.set()
+        self._closing.wait()  # Ray's daemons live as long as this thread (module doc)
+
+    # -- state -----------------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        """Ray's workers have answered: calls run on them from now on."""
+        return self._started.is_set() and self.ray is not None
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until Ray's start has ended (ready or failed); True once Ray serves."""
+        self._started.wait(timeout)
+        self._raise_start_error()
+        return self.ready
+
+    def _raise_start_error(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    @property
+    def current(self) -> Any:
+        self._raise_start_error()
+        return self.ray if self.ready else self.local
+
+    # -- the backend interface -------------------------------------------------------------
+    @property
+    def workers(self) -> list[Any]:
+        return self.current.workers
+
+    @property
+    def pids(self) -> list[int]:
+        return self.current.pids
+
+    @property
+    def nodes(self) -> list[str]:
+        return self.current.nodes
+
+    @property
+    def restarts(self) -> int:
+        return self.current.restarts
+
+    def put(self, block: np.ndarray) -> Any:
+        # Blocks put before the handover stay numpy arrays; Ray workers take those too.
+        return self.current.put(block)
+
+    def info(self) -> list[dict[str, Any]]:
+        return self.current.info()
+
+    def run(
+        self,
+        chunks: Sequence[list[Any]],
+        sources_for: Sequence[dict[str, Any]],
+        method: str,
+        on_done: Callable[[Any, int], None],
+    ) -> list[tuple[int, str, Any]]:
+        return self.current.run(chunks, sources_for, method, on_done)
+
+    def close(self) -> None:
+        self._started.wait()  # a Ray still starting is shut down, not left behind
+        try:
+            if self.ray is not None:
+                self.ray.close()
+        finally:
+            self._closing.set()
+            self._thread.join()
+            self.local.close()
