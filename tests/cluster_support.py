@@ -197,6 +197,7 @@ def drive(raw_config: dict, run_dir: Path) -> None:
         envs_per_worker=config.pool.envs_per_worker,
         address=config.pool.address,
     ) as pool:
+        pool.wait_ready()  # an embedded Ray starts in the background (coevo/pool/handover.py)
         nodes_at_start = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
         print("pool ready", json.dumps(pool.worker_nodes()), flush=True)
         curriculum = build(config, space, pool)
