@@ -126,8 +126,11 @@ class HandoverWorkers:
         sources_for: Sequence[dict[str, Any]],
         method: str,
         on_done: Callable[[Any, int], None],
+        prefer: Sequence[int | None] | None = None,
     ) -> list[tuple[int, str, Any]]:
-        return self.current.run(chunks, sources_for, method, on_done)
+        # A preferred worker only lets a chunk reuse what that worker kept (never changes a
+        # result): before the handover, the one local worker takes every chunk.
+        return self.current.run(chunks, sources_for, method, on_done, prefer)
 
     def close(self) -> None:
         self._started.wait()  # a Ray still starting is shut down, not left behind
