@@ -144,18 +144,20 @@ def main() -> None:
         )
     )
     worst = 0.0
-    for key in samples[first]:
+    # Workers may be missing at generation 1: a pool that starts Ray answers its first
+    # calls in this process until Ray's workers are ready (coevo/pool/handover.py).
+    for key in dict.fromkeys([*samples[first], *samples[warm]]):
         values = [samples[g].get(key) for g in (first, warm, last)]
-        if None in values:
+        if None in values[1:]:
             print(f"{key:<14} (restarted: not in every sample)")
             continue
-        from_start = (values[2] - values[0]) / values[0]
         drift = (values[2] - values[1]) / values[1]
         worst = max(worst, drift)
-        print(
-            f"{key:<14} {values[0]:7.1f} {values[1]:7.1f} {values[2]:7.1f} {from_start:+9.1%}"
-            f" {drift:+12.1%}"
-        )
+        if values[0] is None:
+            start, from_start = f"{'-':>7}", f"{'-':>9}"
+        else:
+            start, from_start = f"{values[0]:7.1f}", f"{(values[2] - values[0]) / values[0]:+9.1%}"
+        print(f"{key:<14} {start} {values[1]:7.1f} {values[2]:7.1f} {from_start} {drift:+12.1%}")
     verdict = "met" if worst < TARGET else "NOT met"
     print(f"largest drift after warm-up {worst:+.1%}; target under {TARGET:.0%}: {verdict}")
     if args.json:

@@ -16,6 +16,7 @@ started with a parent-death signal bound to the starting thread, and would die w
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -54,7 +55,10 @@ class HandoverWorkers:
         self._error: BaseException | None = None
         self._started = threading.Event()
         self._closing = threading.Event()
-        arguments = (space, policy, num_workers, envs_per_worker, None, limits)  # no address
+        # Ray's start pickles its own copy: the local worker may be running the caller's
+        # policy meanwhile, and vmap swaps a torch module's parameters while it runs.
+        ray_policy = copy.deepcopy(policy)
+        arguments = (space, ray_policy, num_workers, envs_per_worker, None, limits)  # no address
         self._thread = threading.Thread(
             target=self._start_ray, args=arguments, name="coevo-ray-start", daemon=True
         )
