@@ -40,12 +40,14 @@ def test_ray_workers_run_one_blas_thread(ray_session, cartpole, cartpole_policy)
 HANDOVER = """
 import numpy as np
 from coevo import tasks
-from coevo.policies import PolicySpec
+from coevo.policies import make_policy
 from coevo.pool import EvaluationPool
 
 space = tasks.get("cartpole")
 env = space.make_env()
-policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+# A torch module on vmap, which swaps the module's parameters while it runs here: Ray's
+# start must pickle a copy of its own.
+policy = make_policy("gru", env.observation_space, env.action_space, {"hidden": (8,)})
 rng = np.random.default_rng(3)
 pairs = [(policy.init(rng), space.mutate(space.initial_task(), rng)) for _ in range(5)]
 served, returns = [], []
@@ -56,6 +58,7 @@ with EvaluationPool(space, policy, "ray", 2, envs_per_worker=3) as pool:
     served.append(pool.serving)
     returns.append(pool.evaluate(pairs, 3, seed=7))
     nodes = pool.worker_nodes()
+    assert pool._backend.ray.policy is not policy
 with EvaluationPool(space, policy, "local", 1, envs_per_worker=4) as pool:
     returns.append(pool.evaluate(pairs, 3, seed=7))
 print(served, len(set(nodes)), [np.array_equal(r, returns[-1]) for r in returns[:2]])
