@@ -18,6 +18,7 @@ _BUILTIN_MODULES = (
     "coevo.tasks.pendulum",
     "coevo.tasks.mountain_car",
     "coevo.tasks.acrobot",
+    "coevo.tasks.acrobot_reach",
     "coevo.tasks.lunar_lander",
     "coevo.tasks.bipedal_terrain",
     "coevo.tasks.masked",
