@@ -18,6 +18,7 @@ steps), table.csv and table.md (mean ± std per curriculum) and curves.png.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import multiprocessing
 import subprocess
 import time
@@ -38,10 +39,14 @@ CURRICULA = ("dr", "plr", "accel", "alp_gmm", "poet", "enhanced_poet")
 OVERRIDES = {
     # dcd's buffer of 4000 levels replays nothing before 2000 are scored: far beyond these
     # budgets (the config file says so too), so a buffer this budget can fill.
+    "plr": {"buffer_size": 64},
+    "accel": {"buffer_size": 64},
     # ES has no critic: PLR's level score is the return-based proxy (named, not a fallback).
-    "plr": {"buffer_size": 64, "score": "return_regret"},
-    "accel": {"buffer_size": 64, "score": "return_regret"},
+    # With PPO, the config files' score (positive value loss, PLR's own) stands.
+    "plr+es": {"score": "return_regret"},
+    "accel+es": {"score": "return_regret"},
 }
+POLICY_FOR = {"es": "mlp", "ppo": "actor_critic"}
 TABLE_COLUMNS = [
     "task_space",
     "curriculum",
@@ -73,9 +78,29 @@ SCALES = {
 def run_one(job: tuple[str, str, str, int, Scale]) -> tuple[dict, list[dict]]:
     """One curriculum run to the budget on its own in-process pool; (its row, its curve)."""
     space_name, curriculum, optimizer, seed, scale = job
-    space, policy = runner.prepare(parse_config({"task": {"name": space_name}}))
+    config = study_config(space_name, curriculum, optimizer, seed)
+    space, policy = runner.prepare(config)
     with EvaluationPool(space, policy, "local", 1) as pool:
         return _run(pool, space_name, curriculum, optimizer, seed, scale)
+
+
+def study_config(space_name: str, curriculum: str, optimizer: str, seed: int):
+    """The run's config: the config files' defaults plus the study's overrides."""
+    return parse_config(
+        {
+            "seed": seed,
+            "task": {"name": space_name},
+            "optimizer": {"name": optimizer},
+            # PPO trains an actor-critic (its value head is the critic); ES the default MLP.
+            "policy": {"name": POLICY_FOR[optimizer]},
+            "curriculum": {
+                "name": curriculum,
+                "generations": 10**6,
+                **OVERRIDES.get(curriculum, {}),
+                **OVERRIDES.get(f"{curriculum}+{optimizer}", {}),
+            },
+        }
+    )
 
 
 def _run(
@@ -86,18 +111,7 @@ def _run(
     seed: int,
     scale: Scale,
 ) -> tuple[dict, list[dict]]:
-    config = parse_config(
-        {
-            "seed": seed,
-            "task": {"name": space_name},
-            "optimizer": {"name": optimizer},
-            "curriculum": {
-                "name": curriculum,
-                "generations": 10**6,
-                **OVERRIDES.get(curriculum, {}),
-            },
-        }
-    )
+    config = study_config(space_name, curriculum, optimizer, seed)
     # Scored at env-step marks, not every N generations: curricula's generations differ in
     # size by 100x (a PLR round is 4 levels, a POET generation every pair's ES steps).
     tests = TestSetConfig(size=scale.test_size, seed=0)
@@ -195,10 +209,16 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     parser.add_argument("--spaces", default="cartpole", help="comma-separated task spaces")
     parser.add_argument("--curricula", default=",".join(CURRICULA))
     parser.add_argument("--optimizers", default="es", help="es; ppo needs policy=actor_critic")
+    parser.add_argument("--budget", type=int, default=None, help="training env steps per run")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per curriculum")
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (processes)")
     parser.add_argument("--out", type=Path, default=None, help="default: beside this script")
     args = parser.parse_args(argv)
     scale = SCALES["quick" if args.quick else "smoke" if args.smoke else "full"]
+    if args.budget is not None:
+        scale = dataclasses.replace(scale, budget=args.budget)
+    if args.seeds is not None:
+        scale = dataclasses.replace(scale, seeds=args.seeds)
     out = args.out or HERE / ("quick" if args.quick else "smoke" if args.smoke else "results")
     out.mkdir(parents=True, exist_ok=True)
     jobs = [
@@ -220,9 +240,10 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
                 f"steps, {row['generations']} generations, {row['wall_s']:.0f} s",
                 flush=True,
             )
-    runs, curves = pd.DataFrame(rows), pd.DataFrame(points)
-    runs.to_csv(out / "runs.csv", index=False)
-    curves.to_csv(out / "curves.csv", index=False)
+            # Written after every run: a long study stopped early keeps what it finished.
+            runs, curves = pd.DataFrame(rows), pd.DataFrame(points)
+            runs.to_csv(out / "runs.csv", index=False)
+            curves.to_csv(out / "curves.csv", index=False)
     table = summarise(runs)
     table.to_csv(out / "table.csv", index=False)
     commit = subprocess.run(
