@@ -10,6 +10,7 @@ from coevo import tasks
 from coevo.policy import PolicySpec
 from coevo.pool import EpisodeJob, Stored, Worker
 from coevo.tasks.acrobot import AcrobotSlots
+from coevo.tasks.acrobot_reach import AcrobotReachSlots
 from coevo.tasks.cartpole import CartPoleSlots
 from coevo.tasks.mountain_car import MountainCarContinuousSlots
 from coevo.tasks.pendulum import PendulumSlots
@@ -19,6 +20,7 @@ BATCHED = {
     "pendulum": PendulumSlots,
     "mountain_car_continuous": MountainCarContinuousSlots,
     "acrobot": AcrobotSlots,
+    "acrobot_reach": AcrobotReachSlots,
 }
 
 
@@ -60,7 +62,7 @@ def test_batched_env_matches_gymnasium_single_envs(name):
     compared = ended = 0
     for _ in range(300):
         actions = _random_actions(envs[0].action_space, active.size, rng)
-        if name == "acrobot":  # mostly pump energy, so that episodes reach the goal
+        if name.startswith("acrobot"):  # mostly pump energy, so that episodes reach the goal
             pump = np.where(last_obs[active, 5] > 0, 2, 0)
             actions = np.where(rng.random(active.size) < 0.8, pump, actions)
         obs, rewards, done, errors = slots.step_slots(active, actions)
@@ -83,7 +85,7 @@ def test_batched_env_matches_gymnasium_single_envs(name):
         if active.size == 0:
             break
     assert compared >= 6 * 10
-    if name in ("cartpole", "acrobot"):
+    if name in ("cartpole", "acrobot", "acrobot_reach"):
         assert ended >= 4  # terminations are compared too
 
 
@@ -213,7 +215,7 @@ def _policy_params(name, policy, rng):
     """Random MLP weights; for Acrobot, weights that mostly pump energy (torque along the
     second joint's velocity) so that episodes end at the goal at varied times."""
     theta = policy.init(rng)
-    if name == "acrobot":
+    if name.startswith("acrobot"):
         theta *= 0.1
         hidden, obs_dim = policy.hidden[0], policy.obs_dim
         theta[5] += 5.0  # first hidden unit ~ tanh(5 * dtheta2)
@@ -277,3 +279,35 @@ def test_batched_and_config_spaces_are_identical_on_ray_and_local(ray_session):
             got = pool.evaluate(pairs, episodes=2, seed=8)
         np.testing.assert_array_equal(got, expected)
         assert len(np.unique(expected)) == expected.size
+
+
+def test_acrobot_reach_ends_at_its_goal_height_as_gymnasium_would():
+    """A low goal ends episodes sooner than gymnasium's 1.0, a high one later, on both the
+    batched physics and the gymnasium env; at 1.0 they end where gymnasium's Acrobot does."""
+    space = tasks.get("acrobot_reach")
+    lengths = {}
+    for goal in (0.0, 1.0, 1.8):
+        task = space.task(goal_height=goal)
+        env = space.make_env()
+        env.set_task(task.as_dict())
+        obs, _ = env.reset(seed=3)
+        slots = AcrobotReachSlots(1)
+        got = slots.reset_slot(0, task, 3)
+        steps = 0
+        for steps in range(1, 501):
+            action = 2 if obs[5] > 0 else 0  # pump: torque along the second joint's velocity
+            obs, _, terminated, _, _ = env.step(action)
+            got, _, done, _ = slots.step_slots(np.array([0]), np.array([action]))
+            np.testing.assert_allclose(got[0], obs, rtol=1e-6, atol=1e-7)
+            assert bool(done[0]) == terminated
+            if terminated:
+                break
+        lengths[goal] = steps
+    assert lengths[0.0] < lengths[1.0] < lengths[1.8] < 500
+    gym_env = tasks.get("acrobot").make_env()
+    obs, _ = gym_env.reset(seed=3)
+    for steps in range(1, 501):
+        obs, _, terminated, _, _ = gym_env.step(2 if obs[5] > 0 else 0)
+        if terminated:
+            break
+    assert steps == lengths[1.0]

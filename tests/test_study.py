@@ -11,35 +11,34 @@ from cli_support import ROOT
 STUDY = ROOT / "experiments" / "curricula" / "run_study.py"
 
 
-def test_the_study_runs_every_curriculum_and_writes_its_table(tmp_path):
+COLUMNS = [
+    "task_space",
+    "curriculum",
+    "optimizer",
+    "seeds",
+    "test_mastered_mean",
+    "test_mastered_std",
+    "env_steps",
+    "generations",
+    "wall_s_mean",
+]
+
+
+def _study(out, *args):
     done = subprocess.run(
-        [
-            sys.executable,
-            str(STUDY),
-            "--smoke",
-            "--jobs",
-            "1",
-            "--out",
-            str(tmp_path),
-        ],
+        [sys.executable, str(STUDY), "--smoke", "--jobs", "1", "--out", str(out), *args],
         capture_output=True,
         text=True,
         timeout=600,
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    table = pd.read_csv(tmp_path / "table.csv")
-    assert list(table.columns) == [
-        "task_space",
-        "curriculum",
-        "optimizer",
-        "seeds",
-        "test_mastered_mean",
-        "test_mastered_std",
-        "env_steps",
-        "generations",
-        "wall_s_mean",
-    ]
+    return pd.read_csv(out / "table.csv")
+
+
+def test_the_study_runs_every_curriculum_and_writes_its_table(tmp_path):
+    table = _study(tmp_path)
+    assert list(table.columns) == COLUMNS
     assert list(table["curriculum"]) == ["dr", "plr", "accel", "alp_gmm", "poet", "enhanced_poet"]
     assert table["test_mastered_mean"].between(0, 1).all()
     assert (table["env_steps"] >= 20_000).all()  # each ran to the smoke budget
@@ -50,3 +49,14 @@ def test_the_study_runs_every_curriculum_and_writes_its_table(tmp_path):
     assert last.to_dict() == runs.set_index("curriculum")["test_mastered"].to_dict()
     assert "| cartpole | dr | es | 1 |" in (tmp_path / "table.md").read_text()
     assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+def test_the_study_trains_with_ppo_on_the_actor_critic(tmp_path):
+    """The PPO rows: the same table, one row per curriculum with optimizer ppo."""
+    table = _study(tmp_path, "--optimizers", "ppo", "--curricula", "dr,plr,alp_gmm,poet")
+    assert list(table.columns) == COLUMNS
+    assert list(table["curriculum"]) == ["dr", "plr", "alp_gmm", "poet"]
+    assert (table["optimizer"] == "ppo").all()
+    assert table["test_mastered_mean"].between(0, 1).all()
+    assert (table["env_steps"] >= 20_000).all()
+    assert "| cartpole | poet | ppo | 1 |" in (tmp_path / "table.md").read_text()
