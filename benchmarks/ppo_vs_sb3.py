@@ -3,12 +3,14 @@
     .venv/bin/python benchmarks/ppo_vs_sb3.py                 # the recorded tables (~15 min here)
     .venv/bin/python benchmarks/ppo_vs_sb3.py --quick         # a smoke run (~1 min)
     .venv/bin/python benchmarks/ppo_vs_sb3.py --only learner  # batched vs pair-by-pair update
+    .venv/bin/python benchmarks/ppo_vs_sb3.py --only single --rows "Pendulum-v1 gSDE"
 
 Hyperparameters: rl-baselines3-zoo's hyperparams/ppo.yml for CartPole-v1 and Pendulum-v1,
 given to both libraries, stream shapes included (coevo's streams continue their episodes
-across rollouts, as SB3's vectorised envs do). One difference, the same for both libraries:
-Pendulum's zoo entry uses gSDE (use_sde, sde_sample_freq 4), which coevo does not have;
-both run plain Gaussian exploration (use_sde False).
+across rollouts, as SB3's vectorised envs do). Pendulum's zoo entry uses gSDE (use_sde,
+sde_sample_freq 4, SB3's default full_std / exp / log_std_init 0): the row "Pendulum-v1
+gSDE" runs it in both libraries (coevo's gSDE: the actor-critic policy's use_sde /
+sde_sample_freq); the row "Pendulum-v1" runs both with plain Gaussian exploration beside it.
 
 Measured per (env, library, seed): the final evaluation (mean return of 10 deterministic
 episodes on fixed seeds, the same episodes for both libraries, in gymnasium's own env), env
@@ -63,9 +65,19 @@ ZOO = {
         n_timesteps=100_000,
     ),
 }
+# The zoo's Pendulum-v1 entry as it is: with gSDE (its plain row above has use_sde off).
+ZOO["Pendulum-v1 gSDE"] = dict(ZOO["Pendulum-v1"], use_sde=True, sde_sample_freq=4)
+SDE_SETTINGS = ("use_sde", "sde_sample_freq")
 SPACES = {"CartPole-v1": "cartpole", "Pendulum-v1": "pendulum"}
 THRESHOLDS = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0}
 EVAL_EPISODES = 10
+
+
+def gym_id(row: str) -> str:
+    """The gymnasium env of a table row ("Pendulum-v1 gSDE" -> "Pendulum-v1")."""
+    return row.split()[0]
+
+
 EVALUATIONS = 20
 
 
@@ -97,7 +109,7 @@ def coevo_config(env_id: str, budget: int) -> PPOConfig:
 
 def evaluate(act: Callable[[np.ndarray], np.ndarray], env_id: str) -> float:
     """Mean return of deterministic episodes on seeds 10_000.. in gymnasium's env."""
-    env = gym.make(env_id)
+    env = gym.make(gym_id(env_id))
     total = 0.0
     for episode in range(EVAL_EPISODES):
         obs, _ = env.reset(seed=10_000 + episode)
@@ -177,7 +189,7 @@ def run_sb3(env_id: str, seed: int, budget: int, evaluate_every: int | None) -> 
                 clock.start()
 
     clock.start()
-    env = make_vec_env(env_id, n_envs=n_envs, seed=seed)
+    env = make_vec_env(gym_id(env_id), n_envs=n_envs, seed=seed)
     model = PPO("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **zoo)
     model.learn(budget, callback=Evaluations())
     clock.stop()
@@ -199,9 +211,10 @@ def run_coevo(
     from coevo.policies.actor_critic import ActorCriticSpec
     from coevo.pool import EvaluationPool
 
-    space = tasks.get(SPACES[env_id])
+    space = tasks.get(SPACES[gym_id(env_id)])
     env = space.make_env()
-    spec = ActorCriticSpec.for_spaces(env.observation_space, env.action_space)
+    sde = {name: ZOO[env_id][name] for name in SDE_SETTINGS if name in ZOO[env_id]}
+    spec = ActorCriticSpec.for_spaces(env.observation_space, env.action_space, **sde)
     config = coevo_config(env_id, budget)
     runs = [Run("coevo", env_id, seed) for seed in seeds]
     clock = Clock()
@@ -334,7 +347,7 @@ def table(runs: list[Run]) -> str:
             group = [r for r in runs if r.env_id == env_id and r.library == library]
             if not group:
                 continue
-            solved = [r.steps_to(THRESHOLDS[env_id]) for r in group]
+            solved = [r.steps_to(THRESHOLDS[gym_id(env_id)]) for r in group]
             hits = [s for s in solved if s is not None]
             wall = float(np.mean([r.wall_s for r in group]))
             cpu = float(np.mean([r.cpu_s for r in group]))
@@ -355,6 +368,9 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--pairs-budget", type=int, default=20_000)
     parser.add_argument(
+        "--rows", nargs="+", choices=tuple(ZOO), default=tuple(ZOO), help="single-run rows"
+    )
+    parser.add_argument(
         "--only",
         choices=("single", "pairs", "learner"),
         help="run only one of the comparisons (learner: batched vs pair-by-pair update)",
@@ -368,7 +384,7 @@ def main() -> None:
         return
     seeds = list(range(2 if args.quick else args.seeds))
     runs: list[Run] = []
-    for env_id in ZOO if args.only != "pairs" else ():
+    for env_id in args.rows if args.only != "pairs" else ():
         budget = 10_000 if args.quick else ZOO[env_id]["n_timesteps"]
         every = budget // EVALUATIONS
         for seed in seeds:

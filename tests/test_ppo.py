@@ -25,9 +25,14 @@ from coevo.tasks.task import Param, TaskSpace
 pytest.importorskip("torch")
 
 
-def _policy(space, hidden=(16, 16)):
+def _policy(space, hidden=(16, 16), **kwargs):
     env = space.make_env()
-    return make_policy("actor_critic", env.observation_space, env.action_space, {"hidden": hidden})
+    return make_policy(
+        "actor_critic",
+        env.observation_space,
+        env.action_space,
+        {"hidden": hidden, "kwargs": kwargs},
+    )
 
 
 def _steps(pool, optimizer, thetas, states, task_lists, rngs):
@@ -145,9 +150,10 @@ def test_ppo_learns_cartpole_on_the_pool():
     assert (after.mean(axis=1) > 150).all(), (training, after)
 
 
-def test_resume_from_a_pickled_state_gives_the_same_steps():
+@pytest.mark.parametrize("sde", [{}, {"use_sde": True, "sde_sample_freq": 4}])
+def test_resume_from_a_pickled_state_gives_the_same_steps(sde):
     space = tasks.get("pendulum")
-    policy = _policy(space)
+    policy = _policy(space, **sde)
     optimizer = PPO(PPOConfig(n_envs=2, n_steps=64, batch_size=32, n_epochs=2), policy.num_params,
                     policy=policy)  # fmt: skip
     theta = policy.init(np.random.default_rng(3))

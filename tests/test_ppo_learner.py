@@ -40,6 +40,8 @@ def _rollout(spec: ActorCriticSpec, theta: np.ndarray, seed: int) -> Rollout:
     params = np.tile(theta, (T * E, 1))
     if spec.discrete:
         noise = rng.random(T * E)
+    elif spec.use_sde:  # an exploration matrix per sample
+        noise = rng.standard_normal((T * E, spec.hidden[-1], spec.act_dim)).astype(np.float32)
     else:
         noise = rng.standard_normal((T * E, spec.act_dim)).astype(np.float32)
     actions, _, log_probs, values = spec.sample(params, obs.reshape(T * E, -1), noise)
@@ -122,7 +124,7 @@ def test_gae_bootstraps_truncation_but_not_termination():
     assert truncated_adv[1, 0] == terminated_adv[1, 0] == pytest.approx(1.0)
 
 
-def _sb3_model(env_id: str, config: PPOConfig):
+def _sb3_model(env_id: str, config: PPOConfig, **extra):
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
@@ -142,6 +144,7 @@ def _sb3_model(env_id: str, config: PPOConfig):
         learning_rate=config.learning_rate,
         device="cpu",
         seed=0,
+        **extra,
     )
 
 
@@ -178,12 +181,22 @@ def _from_sb3(spec, policy) -> np.ndarray:
     return theta
 
 
+# gSDE as rl-baselines3-zoo's Pendulum-v1 entry (use_sde, sde_sample_freq 4), ent_coef on.
+_GSDE = {"use_sde": True, "sde_sample_freq": 4}
+
+
 @pytest.mark.parametrize(
-    "env_id, clip_vf, ent_coef", [("CartPole-v1", None, 0.01), ("Pendulum-v1", 0.2, 0.0)]
+    "env_id, clip_vf, ent_coef, sde",
+    [
+        ("CartPole-v1", None, 0.01, {}),
+        ("Pendulum-v1", 0.2, 0.0, {}),
+        ("Pendulum-v1", None, 0.01, _GSDE),
+    ],
 )
-def test_update_matches_sb3_train(env_id, clip_vf, ent_coef):
+def test_update_matches_sb3_train(env_id, clip_vf, ent_coef, sde):
     """Same weights, same batch, full-batch minibatches: SB3's `train()` and ours give the
-    same parameters after three epochs of Adam."""
+    same parameters after three epochs of Adam (with gSDE too: its log-probs, entropy and
+    the gradient through log_std and the mean, not the features)."""
     config = PPOConfig(
         n_envs=E,
         n_steps=T,
@@ -196,10 +209,10 @@ def test_update_matches_sb3_train(env_id, clip_vf, ent_coef):
         ent_coef=ent_coef,
         learning_rate=3e-4,
     )
-    spec = _spec(env_id)
+    spec = _spec(env_id, **sde)
     theta = spec.init(np.random.default_rng(3))
     rollout = _rollout(spec, theta, seed=4)
-    model = _sb3_model(env_id, config)
+    model = _sb3_model(env_id, config, **sde)
     _to_sb3(spec, theta, model.policy)
     np.testing.assert_array_equal(_from_sb3(spec, model.policy), theta)
     model.rollout_buffer = _sb3_buffer(
@@ -215,6 +228,77 @@ def test_update_matches_sb3_train(env_id, clip_vf, ent_coef):
     moved = np.abs(expected - theta).max()
     assert moved > 1e-4  # the update did something
     np.testing.assert_allclose(ours, expected, atol=2e-6)
+
+
+@pytest.mark.parametrize(
+    "full_std, use_expln, log_std_init", [(True, False, 0.0), (False, True, -0.5)]
+)
+def test_gsde_matches_sb3_state_dependent_noise(full_std, use_expln, log_std_init):
+    """gSDE with the same weights: the numpy rollout's actions (exploration matrices std *
+    the stream's standard normals) and log-probs, and the learner's stacked log-probs,
+    entropies and values, equal SB3's StateDependentNoiseDistribution's."""
+    from coevo.optimizers.ppo_network import StackedActorCritic
+
+    options = dict(full_std=full_std, use_expln=use_expln, log_std_init=log_std_init)
+    spec = _spec("Pendulum-v1", use_sde=True, sde_sample_freq=4, **options)
+    rng = np.random.default_rng(21)
+    theta = spec.init(rng)
+    # log_std on both sides of 0, so expln takes both branches.
+    spec.view(theta, "log_std")[:] = rng.uniform(-1.5, 1.0, spec.log_std_shape)
+    model = _sb3_model(
+        "Pendulum-v1", PPOConfig(n_envs=E, n_steps=T), **_GSDE, policy_kwargs=options
+    )
+    policy = model.policy
+    assert tuple(policy.log_std.shape) == spec.log_std_shape
+    _to_sb3(spec, theta, policy)
+    n = 7
+    obs = rng.standard_normal((n, spec.obs_dim)).astype(np.float32)
+    unit = rng.standard_normal((n, spec.hidden[-1], spec.act_dim)).astype(np.float32)
+    actions, _, log_probs, values = spec.sample(np.tile(theta, (n, 1)), obs, unit)
+    with torch.no_grad():
+        obs_t = torch.from_numpy(obs)
+        latent = policy.mlp_extractor.forward_actor(obs_t)
+        dist = policy.action_dist
+        std = dist.get_std(policy.log_std)
+        dist.exploration_matrices = std * torch.from_numpy(unit)  # SB3's per-env matrices
+        sb3_actions = policy.action_net(latent) + dist.get_noise(latent)
+        sb3_values, sb3_log_probs, sb3_entropy = policy.evaluate_actions(
+            obs_t, torch.from_numpy(actions)
+        )
+        net = StackedActorCritic(spec)
+        ours = net.evaluate(
+            torch.from_numpy(theta[net.start :][None]),
+            torch.from_numpy(obs[None]),
+            torch.from_numpy(actions[None]),
+        )
+    np.testing.assert_allclose(actions, sb3_actions.numpy(), atol=1e-5)
+    np.testing.assert_allclose(log_probs, sb3_log_probs.numpy(), atol=1e-5)
+    np.testing.assert_allclose(values, sb3_values.numpy()[:, 0], atol=1e-5)
+    np.testing.assert_allclose(ours[0][0].numpy(), sb3_log_probs.numpy(), atol=1e-5)
+    np.testing.assert_allclose(ours[1][0].numpy(), sb3_entropy.numpy(), atol=1e-5)
+    np.testing.assert_allclose(ours[2][0].numpy(), sb3_values.numpy()[:, 0], atol=1e-5)
+    # The std depends on the state: different observations, different log-densities of
+    # the same deviation.
+    assert np.ptp(ours[1][0].numpy()) > 1e-3
+
+
+def test_gsde_settings_are_checked_by_name():
+    with pytest.raises(ConfigError, match="policy.kwargs.use_sde"):
+        _spec("CartPole-v1", use_sde=True)
+    with pytest.raises(ConfigError, match="policy.kwargs.sde_sample_freq: must be -1"):
+        _spec("Pendulum-v1", use_sde=True, sde_sample_freq=0)
+    with pytest.raises(ConfigError, match="policy.kwargs.full_std: must be true or false"):
+        _spec("Pendulum-v1", use_sde=True, full_std="yes")
+
+
+def test_gsde_noise_is_resampled_every_sde_sample_freq_steps():
+    spec = _spec("Pendulum-v1", use_sde=True, sde_sample_freq=4)
+    noise = spec.draw_noise(np.random.default_rng(0), 10)
+    assert noise.shape == (3, spec.hidden[-1], 1)
+    assert [spec.noise_index(t) for t in range(10)] == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2]
+    once = _spec("Pendulum-v1", use_sde=True)  # sde_sample_freq -1: at the rollout's start
+    assert once.draw_noise(np.random.default_rng(0), 10).shape == (1, once.hidden[-1], 1)
+    assert {once.noise_index(t) for t in range(10)} == {0}
 
 
 def _loss_by_hand(spec, theta, batch, clip, clip_vf, ent_coef, vf_coef):
@@ -277,7 +361,11 @@ def test_loss_by_hand():
 
 
 def test_numpy_and_torch_actor_critic_agree():
-    for env_id, options in [("CartPole-v1", {"shared": True}), ("Pendulum-v1", {})]:
+    for env_id, options in [
+        ("CartPole-v1", {"shared": True}),
+        ("Pendulum-v1", {}),
+        ("Pendulum-v1", {"shared": True, "use_sde": True, "use_expln": True}),
+    ]:
         spec = _spec(env_id, normalize_obs=True, **options)
         theta = spec.init(np.random.default_rng(7))
         spec.view(theta, "obs_mean")[:] = 0.3
@@ -295,12 +383,13 @@ def test_numpy_and_torch_actor_critic_agree():
         np.testing.assert_array_equal(module.flat_into(theta), theta)
 
 
-def test_batched_sampling_rows_do_not_depend_on_the_batch():
-    spec = _spec("Pendulum-v1")
+@pytest.mark.parametrize("sde", [{}, _GSDE])
+def test_batched_sampling_rows_do_not_depend_on_the_batch(sde):
+    spec = _spec("Pendulum-v1", **sde)
     rng = np.random.default_rng(9)
     params = np.stack([spec.init(rng) for _ in range(5)])
     obs = rng.standard_normal((5, spec.obs_dim)).astype(np.float32)
-    noise = rng.standard_normal((5, 1)).astype(np.float32)
+    noise = np.stack([spec.draw_noise(rng, 1)[0] for _ in range(5)])
     together = spec.sample(params, obs, noise)
     for row in range(5):
         alone = spec.sample(params[row : row + 1], obs[row : row + 1], noise[row : row + 1])
@@ -308,8 +397,9 @@ def test_batched_sampling_rows_do_not_depend_on_the_batch():
             assert whole[row].tobytes() == single[0].tobytes()
 
 
-def test_state_resumes_exactly_through_pickle():
-    spec = _spec("Pendulum-v1", normalize_obs=True)
+@pytest.mark.parametrize("sde", [{}, _GSDE])
+def test_state_resumes_exactly_through_pickle(sde):
+    spec = _spec("Pendulum-v1", normalize_obs=True, **sde)
     config = PPOConfig(
         n_envs=E, n_steps=T, batch_size=16, n_epochs=2, schedule="linear", anneal_updates=10
     )
@@ -377,14 +467,15 @@ def _fewer_streams(rollout: Rollout, streams: int) -> Rollout:
     )
 
 
-def test_a_pair_gets_the_same_bits_alone_or_in_a_batch():
+@pytest.mark.parametrize("sde", [{}, _GSDE])
+def test_a_pair_gets_the_same_bits_alone_or_in_a_batch(sde):
     """update_many stacks the pairs in one torch computation; each pair's weights, Adam
     moments, generator and diagnostics are bit-identical to its update alone, whatever
     its neighbours: pairs of different ages (learning rate, Adam step), target_kl stopping
     them after different epochs, a pair whose update fails, a rollout of another size."""
     from coevo.optimizers.ppo_learner import update_many
 
-    spec = _spec("Pendulum-v1", normalize_obs=True)
+    spec = _spec("Pendulum-v1", normalize_obs=True, **sde)
     config = PPOConfig(
         n_envs=E,
         n_steps=T,

@@ -36,10 +36,13 @@ def _jobs(space, horizon, count=6, seed=11):
     ]
 
 
-@pytest.mark.parametrize("name", ["cartpole", "pendulum"])
-def test_streams_are_identical_whatever_the_slots_and_order(name):
+GSDE = {"use_sde": True, "sde_sample_freq": 4}
+
+
+@pytest.mark.parametrize("name, options", [("cartpole", {}), ("pendulum", {}), ("pendulum", GSDE)])
+def test_streams_are_identical_whatever_the_slots_and_order(name, options):
     space = dataclasses.replace(tasks.get(name), max_episode_steps=40)
-    policy = _policy(space, normalize_obs=True)
+    policy = _policy(space, normalize_obs=True, **options)
     theta = policy.init(np.random.default_rng(0))
     jobs = _jobs(space, horizon=90)
     first = Worker(space, policy, num_envs=6).collect_trajectories(jobs, {"theta": theta})
@@ -54,6 +57,33 @@ def test_streams_are_identical_whatever_the_slots_and_order(name):
     assert not first.errors
     # Different streams of one rollout see different episodes.
     assert first.obs[0].tobytes() != first.obs[1].tobytes()
+
+
+@pytest.mark.parametrize("freq", [4, -1])
+def test_gsde_streams_use_the_streams_exploration_matrices_on_their_cadence(freq):
+    """Each step's action is the policy's gSDE sample with the stream's own exploration
+    matrix: drawn from the stream's generator, a new one every `freq` steps (-1: one for
+    the whole rollout)."""
+    from coevo.pool.trajectories import stream_generators
+
+    space = tasks.get("pendulum")
+    policy = _policy(space, use_sde=True, sde_sample_freq=freq)
+    theta = policy.init(np.random.default_rng(0))
+    jobs = _jobs(space, horizon=10, count=2)
+    chunk = Worker(space, policy, num_envs=2).collect_trajectories(jobs, {"theta": theta})
+    for row, job in enumerate(jobs):
+        matrices = policy.draw_noise(stream_generators(job.seed, job.stream)[1], 10)
+        assert len(matrices) == (3 if freq == 4 else 1)
+        unit = np.stack([matrices[t // freq if freq > 0 else 0] for t in range(10)])
+        actions, _, log_probs, _ = policy.sample(np.tile(theta, (10, 1)), chunk.obs[row], unit)
+        np.testing.assert_array_equal(chunk.actions[row], actions)
+        np.testing.assert_array_equal(chunk.log_probs[row], log_probs)
+    # Another matrix gives other actions: the cadence is what the test pins down.
+    shifted = np.stack([matrices[min(t // 2, len(matrices) - 1)] for t in range(10)])
+    if freq == 4:
+        assert not np.array_equal(
+            policy.sample(np.tile(theta, (10, 1)), chunk.obs[1], shifted)[0], chunk.actions[1]
+        )
 
 
 def test_truncation_termination_and_bootstrap_values():

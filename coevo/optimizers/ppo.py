@@ -9,7 +9,8 @@ A rollout with a failed stream, or an update that is non-finite or exploding, le
 pair's weights and state as they were and says why in the step's record (`reason`).
 
 The policy must be the actor-critic (`policy=actor_critic`): the learner needs its value
-head and its layout.
+head and its layout. gSDE (SB3's `use_sde` / `sde_sample_freq`) is set on that policy
+(`policy.kwargs.use_sde`, `sde_sample_freq`): it changes the vector's layout.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from coevo.policies.actor_critic import ActorCriticSpec
+from coevo.policies.actor_critic import SDE_EPSILON, ActorCriticSpec
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -65,17 +65,11 @@ class StackedActorCritic:
         return {"tanh": torch.tanh, "relu": torch.relu}[self.spec.activation]
 
     def _linear(self, params: Any, h: Any, name: str) -> Any:
-        import torch
-
         layer = self.layers[name]
         pairs = params.shape[0]
         weight = params[:, layer.weight : layer.bias].view(pairs, layer.fan_out, layer.fan_in)
         bias = params[:, layer.bias : layer.stop].unsqueeze(1)
-        if layer.fan_out == 1:
-            # A one-output layer (the value head, a 1-D action) as a product and a sum: torch's
-            # batched matmul takes another kernel for it when P == 1, whose bits differ.
-            return (h * weight[:, 0].unsqueeze(1)).sum(dim=-1, keepdim=True) + bias
-        return torch.baddbmm(bias, h, weight.transpose(1, 2))
+        return _pair_matmul(h, weight, bias)
 
     def _trunk(self, params: Any, h: Any, prefix: str) -> Any:
         for index in range(len(self.spec.hidden)):
@@ -84,16 +78,47 @@ class StackedActorCritic:
 
     def forward(self, params: Any, obs: Any) -> tuple[Any, Any]:
         """(logits or Gaussian means [P, B, A], values [P, B]) of normalised observations."""
+        out, values, _ = self._forward(params, obs)
+        return out, values
+
+    def _forward(self, params: Any, obs: Any) -> tuple[Any, Any, Any]:
         pi = self._trunk(params, obs, "pi")
         out = self._linear(params, pi, "action")
         vf = pi if self.spec.shared else self._trunk(params, obs, "vf")
-        return out, self._linear(params, vf, "value")[..., 0]
+        return out, self._linear(params, vf, "value")[..., 0], pi
+
+    def _sde_std(self, params: Any) -> Any:
+        """The exploration matrix's std [P, h_k, A] (exp or expln of log_std)."""
+        import torch
+
+        spec = self.spec
+        log_std = params[:, self.log_std[0] : self.log_std[1]].view(
+            params.shape[0], *spec.log_std_shape
+        )
+        if spec.use_expln:
+            positive = log_std > 0
+            safe = torch.where(positive, log_std, 0.0) + SDE_EPSILON
+            std = torch.where(positive, torch.log1p(safe) + 1.0, torch.exp(log_std.clamp(max=0.0)))
+        else:
+            std = log_std.exp()
+        return std.expand(-1, -1, spec.act_dim)
 
     def evaluate(self, params: Any, obs: Any, actions: Any) -> tuple[Any, Any, Any]:
         """(log-probs, entropies, values), each [P, B], of `actions` at normalised `obs`."""
         import torch
 
-        out, values = self.forward(params, obs)
+        out, values, latent = self._forward(params, obs)
+        if self.spec.use_sde:
+            # gSDE: per-sample std from the policy features, taken as constants (SB3's
+            # learn_features=False); the gradient reaches log_std and the mean.
+            std = self._sde_std(params)
+            squared = (std * std).transpose(1, 2)  # [P, A, h_k], a layer's weight layout
+            variance = _pair_matmul(latent.detach() ** 2, squared, None)
+            log_scale = 0.5 * torch.log(variance + SDE_EPSILON)
+            z = (actions - out) / log_scale.exp()
+            log_probs = (-0.5 * z * z - log_scale - 0.5 * _LOG_2PI).sum(dim=-1)
+            entropy = (0.5 + 0.5 * _LOG_2PI + log_scale).sum(dim=-1)
+            return log_probs, entropy, values
         if self.spec.discrete:
             log_probs_all = torch.log_softmax(out, dim=-1)
             log_probs = log_probs_all.gather(-1, actions.unsqueeze(-1))[..., 0]
@@ -104,3 +129,17 @@ class StackedActorCritic:
         log_probs = (-0.5 * z * z - log_std - 0.5 * _LOG_2PI).sum(dim=-1)
         entropy = (0.5 + 0.5 * _LOG_2PI + log_std).sum(dim=-1).expand_as(log_probs)
         return log_probs, entropy, values
+
+
+def _pair_matmul(h: Any, weight: Any, bias: Any) -> Any:
+    """h [P, B, in] times each pair's weight [P, out, in] transposed (+ bias [P, 1, out])."""
+    import torch
+
+    if weight.shape[1] == 1:
+        # One output (the value head, a 1-D action) as a product and a sum: torch's batched
+        # matmul takes another kernel for it when P == 1, whose bits differ.
+        out = (h * weight[:, 0].unsqueeze(1)).sum(dim=-1, keepdim=True)
+        return out if bias is None else out + bias
+    if bias is None:
+        return torch.bmm(h, weight.transpose(1, 2))
+    return torch.baddbmm(bias, h, weight.transpose(1, 2))

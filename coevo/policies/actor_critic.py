@@ -8,13 +8,22 @@ The pool ships it like any policy: one float32 row per version. The layout, in o
     action head   hk -> A                (logits, or the Gaussian mean)
     value trunk   D -> h1 -> ... -> hk   only when not shared
     value head    hk -> 1                (from the value trunk, or the policy trunk if shared)
-    log_std (A)                          only for continuous actions (state-independent)
+    log_std (A)                          only for continuous actions (state-independent);
+                                         with gSDE (use_sde) [h_k, A], or [h_k, 1] without
+                                         full_std: the exploration matrix's log std
 
 Rollouts run in numpy with stacked matmuls (each row's bits independent of the batch, as for
 the MLP policy); the learner uses `ActorCriticModule`, the same function in torch, whose
 parameters are views of the same layout. Initialisation follows Stable-Baselines3's
 (orthogonal, gain sqrt(2) in the trunks, 0.01 for the action head, 1 for the value head), so
 the two PPOs start from comparable networks.
+
+gSDE (generalised state-dependent exploration, `use_sde`, as Stable-Baselines3 defines it):
+the action noise is the policy trunk's last features times an exploration matrix W [h_k, A],
+W ~ N(0, std^2) elementwise with std = exp(log_std) (or expln); a stream draws a new W every
+`sde_sample_freq` steps and at each rollout's start (-1: only there), from its own generator.
+The log-probability is that of N(mean, sqrt(features^2 @ std^2 + SDE_EPSILON)) per action
+dimension, with the features taken as constants (SB3's `learn_features=False`).
 """
 
 from __future__ import annotations
@@ -39,6 +48,9 @@ _TORCH_ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
 # Observation normalisation as SB3's VecNormalize: (obs - mean) / sqrt(var + eps), clipped.
 OBS_EPSILON = 1e-8
 _LOG_2PI = math.log(2.0 * math.pi)
+# SB3's StateDependentNoiseDistribution epsilon: added to the variance, and to the positive
+# log std inside expln.
+SDE_EPSILON = 1e-6
 
 
 @dataclass(frozen=True)
@@ -79,6 +91,11 @@ class ActorCriticSpec(Policy):
     log_std_init: float = 0.0
     normalize_obs: bool = False
     obs_clip: float = 10.0
+    # gSDE (continuous actions only); defaults as SB3's ActorCriticPolicy / PPO.
+    use_sde: bool = False
+    sde_sample_freq: int = -1  # a new exploration matrix every n steps; -1: once per rollout
+    full_std: bool = True  # log_std [h_k, A]; False: [h_k, 1], shared by the action dims
+    use_expln: bool = False  # std = expln(log_std) (the gSDE paper's), else exp(log_std)
 
     def __post_init__(self) -> None:
         if self.activation not in _ACTIVATIONS:
@@ -92,6 +109,21 @@ class ActorCriticSpec(Policy):
             )
         if self.obs_clip <= 0:
             raise ConfigError("policy.kwargs.obs_clip", f"must be > 0, got {self.obs_clip}")
+        for name in ("use_sde", "full_std", "use_expln"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(
+                    f"policy.kwargs.{name}", f"must be true or false, got {getattr(self, name)!r}"
+                )
+        freq = self.sde_sample_freq
+        if isinstance(freq, bool) or not isinstance(freq, int) or not (freq == -1 or freq >= 1):
+            raise ConfigError(
+                "policy.kwargs.sde_sample_freq",
+                f"must be -1 (once per rollout) or an integer >= 1, got {freq!r}",
+            )
+        if self.use_sde and self.discrete:
+            raise ConfigError(
+                "policy.kwargs.use_sde", "gSDE needs continuous (Box) actions; allowed: false"
+            )
 
     @functools.cached_property
     def action(self) -> ActionSpec:
@@ -109,6 +141,10 @@ class ActorCriticSpec(Policy):
         log_std_init: float = 0.0,
         normalize_obs: bool = False,
         obs_clip: float = 10.0,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        full_std: bool = True,
+        use_expln: bool = False,
     ) -> ActorCriticSpec:
         obs_dim = int(np.prod(observation_space.shape))
         options = dict(
@@ -118,6 +154,10 @@ class ActorCriticSpec(Policy):
             log_std_init=float(log_std_init),
             normalize_obs=bool(normalize_obs),
             obs_clip=float(obs_clip),
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            full_std=full_std,
+            use_expln=use_expln,
         )
         if isinstance(action_space, gym.spaces.Discrete):
             return cls(obs_dim, int(action_space.n), True, **options)
@@ -154,8 +194,14 @@ class ActorCriticSpec(Policy):
         add("value.weight", (1, self.hidden[-1]))
         add("value.bias", (1,))
         if not self.discrete:
-            add("log_std", (self.act_dim,))
+            add("log_std", self.log_std_shape)
         return segments
+
+    @property
+    def log_std_shape(self) -> tuple[int, ...]:
+        if not self.use_sde:
+            return (self.act_dim,)
+        return (self.hidden[-1], self.act_dim if self.full_std else 1)
 
     @property
     def num_params(self) -> int:
@@ -243,11 +289,18 @@ class ActorCriticSpec(Policy):
 
     def forward(self, params: np.ndarray, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(logits or Gaussian means [B, A], values [B]) of B parameter rows on B obs."""
+        out, values, _ = self._forward(params, obs)
+        return out, values
+
+    def _forward(
+        self, params: np.ndarray, obs: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(logits or means [B, A], values [B], the policy trunk's features [B, h_k])."""
         x = self.normalize(params, obs)
         pi = self._trunk(params, x, "pi")
         out = self._linear(params, pi, "action")
         vf = pi if self.shared else self._trunk(params, x, "vf")
-        return out, self._linear(params, vf, "value")[:, 0]
+        return out, self._linear(params, vf, "value")[:, 0], pi
 
     def network(self, params, obs, state):
         out, values = self.forward(params, obs)
@@ -281,17 +334,60 @@ class ActorCriticSpec(Policy):
         `predict(deterministic=True)` gives them; used for evaluation episodes."""
         return self.step(params, obs).actions
 
+    # -- rollout noise ---------------------------------------------------------------------
+    def draw_noise(self, rng: np.random.Generator, horizon: int) -> np.ndarray:
+        """A stream's noise for `horizon` steps, drawn up front from its generator: [T]
+        uniform (categorical), [T, A] standard normal (Gaussian), or with gSDE one standard
+        normal matrix [h_k, A] per exploration period ([ceil(T / sde_sample_freq), h_k, A];
+        one with sde_sample_freq -1). `noise[noise_index(t)]` is step t's."""
+        if self.discrete:
+            return rng.random(horizon)
+        if not self.use_sde:
+            return rng.standard_normal((horizon, self.act_dim), np.float32)
+        periods = 1 if self.sde_sample_freq < 1 else -(-horizon // self.sde_sample_freq)
+        return rng.standard_normal((periods, self.hidden[-1], self.act_dim), np.float32)
+
+    def noise_index(self, t: int) -> int:
+        """Which of a stream's noise draws step t of its rollout uses: a new exploration
+        matrix at the rollout's start and every sde_sample_freq steps (SB3's cadence)."""
+        if not self.use_sde:
+            return t
+        return 0 if self.sde_sample_freq < 1 else t // self.sde_sample_freq
+
+    def sde_std(self, log_std: np.ndarray) -> np.ndarray:
+        """The exploration matrix's std [..., h_k, A] from log_std [..., h_k, A or 1]."""
+        if self.use_expln:
+            # exp below 0, log1p above: the std grows slowly (the gSDE paper's expln).
+            positive = log_std > 0
+            safe = np.where(positive, log_std, 0.0) + np.float32(SDE_EPSILON)
+            std = np.where(positive, np.log1p(safe) + 1.0, np.exp(np.minimum(log_std, 0.0)))
+        else:
+            std = np.exp(log_std)
+        return np.broadcast_to(std, (*std.shape[:-1], self.act_dim)).astype(np.float32)
+
     def sample(
         self, params: np.ndarray, obs: np.ndarray, noise: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Stochastic actions from given noise: (actions, env actions, log-probs, values).
 
-        `noise` is [B, A] standard normal (Gaussian) or [B] uniform in [0, 1) (categorical,
-        inverse-CDF sampling), drawn by the caller from the job's seeded generator. Gaussian
-        actions are stored unclipped (their log-prob is of the unclipped sample) and clipped
-        into the bounds for the env, as SB3 does.
+        `noise` is [B, A] standard normal (Gaussian), [B] uniform in [0, 1) (categorical,
+        inverse-CDF sampling) or, with gSDE, [B, h_k, A] standard normal (each row's
+        exploration matrix before scaling by its std), drawn by the caller from the job's
+        seeded generator (`draw_noise`). Gaussian actions are stored unclipped (their
+        log-prob is of the unclipped sample) and clipped into the bounds for the env, as
+        SB3 does.
         """
-        out, values = self.forward(params, obs)
+        out, values, latent = self._forward(params, obs)
+        if self.use_sde:
+            std = self.sde_std(self.view(params, "log_std"))  # [B, h_k, A]
+            # Stacked matmuls: each row's bits do not depend on the batch.
+            shift = np.matmul(latent[:, None, :], std * noise)[:, 0, :]
+            actions = (out + shift).astype(np.float32)
+            variance = np.matmul((latent * latent)[:, None, :], std * std)[:, 0, :]
+            log_scale = 0.5 * np.log(variance + np.float32(SDE_EPSILON))
+            log_probs = gaussian_log_prob(actions, out, log_scale.astype(np.float32))
+            low, high = self._bounds
+            return actions, np.clip(actions, low, high), log_probs, values.astype(np.float32)
         if self.discrete:
             logits = out - out.max(axis=1, keepdims=True)
             log_probs_all = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
@@ -383,17 +479,39 @@ def _torch_module_class() -> type:
 
         def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             """(logits or means, values) of normalised observations."""
+            out, value, _ = self.features(obs)
+            return out, value
+
+        def features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            """(logits or means, values, the policy trunk's features)."""
             pi = self._trunk(obs, "pi")
             out = nn.functional.linear(pi, self._p("action.weight"), self._p("action.bias"))
             vf = pi if self.spec.shared else self._trunk(obs, "vf")
             value = nn.functional.linear(vf, self._p("value.weight"), self._p("value.bias"))
-            return out, value[:, 0]
+            return out, value[:, 0], pi
 
         def evaluate(
             self, obs: torch.Tensor, actions: torch.Tensor
         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
             """(log-probs, entropies, values) of `actions` at normalised `obs`."""
-            out, values = self(obs)
+            out, values, latent = self.features(obs)
+            if self.spec.use_sde:
+                log_std = self._p("log_std")
+                if self.spec.use_expln:
+                    positive = log_std > 0
+                    safe = torch.where(positive, log_std, 0.0) + SDE_EPSILON
+                    std = torch.where(
+                        positive, torch.log1p(safe) + 1.0, torch.exp(log_std.clamp(max=0.0))
+                    )
+                else:
+                    std = log_std.exp()
+                std = std.expand(-1, self.spec.act_dim)
+                variance = (latent.detach() ** 2) @ (std**2)
+                log_scale = 0.5 * torch.log(variance + SDE_EPSILON)
+                z = (actions - out) / log_scale.exp()
+                log_probs = (-0.5 * z * z - log_scale - 0.5 * _LOG_2PI).sum(dim=1)
+                entropy = (0.5 + 0.5 * _LOG_2PI + log_scale).sum(dim=1)
+                return log_probs, entropy, values
             if self.spec.discrete:
                 log_probs_all = torch.log_softmax(out, dim=1)
                 log_probs = log_probs_all.gather(1, actions.long().reshape(-1, 1))[:, 0]
@@ -422,10 +540,19 @@ def make_actor_critic(
     observation_space: gym.Space, action_space: gym.Space, options: Mapping[str, Any]
 ) -> ActorCriticSpec:
     """The spec `policy: {name: actor_critic, hidden, activation, log_std_init, kwargs:
-    {shared, normalize_obs, obs_clip}}` describes (actions: sampled in trajectories,
-    deterministic in evaluations, clipped into the bounds as SB3 does)."""
+    {shared, normalize_obs, obs_clip, use_sde, sde_sample_freq, full_std, use_expln}}`
+    describes (actions: sampled in trajectories, deterministic in evaluations, clipped into
+    the bounds as SB3 does)."""
     kwargs = dict(options.get("kwargs") or {})
-    allowed = ("shared", "normalize_obs", "obs_clip")
+    allowed = (
+        "shared",
+        "normalize_obs",
+        "obs_clip",
+        "use_sde",
+        "sde_sample_freq",
+        "full_std",
+        "use_expln",
+    )
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
         raise ConfigError(

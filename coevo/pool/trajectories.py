@@ -179,9 +179,11 @@ def collect(
 ) -> TrajectoryChunk:
     """Run trajectory jobs on `slots` (an `EnvSlots`), `slots.num_slots` streams at a time.
 
-    `policy` needs `sample(params, obs, noise)` and `values(params, obs)` (e.g.
-    `ActorCriticSpec`); `skeleton` is the worker's preallocated [slots, P] parameter array,
-    filled in place; `params_for(job)` gives a job's vector (the worker's weight cache).
+    `policy` needs `draw_noise(rng, horizon)` / `noise_index(t)` (a stream's noise, e.g.
+    gSDE's exploration matrices on their cadence), `sample(params, obs, noise)` and
+    `values(params, obs)` (e.g. `ActorCriticSpec`); `skeleton` is the worker's
+    preallocated [slots, P] parameter array, filled in place; `params_for(job)` gives a
+    job's vector (the worker's weight cache).
     `cache` keeps the live envs of unfinished episodes between calls, where the slots can
     save and load one (`save_slot` / `load_slot`); without it continuations are replayed.
     """
@@ -237,11 +239,7 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
     length = np.zeros(k, dtype=np.int64)
     episode_return = np.zeros(k, dtype=np.float64)
     reset_seeds: list[np.ndarray] = []
-    noise = (
-        np.zeros((k, horizon), dtype=np.float64)
-        if policy.discrete
-        else np.zeros((k, horizon, policy.act_dim), dtype=np.float32)
-    )
+    noises: list[np.ndarray] = []  # per stream; step t uses noise[policy.noise_index(t)]
     episode = np.zeros(k, dtype=np.int64)
     # The env actions of this wave, and per slot where its current episode began (-1: before
     # the wave, in its continuation) and from which reset seed: the streams' continuations.
@@ -258,10 +256,7 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
         seeds_rng, noise_rng = stream_generators(job.seed, job.stream)
         # Enough reset seeds for the most episodes a stream can have (one per step).
         reset_seeds.append(seeds_rng.integers(0, 2**31 - 1, size=horizon + 1))
-        if policy.discrete:
-            noise[position] = noise_rng.random(horizon)
-        else:
-            noise[position] = noise_rng.standard_normal((horizon, policy.act_dim), np.float32)
+        noises.append(policy.draw_noise(noise_rng, horizon))
         try:
             skeleton[position] = params_for(job)
             resumed = job.continuation
@@ -292,6 +287,7 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
     if to_replay:
         _replay(slots, jobs, rows, to_replay, obs, fail, out.stats)
 
+    noise = np.stack(noises)
     params = skeleton[:k]
     for t in range(horizon):
         live = np.flatnonzero(alive)
@@ -300,7 +296,9 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
         every = live.size == k
         p = params if every else params[live]
         o = obs if every else obs[live]
-        actions, env_actions, log_probs, values = policy.sample(p, o, noise[live, t])
+        actions, env_actions, log_probs, values = policy.sample(
+            p, o, noise[live, policy.noise_index(t)]
+        )
         at = rows[live]
         out.obs[at, t] = o
         out.actions[at, t] = actions
