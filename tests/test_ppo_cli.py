@@ -38,6 +38,10 @@ SMALL_PPO = [
         ),
         (["optimizer=ppo", "policy=actor_critic", "+optimizer.n_stepz=3"], "optimizer.n_stepz"),
         (
+            ["optimizer=ppo", "policy=actor_critic", "policy.kwargs.sde_sample_freq=0"],
+            "policy.kwargs.sde_sample_freq: must be -1 (once per rollout) or an integer >= 1",
+        ),
+        (
             ["optimizer=ppo", "policy=actor_critic", "optimizer.learner=gpu"],
             "optimizer.learner: unknown value 'gpu'; allowed: driver, ray",
         ),
