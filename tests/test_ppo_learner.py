@@ -246,7 +246,10 @@ def test_gsde_matches_sb3_state_dependent_noise(full_std, use_expln, log_std_ini
     # log_std on both sides of 0, so expln takes both branches.
     spec.view(theta, "log_std")[:] = rng.uniform(-1.5, 1.0, spec.log_std_shape)
     model = _sb3_model(
-        "Pendulum-v1", PPOConfig(n_envs=E, n_steps=T), **_GSDE, policy_kwargs=options
+        "Pendulum-v1",
+        PPOConfig(n_envs=E, n_steps=T, batch_size=T * E),
+        **_GSDE,
+        policy_kwargs=options,
     )
     policy = model.policy
     assert tuple(policy.log_std.shape) == spec.log_std_shape
