@@ -39,6 +39,7 @@ def test_ray_workers_run_one_blas_thread(ray_session, cartpole, cartpole_policy)
 
 HANDOVER = """
 import numpy as np
+import torch
 from coevo import tasks
 from coevo.policies import make_policy
 from coevo.pool import EvaluationPool
@@ -51,9 +52,11 @@ policy = make_policy("gru", env.observation_space, env.action_space, {"hidden": 
 rng = np.random.default_rng(3)
 pairs = [(policy.init(rng), space.mutate(space.initial_task(), rng)) for _ in range(5)]
 served, returns = [], []
+torch.set_num_threads(2)
 with EvaluationPool(space, policy, "ray", 2, envs_per_worker=3) as pool:
     served.append(pool.serving)  # Ray takes seconds to start: the first call runs here
     returns.append(pool.evaluate(pairs, 3, seed=7))
+    assert torch.get_num_threads() == 2  # the local worker's one thread is not the driver's
     assert pool.wait_ready()
     served.append(pool.serving)
     returns.append(pool.evaluate(pairs, 3, seed=7))

@@ -16,10 +16,12 @@ started with a parent-death signal bound to the starting thread, and would die w
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
+import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,22 @@ class _NotMainThread(logging.Filter):
         return "SIGTERM handler is not set" not in record.getMessage()
 
 
+@contextlib.contextmanager
+def _driver_torch_threads(threads: int | None = None) -> Iterator[None]:
+    """Run with `threads` torch threads (None: leave as is), then give the driver back its
+    own setting: a Ray-backend run must not change the driver's torch (e.g. a learner)."""
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    try:
+        if threads is not None and torch is not None:
+            torch.set_num_threads(threads)
+        yield
+    finally:
+        torch = sys.modules.get("torch")
+        if torch is not None and before is not None and torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
 class HandoverWorkers:
     """The backend of a pool whose embedded Ray is still starting (see the module doc)."""
 
@@ -50,7 +68,8 @@ class HandoverWorkers:
         limits: WorkerLimits | None = None,
     ):
         self.num_workers = num_workers
-        self.local = LocalWorkers(space, policy, 1, envs_per_worker)
+        with _driver_torch_threads():  # the Worker sets one torch thread, as in an actor
+            self.local = LocalWorkers(space, policy, 1, envs_per_worker)
         self.ray: Any = None
         self._error: BaseException | None = None
         self._started = threading.Event()
@@ -134,7 +153,11 @@ class HandoverWorkers:
     ) -> list[tuple[int, str, Any]]:
         # A preferred worker only lets a chunk reuse what that worker kept (never changes a
         # result): before the handover, the one local worker takes every chunk.
-        return self.current.run(chunks, sources_for, method, on_done, prefer)
+        backend = self.current
+        if backend is self.ray:
+            return backend.run(chunks, sources_for, method, on_done, prefer)
+        with _driver_torch_threads(1):  # as Ray's workers run it
+            return backend.run(chunks, sources_for, method, on_done, prefer)
 
     def close(self) -> None:
         self._started.wait()  # a Ray still starting is shut down, not left behind
