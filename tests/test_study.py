@@ -60,3 +60,47 @@ def test_the_study_trains_with_ppo_on_the_actor_critic(tmp_path):
     assert table["test_mastered_mean"].between(0, 1).all()
     assert (table["env_steps"] >= 20_000).all()
     assert "| cartpole | poet | ppo | 1 |" in (tmp_path / "table.md").read_text()
+
+
+STEPPING = ROOT / "experiments" / "stepping_stones" / "run.py"
+
+
+def test_the_stepping_stones_experiment_runs_direct_and_a_curriculum(tmp_path):
+    """Its smallest run: the hard task scored at 10 marks, a row per run, the table."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(STEPPING),
+            "--domain",
+            "acrobot_high_goal",
+            "--methods",
+            "direct,poet",
+            "--seeds",
+            "1",
+            "--budget",
+            "20000",
+            "--episodes",
+            "2",
+            "--jobs",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = pd.read_csv(tmp_path / "runs.csv")
+    assert list(runs["method"]) == ["direct", "poet"]
+    assert (runs["env_steps"] >= 20_000).all()
+    assert runs["hard_return"].between(-500, 0).all()  # -1 per step, 500 steps at most
+    curves = pd.read_csv(tmp_path / "curves.csv")
+    assert (
+        curves.groupby("method", sort=False)["hard_return"].last()
+        == runs.set_index("method")["hard_return"]
+    ).all()
+    table = (tmp_path / "table.md").read_text()
+    assert "| direct | 0 of 1 |" in table or "| direct | 1 of 1 |" in table
+    assert (tmp_path / "curves.png").stat().st_size > 0
