@@ -46,6 +46,12 @@ OVERRIDES = {
     "plr+es": {"score": "return_regret"},
     "accel+es": {"score": "return_regret"},
 }
+# POET's thresholds are returns: its config files' (200, 50, 475) are CartPole's, on [0, 500].
+# Acrobot's returns lie on [-500, 0]; the same thresholds mapped linearly onto that range.
+_ACROBOT_POET = {"repro_threshold": -300.0, "mc_lower": -450.0, "mc_upper": -25.0}
+SPACE_OVERRIDES = {
+    "acrobot_reach": {"poet": _ACROBOT_POET, "enhanced_poet": _ACROBOT_POET},
+}
 POLICY_FOR = {"es": "mlp", "ppo": "actor_critic"}
 TABLE_COLUMNS = [
     "task_space",
@@ -98,6 +104,7 @@ def study_config(space_name: str, curriculum: str, optimizer: str, seed: int):
                 "generations": 10**6,
                 **OVERRIDES.get(curriculum, {}),
                 **OVERRIDES.get(f"{curriculum}+{optimizer}", {}),
+                **SPACE_OVERRIDES.get(space_name, {}).get(curriculum, {}),
             },
         }
     )
