@@ -75,7 +75,7 @@ def test_enhanced_poet_with_ppo_admits_children_and_transfers(tmp_path):
     assert (summary["trajectory_bytes"] > 0).all()
     # Later rollouts continue earlier ones' unfinished episodes (found live, or replayed).
     continued = summary["stream_cache_hits"] + summary["stream_cache_misses"]
-    assert (continued > 0).all() and (summary["replay_steps"] >= 0).all()
+    assert (continued > 0).all()
     rows = pd.read_csv(tmp_path / "eligibility.csv")
     assert (rows["outcome"] == "admitted").any()
     # Transfer candidates were judged, the proposal ones after one PPO update each.

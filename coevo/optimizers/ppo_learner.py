@@ -240,6 +240,22 @@ def update(
     return done.theta, done.state, done.info
 
 
+def _refuse(
+    active: np.ndarray,
+    finite: np.ndarray,
+    errors: list[str],
+    epochs: np.ndarray,
+    reason: str,
+    shown: np.ndarray | None = None,
+) -> None:
+    """Stop (in place) the active pairs whose `finite` is False, each with `reason` (and its
+    own value of `shown`) as its error."""
+    for pair in np.flatnonzero(active & ~finite):
+        value = "" if shown is None else f" {float(shown[pair])}"
+        errors[pair] = f"{reason}{value} in epoch {epochs[pair]}"
+    active &= finite
+
+
 def update_many(
     spec: ActorCriticSpec,
     config: PPOConfig,
@@ -373,10 +389,8 @@ def _update_group(
             if config.target_kl is not None:
                 # As SB3: the minibatch that crosses the bound is not applied.
                 active &= ~(values[_DIAGNOSTICS.index("approx_kl")] > 1.5 * config.target_kl)
-            finite = torch.isfinite(loss).numpy()
-            for pair in np.flatnonzero(active & ~finite):
-                errors[pair] = f"non-finite loss {loss[pair].item()} in epoch {epochs[pair]}"
-            active &= finite
+            losses = loss.detach().numpy()
+            _refuse(active, np.isfinite(losses), errors, epochs, "non-finite loss", losses)
             if not active.any():
                 break
             params.grad = None
@@ -384,9 +398,7 @@ def _update_group(
             grad = params.grad
             norms = torch.linalg.vector_norm(grad, dim=1)
             finite = torch.isfinite(norms).numpy()
-            for pair in np.flatnonzero(active & ~finite):
-                errors[pair] = f"non-finite gradient norm in epoch {epochs[pair]}"
-            active &= finite
+            _refuse(active, finite, errors, epochs, "non-finite gradient norm")
             if not active.any():
                 break
             # clip_grad_norm_'s rule, per pair.

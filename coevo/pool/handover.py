@@ -154,9 +154,9 @@ class HandoverWorkers:
         # A preferred worker only lets a chunk reuse what that worker kept (never changes a
         # result): before the handover, the one local worker takes every chunk.
         backend = self.current
-        if backend is self.ray:
-            return backend.run(chunks, sources_for, method, on_done, prefer)
-        with _driver_torch_threads(1):  # as Ray's workers run it
+        # The in-process worker runs on one torch thread, as Ray's workers do.
+        local = backend is not self.ray
+        with _driver_torch_threads(1) if local else contextlib.nullcontext():
             return backend.run(chunks, sources_for, method, on_done, prefer)
 
     def close(self) -> None:
