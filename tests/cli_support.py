@@ -68,3 +68,59 @@ def run_and_kill_after_checkpoint(
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     return process
+
+
+# A small POET run on CartPole, in process: what the report and user-tool tests look at.
+SMALL_POET = [
+    "pool=local",
+    "curriculum.generations=4",
+    "curriculum.optimizer_steps=3",
+    "curriculum.repro_threshold=100",
+    "curriculum.reproduce_every=1",
+    "curriculum.max_children=4",
+    "curriculum.transfer_every=2",
+    "optimizer.population=8",
+]
+
+
+def page_result_in_chromium(run_dir: Path, tmp_path: Path, script: str) -> dict[str, str]:
+    """Load a run's report.html in headless Chromium with `script` (JavaScript run at load,
+    which sets `data-result="key=value ..."` on the body); returns those fields. Fails on a
+    script error; skips where Chromium is not installed."""
+    import shutil
+
+    import pytest
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (make test installs it where apt-get works)")
+    page = (run_dir / "report.html").read_text()
+    handler = "<script>\nwindow.onerror = (m) => { document.title = 'ERROR ' + m; };\n"
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", f"{handler}{script}\n</script></body>"))
+    shutil.copytree(run_dir / "plots", tmp_path / "plots")
+    done = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--allow-file-access-from-files",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            probe.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    dom = done.stdout
+    assert "ERROR" not in dom.split("<title>")[1].split("</title>")[0], dom[:500]
+    result = dom.split('data-result="')[1].split('"')[0]
+    return dict(item.split("=") for item in result.split())

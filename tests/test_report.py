@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import pandas as pd
 import pytest
-from cli_support import cli
+from cli_support import SMALL_POET, cli, page_result_in_chromium
 
 from coevo import tasks
 from coevo.report import plots
 from coevo.report.html import ParamFormat, write_report
 
-SMALL = [
-    "pool=local",
-    "curriculum.generations=4",
-    "curriculum.optimizer_steps=3",
-    "curriculum.repro_threshold=100",
-    "curriculum.reproduce_every=1",
-    "curriculum.max_children=4",
-    "curriculum.transfer_every=2",
-    "optimizer.population=8",
-    "test_set.every=2",
-]
+SMALL = [*SMALL_POET, "test_set.every=2"]
 
 
 @pytest.fixture(scope="module")
@@ -100,16 +88,10 @@ def test_a_single_row_summary_draws_no_generation_curves(tmp_path):
 
 
 def test_the_new_panels_load_in_headless_chromium(run_dir, tmp_path):
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.skip("chromium is not installed (make test installs it where apt-get works)")
-    probe = tmp_path / "probe.html"
-    page = (run_dir / "report.html").read_text()
-    page = page.replace(
-        "</body>",
-        """<script>
-window.onerror = (m) => { document.title = 'ERROR ' + m; };
-window.addEventListener('load', () => {
+    result = page_result_in_chromium(
+        run_dir,
+        tmp_path,
+        """window.addEventListener('load', () => {
   const ok = id => {
     const img = document.querySelector('#' + id + ' img');
     const caption = document.querySelector('#' + id + ' figcaption');
@@ -121,32 +103,6 @@ window.addEventListener('load', () => {
   const config = document.getElementById('config');
   document.body.setAttribute('data-result', ids.map(id => id + '=' + ok(id)).join(' ')
     + ' config=' + (config !== null && config.textContent.includes('curriculum:')));
-});
-</script></body>""",
+});""",
     )
-    probe.write_text(page)
-    shutil.copytree(run_dir / "plots", tmp_path / "plots")
-    done = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--allow-file-access-from-files",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            probe.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    dom = done.stdout
-    assert "ERROR" not in dom.split("<title>")[1].split("</title>")[0], dom[:500]
-    result = dict(item.split("=") for item in dom.split('data-result="')[1].split('"')[0].split())
     assert all(value == "true" for value in result.values()), result

@@ -1,22 +1,12 @@
 """The user's side: eligible-parents mode, coevo-report, coevo-eval, TensorBoard, the page."""
 
 import shutil
-import subprocess
 
 import pandas as pd
 import pytest
-from cli_support import ROOT, cli
+from cli_support import ROOT, SMALL_POET, cli, page_result_in_chromium
 
-SMALL = [
-    "pool=local",
-    "curriculum.generations=4",
-    "curriculum.optimizer_steps=3",
-    "curriculum.repro_threshold=100",
-    "curriculum.reproduce_every=1",
-    "curriculum.max_children=4",
-    "curriculum.transfer_every=2",
-    "optimizer.population=8",
-]
+SMALL = SMALL_POET
 
 
 @pytest.fixture(scope="module")
@@ -122,17 +112,11 @@ def test_tensorboard_scalars_match_the_summary(run_dir):
 
 
 def test_the_page_loads_in_headless_chromium_and_shows_its_images(run_dir, tmp_path):
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.skip("chromium is not installed (make test installs it where apt-get works)")
-    probe = tmp_path / "probe.html"
-    # Load the report in a frame-free copy that reports image sizes and script errors.
-    page = (run_dir / "report.html").read_text()
-    page = page.replace(
-        "</body>",
-        """<script>
-window.onerror = (m) => { document.title = 'ERROR ' + m; };
-window.addEventListener('load', () => {
+    # Image sizes, and the eligibility table's filter at work.
+    fields = page_result_in_chromium(
+        run_dir,
+        tmp_path,
+        """window.addEventListener('load', () => {
   const imgs = [...document.images];
   const broken = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length;
   document.getElementById('f-kind').value = 'parent'; filterRows();
@@ -141,37 +125,8 @@ window.addEventListener('load', () => {
   const onlyParents = shown.every(r => r.dataset.kind === 'parent');
   document.body.setAttribute('data-result',
     `images=${imgs.length} broken=${broken} shown=${shown.length} parents=${onlyParents}`);
-});
-</script></body>""",
+});""",
     )
-    probe.write_text(page)
-    for name in ("plots",):
-        shutil.copytree(run_dir / name, tmp_path / name)
-    done = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--allow-file-access-from-files",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            probe.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    dom = done.stdout
-    assert "ERROR" not in dom.split("<title>")[1].split("</title>")[0], dom[:500]
-    result = dom.split('data-result="')[1].split('"')[0]
-    fields = dict(item.split("=") for item in result.split())
     assert int(fields["images"]) >= 3 and fields["broken"] == "0"
     assert int(fields["shown"]) > 0 and fields["parents"] == "true"
 
