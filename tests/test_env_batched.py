@@ -13,12 +13,14 @@ from coevo.tasks.acrobot import AcrobotSlots
 from coevo.tasks.acrobot_reach import AcrobotReachSlots
 from coevo.tasks.cartpole import CartPoleSlots
 from coevo.tasks.mountain_car import MountainCarContinuousSlots
+from coevo.tasks.mountain_car_reach import MountainCarReachSlots
 from coevo.tasks.pendulum import PendulumSlots
 
 BATCHED = {
     "cartpole": CartPoleSlots,
     "pendulum": PendulumSlots,
     "mountain_car_continuous": MountainCarContinuousSlots,
+    "mountain_car_reach": MountainCarReachSlots,
     "acrobot": AcrobotSlots,
     "acrobot_reach": AcrobotReachSlots,
 }
@@ -212,8 +214,8 @@ def test_numpy_ops_used_by_the_batched_envs_are_row_stable(op):
 
 
 def _policy_params(name, policy, rng):
-    """Random MLP weights; for Acrobot, weights that mostly pump energy (torque along the
-    second joint's velocity) so that episodes end at the goal at varied times."""
+    """Random MLP weights; for Acrobot and mountain_car_reach, weights that mostly pump energy
+    (torque or force along a velocity) so that episodes end at the goal at varied times."""
     theta = policy.init(rng)
     if name.startswith("acrobot"):
         theta *= 0.1
@@ -222,6 +224,10 @@ def _policy_params(name, policy, rng):
         second = hidden * obs_dim + hidden  # start of the output layer's weights
         theta[second + 2 * hidden] += 3.0  # logit of +torque follows that unit
         theta[second] -= 3.0  # logit of -torque opposes it
+    if name == "mountain_car_reach":  # push along the velocity, so that goals are reached
+        theta *= 0.1
+        theta[1] += 5.0  # first hidden unit ~ tanh(5 * scaled velocity)
+        theta[policy.hidden[0] * policy.obs_dim + policy.hidden[0]] += 3.0  # force follows it
     return theta
 
 

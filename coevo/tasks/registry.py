@@ -17,6 +17,7 @@ _BUILTIN_MODULES = (
     "coevo.tasks.cartpole",
     "coevo.tasks.pendulum",
     "coevo.tasks.mountain_car",
+    "coevo.tasks.mountain_car_reach",
     "coevo.tasks.acrobot",
     "coevo.tasks.acrobot_reach",
     "coevo.tasks.lunar_lander",

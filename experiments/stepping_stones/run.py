@@ -92,6 +92,23 @@ DOMAINS = {
             "poet": {"repro_threshold": -300.0, "mc_lower": -490.0, "mc_upper": -100.0},
         },
     ),
+    # MountainCar as a reaching task (-1 per step until the goal, scaled observations) with a
+    # weak engine (power 0.0004, gymnasium: 0.0015): the hard task is the goal at 0.5, near
+    # the right end of the track, which takes ~5 swings of pumping along the velocity. The
+    # curricula start from the goal at -0.4, just right of the valley (one small swing).
+    "mountain_car_hilltop": Domain(
+        space="mountain_car_reach",
+        hard={"power": 0.0004, "goal_position": 0.45},
+        threshold=-500.0,
+        params={
+            "power": {"low": 0.0004, "high": 0.0004, "init": 0.0004, "step": 0.0},
+            "goal_position": {"low": -0.4, "high": 0.45, "init": -0.4, "step": 0.05},
+        },
+        overrides={
+            "plr": {"buffer_size": 64, "score": "return_regret"},
+            "poet": {"repro_threshold": -400.0, "mc_lower": -990.0, "mc_upper": -150.0},
+        },
+    ),
 }
 
 
