@@ -341,7 +341,8 @@ class EvaluationPool:
         Keys: episodes, env_steps, cache_hits, cache_misses (weight-vector cache of the
         workers, per job), bytes_shipped (driver to object store), bytes_loaded (object store
         to workers), busy_s (summed over workers) and busy_s_worker_0..N-1 (each worker's
-        time inside `Worker.run`), cpu_s (the workers' CPU time meanwhile), worker_restarts,
+        time inside `Worker.run`), cpu_s (the workers' CPU time meanwhile), overlap_starts
+        (episodes started while another chunk's still ran on that worker), worker_restarts,
         wall_s (time inside `run`), steps_per_s.
         """
         snapshot = dict(self.stats)

@@ -53,7 +53,6 @@ class RayWorker(Worker):
         self.limits = limits or WorkerLimits()
         timed = self.limits.episode_timeout_s is not None and isinstance(self.slots, GymSlots)
         self._clock = self.slots.watch() if timed else None
-        self._token = ""
 
     def info(self) -> dict[str, Any]:
         """`Worker.info`, plus the OMP_NUM_THREADS Ray gave this process (BLAS threads) and
@@ -80,12 +79,10 @@ class RayWorker(Worker):
 
         `token` names the chunk in `env_call`'s answers; with `worker_memory_mb` a
         `ChunkResult`'s stats carry this process's resident memory (`rss_mb`) after it.
+        Two calls may run at once (`max_concurrency`): `run` chunks share the rows, another
+        method waits for the rows to be free (see `Worker.run`).
         """
-        self._token = token
-        try:
-            result = getattr(self, method)(jobs, sources)
-        finally:
-            self._token = ""
+        result = getattr(self, method)(jobs, sources, token)
         stats = getattr(result, "stats", None)
         if self.limits.worker_memory_mb is not None and isinstance(stats, dict):
             stats["rss_mb"] = rss_mb()
@@ -98,7 +95,10 @@ class RayWorker(Worker):
         if running is None:
             return None
         slot, seconds = running
-        return self._token, int(self.slot_job[slot]), seconds
+        rollouts = self.rollouts
+        if self._token:  # a trajectory chunk holds the slots: no single job to name
+            return self._token, 0, seconds
+        return rollouts.slot_token[slot], int(rollouts.slot_job[slot]), seconds
 
 
 class RayWorkers:
@@ -140,10 +140,13 @@ class RayWorkers:
         # prestarts and waits for new ones (+1.3 to 1.7 s at start here). Ray itself gives
         # each actor OMP_NUM_THREADS=1 (numpy's BLAS reads it) unless the user set it.
         # The `control` group: a second thread answers `env_call` while a chunk runs.
+        # Two chunk calls at once (the one running, the one queued behind it): the queued
+        # chunk's episodes fill the rows the running one's last episodes leave free.
         self._actor = ray.remote(
             num_cpus=cpus_each,
             max_restarts=-1,
             max_task_retries=CHUNK_RETRIES,
+            max_concurrency=IN_FLIGHT_PER_WORKER,
             concurrency_groups={"control": 1},
         )(RayWorker).options(scheduling_strategy="SPREAD")
         self.workers = [self._new_actor() for _ in range(num_workers)]

@@ -133,8 +133,10 @@ class GymSlots:
         # gathered in lists and turned into arrays once per call (a numpy row assignment per
         # slot cost more than the list appends and one conversion).
         step = self._step
-        # Discrete envs get Python ints; continuous ones a float32 row per slot.
-        moves = actions.tolist() if self.discrete else list(actions)
+        # Discrete envs get numpy int64 scalars, as `action_space.sample()` and gymnasium's
+        # vector envs give them: `Discrete.contains` checks a Python int against the dtype's
+        # limits (`np.iinfo`), ~0.5 us more per CartPole step. Continuous envs get a row each.
+        moves = list(actions.astype(np.int64, copy=False)) if self.discrete else list(actions)
         observations: list[Any] = []
         rewards: list[float] = []
         done: list[bool] = []

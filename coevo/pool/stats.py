@@ -16,6 +16,9 @@ CHUNK_STAT_KEYS = (
     "bytes_loaded",
     "busy_s",
     "cpu_s",
+    # Episodes a worker started while another chunk's episodes still ran there (the next
+    # call's jobs filling rows that the previous call's last episodes left free).
+    "overlap_starts",
     "trajectory_bytes",  # trajectory jobs: the arrays' size that came back to the driver
     # Trajectory streams continuing an episode: live env found in the worker's cache or not;
     # on a miss the env is reset and the episode's actions replayed (steps and seconds).

@@ -5,20 +5,20 @@ The same class runs in-process (local backend) and as a Ray actor.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 import time
-import traceback
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from coevo.policies.base import Policy
-from coevo.policies.noise import seed_key, uniforms
-from coevo.pool.jobs import EpisodeJob, Perturbed, Stored, perturbation_noise
+from coevo.pool.jobs import EpisodeJob, Stored, perturbation_noise
+from coevo.pool.rollout import Chunk, ChunkResult, Rollouts, timed
 from coevo.pool.slots import EnvSlots, GymSlots
 from coevo.tasks.task import TaskSpace
 
@@ -29,16 +29,6 @@ STREAMS_PER_SLOT = 2
 # Object-store blocks a worker keeps (each at most store.BLOCK_BYTES): chunks walk through
 # the versions in registration order, so the current block and the one before suffice.
 _BLOCK_CACHE = 2
-
-
-@dataclass
-class ChunkResult:
-    """Returns and lengths of a chunk's episodes, in job order, with the worker's counters."""
-
-    returns: np.ndarray
-    lengths: np.ndarray
-    errors: dict[int, str]
-    stats: dict[str, float] = field(default_factory=dict)
 
 
 class Worker:
@@ -61,9 +51,13 @@ class Worker:
         if "torch" in sys.modules:  # a torch policy or env: one thread per worker
             sys.modules["torch"].set_num_threads(1)
         self.skeleton = np.zeros((num_envs, policy.num_params), dtype=np.float32)
-        self.obs = np.zeros((num_envs, policy.obs_dim), dtype=np.float32)
-        self.state = policy.initial_state(num_envs)
-        self.noise_keys = np.zeros(num_envs, dtype=np.uint64)
+        self.rollouts = Rollouts(
+            self.slots, policy, space.max_episode_steps, self.skeleton, self._params
+        )
+        # Whose turn it is to drive the rollouts (calls may overlap on a Ray actor).
+        self._turn = threading.Condition()
+        self._driving = False
+        self._exclusive = False  # a trajectory chunk holds the slots
         self.cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.cache_size = cache_size
         # Blocks of vectors fetched from the object store, so that the other versions in a
@@ -72,8 +66,8 @@ class Worker:
         self._noise_seed: tuple[int, int] | None = None
         self._noise = np.zeros(0, dtype=np.float32)
         self.pid = os.getpid()
-        self.slot_job = np.full(num_envs, -1, dtype=np.int64)  # each slot's job in `run`
         self.streams: Any = None  # trajectory streams' live envs (a StreamCache), when used
+        self._token = ""  # the trajectory chunk holding the slots (see RayWorker.env_call)
 
     def ping(self) -> int:
         """This worker's process id (a restarted Ray actor answers with a new one)."""
@@ -119,160 +113,96 @@ class Worker:
             self.cache.popitem(last=False)
         return vector
 
-    def run(self, jobs: Sequence[EpisodeJob], sources: Mapping[str, Any]) -> ChunkResult:
+    def run(
+        self, jobs: Sequence[EpisodeJob], sources: Mapping[str, Any], token: str = ""
+    ) -> ChunkResult:
         """Run every job; results in job order.
 
         `sources` maps each weight key of the jobs to (block id, block or its Ray ObjectRef,
         row), as the pool sends them, or to a bare vector; only cache misses read it.
+        `token` names the chunk in `env_call`'s answers (Ray backend).
 
-        The running episodes always fill a prefix of the per-row arrays (parameters,
-        observations, state, noise keys, return, length): row r runs in env slot
-        `env_slot[r]`. An episode that ends hands its row to the next job; when no job is
-        left, the last running row moves into it. So every step works on views `[:n]` (no
-        gather or scatter copies while a chunk drains), and a row's numbers never depend on
-        the rows around it, so where an episode runs does not change its result.
+        Calls may overlap (a Ray actor takes two at once): the chunk joins the queue of
+        `rollouts`, and one calling thread at a time drives the rows, whichever chunks
+        their episodes belong to, until its own chunk is done; then a thread whose chunk is
+        not done yet takes over. So a second call's episodes fill the rows the first one's
+        last episodes leave free, and each call still returns exactly its own results.
         """
-        started = time.perf_counter()
-        cpu_started = time.process_time()
-        counters = {"cache_hits": 0.0, "cache_misses": 0.0, "bytes_loaded": 0.0}
-        n_jobs = len(jobs)
-        returns = np.zeros(n_jobs, dtype=np.float64)
-        lengths = np.zeros(n_jobs, dtype=np.int64)
-        errors: dict[int, str] = {}
-        max_steps = self.space.max_episode_steps
-        num_slots = self.slots.num_slots
-        # Each env slot's job; public so that a watchdog thread can tell which job an env
-        # call belongs to (set already during the reset).
-        slot_job = self.slot_job = np.full(num_slots, -1, dtype=np.int64)
-        env_slot = np.arange(num_slots, dtype=np.int64)  # row -> env slot
-        row_job = np.full(num_slots, -1, dtype=np.int64)  # row -> job
-        row_return = np.zeros(num_slots, dtype=np.float64)
-        row_length = np.zeros(num_slots, dtype=np.int64)
-        row_failed: dict[int, str] = {}  # by job
-        perturbed: dict[Perturbed, np.ndarray] = {}
-        skeleton, obs_rows, state_rows, keys = self.skeleton, self.obs, self.state, self.noise_keys
-        next_job = 0
+        chunk = Chunk(jobs, sources, token)
+        with self._turn:
+            self.rollouts.add(chunk)
+            while not chunk.done and (self._driving or self._exclusive):
+                self._turn.wait()
+            if not chunk.done:
+                self._driving = True
+        if not chunk.done:
+            started, cpu_started = time.perf_counter(), time.process_time()
+            try:
+                self.rollouts.drive(chunk, self._chunk_done)
+            except BaseException as error:  # the loop itself broke: fail every chunk in it
+                with self._turn:
+                    self.rollouts.abandon(error)
+                raise
+            finally:
+                timed(chunk, started, cpu_started)
+                with self._turn:
+                    self._driving = False
+                    self._turn.notify_all()
+        if chunk.failure is not None:
+            raise RuntimeError(f"the worker's rollout loop failed: {chunk.failure!r}")
+        return chunk.result(self.pid)
 
-        def start(row: int) -> bool:
-            """Give `row` (its env slot) the next job; False when none is left."""
-            nonlocal next_job
-            slot = int(env_slot[row])
-            while next_job < n_jobs:
-                index, job = next_job, jobs[next_job]
-                next_job += 1
-                slot_job[slot] = index
-                try:
-                    skeleton[row] = self._params(job, sources, counters, perturbed)
-                    obs_rows[row] = self.slots.reset_slot(slot, job.task, job.seed)
-                    state_rows[row] = 0.0
-                    keys[row] = seed_key(job.seed)
-                except Exception:  # an env that fails on a task fails that episode only
-                    errors[index] = traceback.format_exc(limit=3)
-                    returns[index] = np.nan
-                    continue
-                row_job[row] = index
-                row_return[row] = 0.0
-                row_length[row] = 0
-                return True
-            slot_job[slot] = -1
-            return False
+    def _chunk_done(self, chunk: Chunk) -> None:
+        with self._turn:
+            self._turn.notify_all()
 
-        def finish(row: int) -> None:
-            index = int(row_job[row])
-            total, length = float(row_return[row]), int(row_length[row])
-            lengths[index] = length
-            message = row_failed.pop(index, None)
-            if message is None and not np.isfinite(total):
-                # A NaN or infinite return is a broken episode, never a score.
-                message = f"non-finite return {total} after {length} steps"
-            if message is None:
-                returns[index] = total
-            else:
-                errors[index] = message
-                returns[index] = np.nan
+    @contextlib.contextmanager
+    def _exclusive_turn(self) -> Iterator[None]:
+        """Wait until no episode runs, then hold the slots alone (trajectory chunks)."""
+        with self._turn:
+            while self._driving or self._exclusive or not self.rollouts.idle:
+                self._turn.wait()
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._turn:
+                self._exclusive = False
+                self._turn.notify_all()
 
-        def move(source: int, target: int) -> None:
-            """Row `source`'s running episode continues in row `target`."""
-            for array in (skeleton, obs_rows, state_rows, keys, env_slot, row_job):
-                array[target] = array[source]
-            row_return[target] = row_return[source]
-            row_length[target] = row_length[source]
-
-        running = 0  # rows [0, running) hold running episodes
-        while running < num_slots and start(running):
-            running += 1
-        policy, step_slots = self.policy, self.slots.step_slots
-        noise_dim = policy.noise_dim
-        recurrent = policy.state_size > 0
-        noise = None
-        changed = True
-        while running:
-            if changed:  # views rebuilt only when the number of running rows changes
-                params, obs, state = skeleton[:running], obs_rows[:running], state_rows[:running]
-                slots, total, length = (
-                    env_slot[:running],
-                    row_return[:running],
-                    row_length[:running],
-                )
-                changed = False
-            if noise_dim:  # a function of (episode seed, step) per row: batch-independent
-                noise = uniforms(keys[:running], length, noise_dim)
-            output = policy.step(params, obs, state, noise)
-            if recurrent:
-                state[:] = output.state
-            next_obs, rewards, done, step_errors = step_slots(slots, output.actions)
-            obs[:] = next_obs
-            total += rewards
-            length += 1
-            done |= length >= max_steps
-            for position, message in step_errors.items():
-                row_failed[int(row_job[position])] = message
-                done[position] = True
-            if done.any():
-                # Highest rows first: a row moved down from the end is then never one whose
-                # episode ended this step.
-                for row in np.flatnonzero(done)[::-1].tolist():
-                    finish(row)
-                    if not start(row):
-                        running -= 1
-                        if row != running:
-                            move(running, row)
-                        changed = True
-        counters["episodes"] = float(n_jobs)
-        counters["env_steps"] = float(lengths.sum())
-        counters["busy_s"] = time.perf_counter() - started
-        # CPU seconds of this process meanwhile: less than busy_s when other processes
-        # compete for the cores; steps per cpu_s measures the loop free of that contention.
-        counters["cpu_s"] = time.process_time() - cpu_started
-        counters["pid"] = float(self.pid)
-        return ChunkResult(returns, lengths, errors, counters)
-
-    def collect_trajectories(self, jobs: Sequence[Any], sources: Mapping[str, Any]) -> Any:
+    def collect_trajectories(
+        self, jobs: Sequence[Any], sources: Mapping[str, Any], token: str = ""
+    ) -> Any:
         """Run trajectory jobs (coevo/pool/trajectories.py) on this worker's slots; the
-        policy must sample with a value head (the actor-critic)."""
+        policy must sample with a value head (the actor-critic). It waits for the slots to
+        be free of `run` chunks and holds them alone; `token` names it meanwhile."""
         from coevo.pool.trajectories import StreamCache, collect
 
-        started, cpu_started = time.perf_counter(), time.process_time()
         counters = {"cache_hits": 0.0, "cache_misses": 0.0, "bytes_loaded": 0.0}
         if self.streams is None:
             self.streams = StreamCache(STREAMS_PER_SLOT * self.slots.num_slots)
-        chunk = collect(
-            self.slots,
-            self.policy,
-            self.space.max_episode_steps,
-            jobs,
-            lambda job: self._weights(job.params.key, sources, counters),
-            self.skeleton,
-            self.streams,
-        )
+        with self._exclusive_turn():
+            self._token = token
+            started, cpu_started = time.perf_counter(), time.process_time()
+            chunk = collect(
+                self.slots,
+                self.policy,
+                self.space.max_episode_steps,
+                jobs,
+                lambda job: self._weights(job.params.key, sources, counters),
+                self.skeleton,
+                self.streams,
+            )
+            self._token = ""
         chunk.stats.update(counters)
         chunk.stats["busy_s"] = time.perf_counter() - started
         chunk.stats["cpu_s"] = time.process_time() - cpu_started
         chunk.stats["pid"] = float(self.pid)
         return chunk
 
-    def _params(self, job, sources, counters, perturbed) -> np.ndarray:
-        source = job.params
+    def _params(self, job: EpisodeJob, chunk: Chunk) -> np.ndarray:
+        source, sources, counters = job.params, chunk.sources, chunk.counters
+        perturbed = chunk.perturbed
         if isinstance(source, Stored):
             return self._weights(source.key, sources, counters)
         if source not in perturbed:

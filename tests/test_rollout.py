@@ -1,0 +1,108 @@
+"""A worker's rows shared by overlapping calls (coevo/pool/rollout.py): the second call's
+episodes fill the rows the first call's last episodes leave free, and each call still gets
+exactly its own results."""
+
+import dataclasses
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from coevo.pool import EpisodeJob, EvaluationPool, Stored, Worker
+from coevo.tasks import Task
+
+
+def _chunks(space, policy, solver):
+    """Chunk A: a wave of long (solver) episodes, short random ones, then two long ones
+    that leave rows free while they run; chunk B: short random episodes, which can start
+    in those rows (B's call arrives during A's first wave)."""
+    rng = np.random.default_rng(3)
+    sources = {"solver": solver, **{f"r{i}": policy.init(rng) for i in range(6)}}
+    task = space.initial_task()
+    first = [EpisodeJob(Stored("solver"), task, 20 + seed) for seed in range(4)]
+    first += [EpisodeJob(Stored(f"r{i}"), task, seed) for i in range(3) for seed in range(2)]
+    first += [EpisodeJob(Stored("solver"), task, seed) for seed in range(2)]
+    second = [EpisodeJob(Stored(f"r{i}"), task, 10 + seed) for i in range(6) for seed in (0, 1)]
+    return sources, first, second
+
+
+def _overlapping(worker, sources, first, second):
+    """Run `first` and, once it is under way, `second` on two threads (as a Ray actor with
+    two calls in flight does); both results."""
+    results = {}
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)  # B's thread gets in while A's first wave runs
+
+    def call(name, jobs):
+        results[name] = worker.run(jobs, sources, token=name)
+
+    one = threading.Thread(target=call, args=("first", first))
+    one.start()
+    deadline = time.monotonic() + 10
+    while not worker._driving and time.monotonic() < deadline:
+        time.sleep(0.0005)
+    two = threading.Thread(target=call, args=("second", second))
+    two.start()
+    one.join()
+    two.join()
+    sys.setswitchinterval(switch)
+    return results["first"], results["second"]
+
+
+@pytest.mark.parametrize("slots", ["gym", "batched"])
+def test_overlapping_calls_return_what_separate_calls_return(
+    cartpole, cartpole_policy, cartpole_solver, slots
+):
+    space = cartpole if slots == "batched" else dataclasses.replace(cartpole, make_slots=None)
+    sources, first, second = _chunks(space, cartpole_policy, cartpole_solver)
+    alone = Worker(space, cartpole_policy, num_envs=4)
+    expected = [alone.run(first, sources), alone.run(second, sources)]
+
+    worker = Worker(space, cartpole_policy, num_envs=4)
+    got = _overlapping(worker, sources, first, second)
+
+    for want, have in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(have.returns, want.returns)
+        np.testing.assert_array_equal(have.lengths, want.lengths)
+        assert have.errors == want.errors == {}
+    assert expected[0].lengths.max() >= 400  # the solver's long episodes are in chunk A
+    # B's episodes started while A's long ones ran, and the rows are free again after.
+    assert got[1].stats["overlap_starts"] > 0
+    assert expected[1].stats["overlap_starts"] == 0
+    assert worker.rollouts.idle and worker.rollouts.chunks_in_rows == 0
+    steps = sum(result.stats["env_steps"] for result in got)
+    assert steps == sum(result.lengths.sum() for result in expected)
+
+
+def test_a_failing_reset_in_an_overlapping_call_fails_that_episode_only(
+    cartpole, cartpole_policy, cartpole_solver
+):
+    space = dataclasses.replace(cartpole, make_slots=None)
+    sources, first, second = _chunks(space, cartpole_policy, cartpole_solver)
+    # A task the env cannot take (no parameters at all): set_task raises at the reset.
+    broken = dataclasses.replace(second[0], task=Task(space.name, ()))
+    worker = Worker(space, cartpole_policy, num_envs=4)
+    _, got = _overlapping(worker, sources, first, [broken, *second[1:]])
+    assert np.isnan(got.returns[0]) and list(got.errors) == [0]
+    alone = Worker(space, cartpole_policy, num_envs=4).run(second[1:], sources)
+    np.testing.assert_array_equal(got.returns[1:], alone.returns)
+
+
+def test_ray_workers_overlap_calls_with_the_same_results(
+    ray_session, cartpole, cartpole_policy, cartpole_solver
+):
+    space = dataclasses.replace(cartpole, make_slots=None)
+    rng = np.random.default_rng(5)
+    pairs = [(cartpole_policy.init(rng), space.initial_task()) for _ in range(10)]
+    pairs += [(cartpole_solver, space.initial_task())] * 2
+    with EvaluationPool(space, cartpole_policy, "local", 1, 4) as pool:
+        expected = pool.evaluate(pairs, episodes=4, seed=2)
+    with EvaluationPool(space, cartpole_policy, "ray", 1, 4) as pool:
+        pool.wait_ready()
+        before = pool.stats_snapshot()["overlap_starts"]
+        got = pool.evaluate(pairs, episodes=4, seed=2)
+        overlapped = pool.stats_snapshot()["overlap_starts"] - before
+    np.testing.assert_array_equal(got, expected)
+    assert overlapped > 0
