@@ -198,19 +198,21 @@ class Rollouts:
         self.row_return[target] = self.row_return[source]
         self.row_length[target] = self.row_length[source]
 
-    def _sort_rows(self) -> None:
+    def _sort_rows(self) -> bool:
         """Put the rows in env slot order: batched slots step every slot without a gather
         when all of them run and the slots come sorted (`BatchedSlots.step_slots`). Moves
-        while a chunk drained may have shuffled them; a later chunk's jobs refill them."""
+        while a chunk drained may have shuffled them; a later chunk's jobs refill them.
+        True if they moved."""
         order = np.argsort(self.env_slot, kind="stable")
         if (order == np.arange(order.size)).all():
-            return
+            return False
         for name in ("skeleton", "obs", "state", "keys", "env_slot", "row_job"):
             array = getattr(self, name)
             array[:] = array[order]
         self.row_return[:] = self.row_return[order]
         self.row_length[:] = self.row_length[order]
         self.row_chunk = [self.row_chunk[i] for i in order.tolist()]
+        return True
 
     def drive(self, until: Chunk, on_done: Callable[[Chunk], None]) -> None:
         """Step every running episode, whichever chunk it belongs to, until `until` is done.
@@ -226,11 +228,12 @@ class Rollouts:
         changed = True
         while not until.done:
             if self.running < num_slots and self.queue:
+                before = self.running
                 while self.running < num_slots and self._start(self.running):
                     self.running += 1
                 if self.running == num_slots:
-                    self._sort_rows()
-                changed = True
+                    changed |= self._sort_rows()
+                changed |= self.running != before
             while self.failed_at_reset:  # chunks whose last jobs failed at their reset
                 on_done(self.failed_at_reset.pop())
             running = self.running
@@ -272,7 +275,9 @@ class Rollouts:
                             self._move(self.running, row)
                     if chunk.done:
                         on_done(chunk)
-                changed = True
+                # A new episode in an ended one's row keeps the views (and the policy's
+                # per-layer views of `params`, cached while it is the same array).
+                changed = self.running != running
         while self.failed_at_reset:
             on_done(self.failed_at_reset.pop())
 
