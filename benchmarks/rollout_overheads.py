@@ -1,0 +1,185 @@
+"""Where a worker's time goes beside the env's own step, in one process (no Ray).
+
+One `Worker` (one gymnasium env per slot, MLP policy, `--slots` rows), per CPU second of
+this process (`time.process_time`, so other processes' load counts less), each figure the
+best of `--repeats`, beside the env alone stepped in the same run:
+
+  per step      policies whose episodes all last the env's time limit (found by trying
+                random MLPs): the loop's cost per env step, with resets out of the way
+  per episode   policies whose episodes last about 10 steps: what each episode adds
+                (params copied into the row, reset with its seed, bookkeeping)
+  seeded reset  the env's reset with a seed (what determinism needs) and without
+  chunks        the pool's chunks for one of 2 workers on random policies (256 pairs x 5
+                episodes), run one after the other, and as a Ray actor runs them: two calls
+                at once, the second's episodes filling rows the first's last ones leave
+                free; rows per policy call and time per env step
+
+    .venv/bin/python benchmarks/rollout_overheads.py [--task cartpole] [--hidden 64 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import threading
+import time
+import timeit
+
+import numpy as np
+
+from coevo import tasks
+from coevo.policies import PolicySpec
+from coevo.pool.jobs import EpisodeJob, Stored
+from coevo.pool.scheduling import chunk_sizes
+from coevo.pool.worker import Worker
+
+
+class CountingPolicy:
+    """The policy, counting its calls and the rows they carried."""
+
+    def __init__(self, policy):
+        self.policy, self.calls, self.rows = policy, 0, 0
+        self.noise_dim, self.state_size = policy.noise_dim, policy.state_size
+
+    def step(self, params, obs, state, noise):
+        self.calls += 1
+        self.rows += obs.shape[0]
+        return self.policy.step(params, obs, state, noise)
+
+
+def best_us_per_step(worker: Worker, jobs: list, sources: dict, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        cpu = time.process_time()
+        result = worker.run(jobs, sources)
+        best = min(best, (time.process_time() - cpu) / result.lengths.sum())
+    return best * 1e6
+
+
+def env_us_per_step(space, seconds: float, repeats: int) -> float:
+    """The env alone: a constant action of its own type, unseeded resets."""
+    env = space.make_env()
+    env.set_task(space.initial_task().as_dict())
+    space_ = env.action_space
+    action = space_.dtype.type(0) if hasattr(space_, "n") else np.zeros(space_.shape, space_.dtype)
+    best = float("inf")
+    for _ in range(repeats):
+        env.reset(seed=0)
+        steps, cpu = 0, time.process_time()
+        while time.process_time() - cpu < seconds:
+            for _ in range(500):
+                _, _, terminated, truncated, _ = env.step(action)
+                if terminated or truncated:
+                    env.reset()
+            steps += 500
+        best = min(best, (time.process_time() - cpu) / steps)
+    return best * 1e6
+
+
+def overlapping(worker: Worker, chunks: list[list], sources: dict) -> int:
+    """Run the chunks as a Ray actor with two calls in flight does; env steps."""
+    pending = list(chunks)
+    lock, steps = threading.Lock(), []
+
+    def caller() -> None:
+        while True:
+            with lock:
+                if not pending:
+                    return
+                chunk = pending.pop(0)
+            steps.append(int(worker.run(chunk, sources).lengths.sum()))
+
+    threads = [threading.Thread(target=caller) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(steps)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--task", default="cartpole")
+    parser.add_argument("--hidden", type=int, nargs="+", default=[64, 64])
+    parser.add_argument("--slots", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    space = dataclasses.replace(tasks.get(args.task), make_slots=None)  # one env per slot
+    env = space.make_env()
+    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=args.hidden)
+    rng = np.random.default_rng(0)
+    task = space.initial_task()
+    sources = {f"p{i}": policy.init(rng) for i in range(4000)}
+    probe = Worker(space, policy, args.slots)
+    lengths = probe.run([EpisodeJob(Stored(k), task, 0) for k in sources], sources).lengths
+    keys = list(sources)
+    limit = space.max_episode_steps
+    long_keys = [keys[i] for i in np.flatnonzero(lengths == limit)[: args.slots]]
+    short_keys = [keys[i] for i in np.flatnonzero((lengths >= 8) & (lengths <= 12))[: args.slots]]
+
+    env_us = env_us_per_step(space, 0.5, args.repeats)
+    print(f"{args.task}, MLP {args.hidden}, {args.slots} slots, one process, per CPU second")
+    print(f"  env alone (own action type, unseeded resets): {env_us:6.2f} us per step")
+    worker = Worker(space, policy, args.slots)
+    rows = {}
+    for name, chosen in (("long", long_keys), ("short", short_keys)):
+        if not chosen:
+            print(f"  no {name} episodes among 4000 random policies")
+            continue
+        jobs = [EpisodeJob(Stored(k), task, 0) for k in chosen]
+        jobs = jobs * max(
+            1, round(4 * args.slots / len(jobs) * (limit / 10 if name == "short" else 1))
+        )
+        per_step = best_us_per_step(worker, jobs, sources, args.repeats)
+        mean_length = float(np.mean([lengths[keys.index(k)] for k in chosen]))
+        rows[name] = (per_step, mean_length, len(chosen))
+    if "long" in rows:
+        per_step, _, count = rows["long"]
+        print(
+            f"  per step: {count} episodes of {limit} steps at a time: {per_step:6.2f} us per step"
+            f" = env + {per_step - env_us:.2f} (env / pool {env_us / per_step:.2f})"
+        )
+    if "short" in rows and "long" in rows:
+        per_step, mean_length, _ = rows["short"]
+        per_episode = (per_step - rows["long"][0]) * mean_length
+        print(
+            f"  per episode: {mean_length:.1f}-step episodes: {per_step:6.2f} us per step, so"
+            f" ~{per_episode:.1f} us more per episode"
+        )
+    reset_env = space.make_env()
+    reset_env.set_task(task.as_dict())
+    seeded = min(timeit.repeat(lambda: reset_env.reset(seed=0), number=2000, repeat=3)) / 2000
+    unseeded = min(timeit.repeat(lambda: reset_env.reset(), number=2000, repeat=3)) / 2000
+    print(f"  reset with a seed {seeded * 1e6:.2f} us, without {unseeded * 1e6:.2f} us")
+
+    pairs, episodes = 256, 5
+    jobs = [
+        EpisodeJob(Stored(keys[i]), task, seed) for i in range(pairs) for seed in range(episodes)
+    ]
+    sizes = chunk_sizes(len(jobs), 2, args.slots)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    mine = [jobs[starts[i] : starts[i + 1]] for i in range(0, len(sizes), 2)]  # worker 0's
+    counting = CountingPolicy(policy)
+    worker = Worker(space, policy, args.slots)
+    worker.rollouts.policy = counting
+    print(f"  chunks of {pairs} x {episodes} episodes, one of 2 workers': {[len(c) for c in mine]}")
+    for name in ("one call at a time", "two calls at once"):
+        best, per_call = float("inf"), 0.0
+        for _ in range(args.repeats):
+            counting.calls = counting.rows = 0
+            cpu = time.process_time()
+            if name == "one call at a time":
+                steps = sum(int(worker.run(chunk, sources).lengths.sum()) for chunk in mine)
+            else:
+                steps = overlapping(worker, mine, sources)
+            best = min(best, (time.process_time() - cpu) / steps)
+            per_call = counting.rows / counting.calls
+        print(
+            f"    {name}: {best * 1e6:6.2f} us per step, {per_call:.1f} rows per policy call"
+            f" (env / pool {env_us / (best * 1e6):.2f})"
+        )
+
+
+if __name__ == "__main__":
+    main()
