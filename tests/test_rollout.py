@@ -3,7 +3,6 @@ episodes fill the rows the first call's last episodes leave free, and each call 
 exactly its own results."""
 
 import dataclasses
-import sys
 import threading
 import time
 
@@ -28,26 +27,43 @@ def _chunks(space, policy, solver):
     return sources, first, second
 
 
+class _HoldFirstStep:
+    """The worker's policy, whose first step waits until a second chunk is queued: so the
+    second call arrives while the first one runs, whatever the threads' timing."""
+
+    def __init__(self, worker):
+        self.worker, self.policy = worker, worker.rollouts.policy
+        self.noise_dim, self.state_size = self.policy.noise_dim, self.policy.state_size
+        self.held = False
+
+    def step(self, *args):
+        if not self.held:
+            self.held = True
+            deadline = time.monotonic() + 30
+            while len(self.worker.rollouts.queue) < 2 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert len(self.worker.rollouts.queue) == 2, "the second call never arrived"
+        return self.policy.step(*args)
+
+
 def _overlapping(worker, sources, first, second):
-    """Run `first` and, once it is under way, `second` on two threads (as a Ray actor with
-    two calls in flight does); both results."""
+    """Run `first` and, while it runs, `second` on two threads (as a Ray actor with two
+    calls in flight does); both results."""
     results = {}
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(1e-4)  # B's thread gets in while A's first wave runs
+    worker.rollouts.policy = _HoldFirstStep(worker)
 
     def call(name, jobs):
         results[name] = worker.run(jobs, sources, token=name)
 
     one = threading.Thread(target=call, args=("first", first))
     one.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while not worker._driving and time.monotonic() < deadline:
         time.sleep(0.0005)
     two = threading.Thread(target=call, args=("second", second))
     two.start()
     one.join()
     two.join()
-    sys.setswitchinterval(switch)
     return results["first"], results["second"]
 
 
@@ -96,7 +112,11 @@ def test_ray_workers_overlap_calls_with_the_same_results(
     space = dataclasses.replace(cartpole, make_slots=None)
     rng = np.random.default_rng(5)
     pairs = [(cartpole_policy.init(rng), space.initial_task()) for _ in range(10)]
-    pairs += [(cartpole_solver, space.initial_task())] * 2
+    # The first chunk (24 episodes, pairs 0-5) ends with a solver's four 500-step
+    # episodes, started as rows free up and so ending one by one: rows the second call's
+    # episodes can take (that call is on the actor by then: both are sent at once).
+    pairs.insert(5, (cartpole_solver, space.initial_task()))
+    pairs.append((cartpole_solver, space.initial_task()))
     with EvaluationPool(space, cartpole_policy, "local", 1, 4) as pool:
         expected = pool.evaluate(pairs, episodes=4, seed=2)
     with EvaluationPool(space, cartpole_policy, "ray", 1, 4) as pool:
