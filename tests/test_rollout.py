@@ -31,8 +31,8 @@ class _HoldFirstStep:
     """The worker's policy, whose first step waits until a second chunk is queued: so the
     second call arrives while the first one runs, whatever the threads' timing."""
 
-    def __init__(self, worker):
-        self.worker, self.policy = worker, worker.rollouts.policy
+    def __init__(self, worker, queued=2):
+        self.worker, self.policy, self.queued = worker, worker.rollouts.policy, queued
         self.noise_dim, self.state_size = self.policy.noise_dim, self.policy.state_size
         self.held = False
 
@@ -40,9 +40,9 @@ class _HoldFirstStep:
         if not self.held:
             self.held = True
             deadline = time.monotonic() + 30
-            while len(self.worker.rollouts.queue) < 2 and time.monotonic() < deadline:
+            while len(self.worker.rollouts.queue) < self.queued and time.monotonic() < deadline:
                 time.sleep(0.001)
-            assert len(self.worker.rollouts.queue) == 2, "the second call never arrived"
+            assert len(self.worker.rollouts.queue) == self.queued, "the next call never came"
         return self.policy.step(*args)
 
 
@@ -126,3 +126,61 @@ def test_ray_workers_overlap_calls_with_the_same_results(
         overlapped = pool.stats_snapshot()["overlap_starts"] - before
     np.testing.assert_array_equal(got, expected)
     assert overlapped > 0
+
+
+def test_a_caller_whose_job_is_being_started_waits_for_its_result(
+    cartpole, cartpole_policy, cartpole_solver
+):
+    """Found in review: a waiting caller looked at its chunk while the driving thread was
+    inside that chunk's last reset (job taken, not yet running) and returned zeros. Three
+    callers: U drives, X is queued; as U ends a third call Y arrives, whose one job's reset
+    releases the GIL (as I/O or a subprocess would) while X's thread drives."""
+    space = dataclasses.replace(cartpole, make_slots=None)
+    rng = np.random.default_rng(0)
+    sources = {"solver": cartpole_solver, "rand": cartpole_policy.init(rng)}
+    task = space.initial_task()
+    first = [EpisodeJob(Stored("solver"), task, 1)]
+    second = [EpisodeJob(Stored("solver"), task, 2)]
+    third = [EpisodeJob(Stored("rand"), task, 777)]
+    want = Worker(space, cartpole_policy, 2).run(third, sources)
+
+    worker = Worker(space, cartpole_policy, num_envs=2)
+    reset = worker.slots.reset_slot
+
+    def slow_reset(slot, t, seed):
+        if seed == 777:
+            time.sleep(0.3)
+        return reset(slot, t, seed)
+
+    worker.rollouts.slots.reset_slot = slow_reset
+    results, late = {}, []
+
+    def call(name, jobs):
+        results[name] = worker.run(jobs, sources, token=name)
+
+    chunk_done = worker._chunk_done
+
+    def on_done(chunk):
+        if chunk.token == "first" and not late:  # the third call arrives as U ends
+            late.append(threading.Thread(target=call, args=("third", third)))
+            late[0].start()
+            deadline = time.monotonic() + 10
+            while len(worker._turn._waiters) < 2 and time.monotonic() < deadline:
+                time.sleep(0.001)
+        chunk_done(chunk)
+
+    worker._chunk_done = on_done
+    worker.rollouts.policy = _HoldFirstStep(worker, queued=1)  # U's one job left the queue
+    one = threading.Thread(target=call, args=("first", first))
+    one.start()
+    deadline = time.monotonic() + 30
+    while not worker._driving and time.monotonic() < deadline:
+        time.sleep(0.0005)
+    two = threading.Thread(target=call, args=("second", second))
+    two.start()
+    one.join()
+    two.join()
+    late[0].join()
+    assert worker.rollouts.idle
+    np.testing.assert_array_equal(results["third"].returns, want.returns)
+    np.testing.assert_array_equal(results["third"].lengths, want.lengths)

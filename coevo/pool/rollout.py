@@ -47,6 +47,7 @@ class Chunk:
     token: str = ""  # names the chunk in a watchdog's answers (Ray backend)
     next_job: int = 0
     running: int = 0  # its episodes in rows now
+    finished: int = 0  # its jobs with a result (a return, or an error)
     perturbed: dict[Perturbed, np.ndarray] = field(default_factory=dict)
     counters: dict[str, float] = field(
         default_factory=lambda: {
@@ -66,7 +67,10 @@ class Chunk:
 
     @property
     def done(self) -> bool:
-        return self.next_job >= len(self.jobs) and self.running == 0
+        # Counted from results, not from `next_job` and `running`: a caller waiting on
+        # another thread may look while the driving thread is inside `_start` (its job
+        # taken, not yet running), and must not see the chunk done then.
+        return self.finished >= len(self.jobs)
 
     def result(self, pid: int) -> ChunkResult:
         stats = self.counters
@@ -149,6 +153,7 @@ class Rollouts:
             except Exception:  # an env that fails on a task fails that episode only
                 chunk.errors[index] = traceback.format_exc(limit=3)
                 chunk.returns[index] = np.nan
+                chunk.finished += 1
                 if chunk.done:
                     self.failed_at_reset.append(chunk)
                 continue
@@ -181,6 +186,7 @@ class Rollouts:
             chunk.errors[index] = message
             chunk.returns[index] = np.nan
         chunk.running -= 1
+        chunk.finished += 1
         if chunk.running == 0:
             self.chunks_in_rows -= 1
         return chunk
@@ -289,7 +295,7 @@ class Rollouts:
         for chunk in chunks.values():
             chunk.failure = error
             chunk.running = 0
-            chunk.next_job = len(chunk.jobs)
+            chunk.next_job = chunk.finished = len(chunk.jobs)
         self.row_chunk = [None] * len(self.row_chunk)
         self.queue.clear()
         self.failed_at_reset.clear()
