@@ -50,7 +50,7 @@ def gym_rate(gym_id: str, steps: int) -> tuple[float, float]:
     env = gym.make(gym_id).unwrapped
     actions = _actions(env.action_space, steps, np.random.default_rng(0))
     if actions.ndim == 1:
-        actions = actions.tolist()  # Python ints, as GymSlots passes them
+        actions = list(actions.astype(np.int64))  # numpy int64 scalars, as GymSlots passes them
     env.reset(seed=0)
     seed, step_time, started = 1, 0.0, time.perf_counter()
     for action in actions:

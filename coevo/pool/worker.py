@@ -184,16 +184,18 @@ class Worker:
         with self._exclusive_turn():
             self._token = token
             started, cpu_started = time.perf_counter(), time.process_time()
-            chunk = collect(
-                self.slots,
-                self.policy,
-                self.space.max_episode_steps,
-                jobs,
-                lambda job: self._weights(job.params.key, sources, counters),
-                self.skeleton,
-                self.streams,
-            )
-            self._token = ""
+            try:
+                chunk = collect(
+                    self.slots,
+                    self.policy,
+                    self.space.max_episode_steps,
+                    jobs,
+                    lambda job: self._weights(job.params.key, sources, counters),
+                    self.skeleton,
+                    self.streams,
+                )
+            finally:  # a stale token would hide later run chunks' stuck env calls
+                self._token = ""
         chunk.stats.update(counters)
         chunk.stats["busy_s"] = time.perf_counter() - started
         chunk.stats["cpu_s"] = time.process_time() - cpu_started
