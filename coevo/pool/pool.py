@@ -99,6 +99,7 @@ class EvaluationPool:
         }
         self.last_error = ""  # the first error of the most recent call with a failed episode
         self._ray_restarts = 0  # restarts seen as a new pid answering (Ray's own)
+        self._replaced_pids: set[int] = set()  # processes a restart replaced (see _note_pid)
         self.busy_by_worker = np.zeros(num_workers)
         # Per Ray node id ("local" for the local backend): episodes and busy seconds.
         self._node_stats: dict[str, dict[str, float]] = {}
@@ -265,9 +266,14 @@ class EvaluationPool:
             self.progress.done(jobs, float(result.stats.get("env_steps", 0.0)))
 
     def _note_pid(self, worker: int, pid: int) -> None:
-        # A chunk answered by another process than the last one means Ray restarted it.
+        # A chunk answered by another process than the last one means Ray restarted it;
+        # unless that process is one already replaced: a worker's two overlapping chunks
+        # can finish out of chunk order, so an answer of the old process may come later.
         pids = self._backend.pids  # as last seen (the backend's own list, kept up to date)
         if pid and worker < len(pids) and pid != pids[worker]:
+            if pid in self._replaced_pids:
+                return
+            self._replaced_pids.add(pids[worker])
             pids[worker] = pid
             self._ray_restarts += 1
             self.stats["worker_restarts"] += 1
