@@ -204,21 +204,19 @@ class Rollouts:
         self.row_return[target] = self.row_return[source]
         self.row_length[target] = self.row_length[source]
 
-    def _sort_rows(self) -> bool:
+    def _sort_rows(self) -> None:
         """Put the rows in env slot order: batched slots step every slot without a gather
         when all of them run and the slots come sorted (`BatchedSlots.step_slots`). Moves
-        while a chunk drained may have shuffled them; a later chunk's jobs refill them.
-        True if they moved."""
+        while a chunk drained may have shuffled them; a later chunk's jobs refill them."""
         order = np.argsort(self.env_slot, kind="stable")
         if (order == np.arange(order.size)).all():
-            return False
+            return
         for name in ("skeleton", "obs", "state", "keys", "env_slot", "row_job"):
             array = getattr(self, name)
             array[:] = array[order]
         self.row_return[:] = self.row_return[order]
         self.row_length[:] = self.row_length[order]
         self.row_chunk = [self.row_chunk[i] for i in order.tolist()]
-        return True
 
     def drive(self, until: Chunk, on_done: Callable[[Chunk], None]) -> None:
         """Step every running episode, whichever chunk it belongs to, until `until` is done.
@@ -238,13 +236,11 @@ class Rollouts:
                 while self.running < num_slots and self._start(self.running):
                     self.running += 1
                 if self.running == num_slots:
-                    changed |= self._sort_rows()
+                    self._sort_rows()  # in place: the views below stay valid
                 changed |= self.running != before
-            while self.failed_at_reset:  # chunks whose last jobs failed at their reset
-                on_done(self.failed_at_reset.pop())
             running = self.running
             if running == 0:  # `until` is done: its last jobs failed at their reset
-                return
+                break
             if changed:  # views rebuilt only when the number of running rows changes
                 params, obs, state = (
                     self.skeleton[:running],
@@ -284,12 +280,14 @@ class Rollouts:
                 # A new episode in an ended one's row keeps the views (and the policy's
                 # per-layer views of `params`, cached while it is the same array).
                 changed = self.running != running
+            while self.failed_at_reset:  # chunks whose last jobs failed at their reset
+                on_done(self.failed_at_reset.pop())
         while self.failed_at_reset:
             on_done(self.failed_at_reset.pop())
 
-    def abandon(self, error: BaseException) -> list[Chunk]:
+    def abandon(self, error: BaseException) -> None:
         """Drop every running and queued episode (the loop raised `error`); the chunks they
-        belonged to, each marked failed."""
+        belonged to are marked failed."""
         chunks = {id(c): c for c in self.row_chunk if c is not None}
         chunks.update({id(c): c for c in self.queue})
         for chunk in chunks.values():
@@ -300,7 +298,6 @@ class Rollouts:
         self.queue.clear()
         self.failed_at_reset.clear()
         self.running = self.chunks_in_rows = 0
-        return list(chunks.values())
 
 
 def timed(chunk: Chunk, started: float, cpu_started: float) -> None:
