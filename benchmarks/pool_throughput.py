@@ -7,7 +7,9 @@ For each job it prints, measured in this run:
   raw x W      gymnasium's single env stepped with a fixed action in this process, x workers
                (built by `space.make_env()`, exactly what GymSlots builds for each slot)
   raw par      the same env stepped in W processes at once (what W cores give right now;
-               lower than raw x W when other processes compete for the cores)
+               lower than raw x W when other processes compete for the cores); its per
+               CPU second figure (mean of the W processes) is the raw reference under the
+               pool's own conditions: W busy processes sharing the caches and memory
   baseline     one plain Ray task per episode that builds the env and the policy (a torch
                module, batch-1 inference): what users hand-roll
 
@@ -77,6 +79,19 @@ def job_of(name: str) -> Job:
         return Job(name, space, ES_PAIRS, 1, es=True)
     pairs, episodes = kind.split("x")
     return Job(name, space, int(pairs), int(episodes))
+
+
+def job_name(name: str) -> str:
+    """A --jobs entry checked: a registered task space, then `<pairs>x<episodes>` or `es`."""
+    space, _, kind = name.rpartition("_")
+    if space not in tasks.names():
+        raise argparse.ArgumentTypeError(
+            f"'{name}': unknown task '{space}'; registered: {', '.join(tasks.names())}"
+        )
+    pairs, _, episodes = kind.partition("x")
+    if kind != "es" and not (pairs.isdigit() and episodes.isdigit() and int(pairs) > 0):
+        raise argparse.ArgumentTypeError(f"'{name}': want <task>_<pairs>x<episodes> or <task>_es")
+    return name
 
 
 def policy_for(space: TaskSpace, kind: str, hidden: tuple[int, ...]) -> Policy:
@@ -160,13 +175,16 @@ def raw_rates(space_name: str, seconds: float) -> tuple[float, float]:
 
 
 @ray.remote(num_cpus=0)
-def _raw_remote(space_name: str, seconds: float) -> float:
-    return raw_rates(space_name, seconds)[0]
+def _raw_remote(space_name: str, seconds: float) -> tuple[float, float]:
+    return raw_rates(space_name, seconds)
 
 
-def raw_parallel_steps_per_s(space_name: str, workers: int, seconds: float) -> float:
+def raw_parallel_rates(space_name: str, workers: int, seconds: float) -> tuple[float, float]:
+    """The raw loop in `workers` processes at once: (steps per wall second summed, steps
+    per CPU second averaged over the processes)."""
     # num_cpus=0: runs beside the pool's idle actors, which hold the CPU resources.
-    return float(sum(ray.get([_raw_remote.remote(space_name, seconds) for _ in range(workers)])))
+    rates = ray.get([_raw_remote.remote(space_name, seconds) for _ in range(workers)])
+    return float(sum(r[0] for r in rates)), float(np.mean([r[1] for r in rates]))
 
 
 class _RecordingEnv:
@@ -357,8 +375,11 @@ def measure_pool(
                 figures.add(job, "raw_single_steps_per_s", raw)
                 figures.add(job, "raw_single_steps_per_cpu_s", raw_cpu)
                 if label == "coevo":
-                    parallel = raw_parallel_steps_per_s(space.name, args.workers, args.raw_seconds)
+                    parallel, parallel_cpu = raw_parallel_rates(
+                        space.name, args.workers, args.raw_seconds
+                    )
                     figures.add(job, "raw_parallel_steps_per_s", parallel)
+                    figures.add(job, "raw_parallel_steps_per_cpu_s", parallel_cpu)
                     if args.replay_episodes:
                         figures.add(
                             job,
@@ -406,6 +427,7 @@ def summarize(job: Job, figures: Figures, args: argparse.Namespace) -> dict[str,
         "raw_single_steps_per_s": raw_single,
         "raw_parallel_steps_per_s": best(f["raw_parallel_steps_per_s"]),
         "raw_steps_per_cpu_s": best(f["raw_single_steps_per_cpu_s"]),
+        "raw_parallel_steps_per_cpu_s": best(f["raw_parallel_steps_per_cpu_s"]),
         "replay_steps_per_cpu_s": best(f.get("replay_steps_per_cpu_s", [nan])),
     }
     for label in ("coevo", "coevo_gym_slots"):
@@ -419,6 +441,7 @@ def summarize(job: Job, figures: Figures, args: argparse.Namespace) -> dict[str,
         row[f"{label}_steps_per_cpu_s"] = per_cpu
         row[f"{label}_per_cpu_over_raw"] = per_cpu / row["raw_steps_per_cpu_s"]
         row[f"{label}_per_cpu_over_replay"] = per_cpu / row["replay_steps_per_cpu_s"]
+        row[f"{label}_per_cpu_over_raw_parallel"] = per_cpu / row["raw_parallel_steps_per_cpu_s"]
         row[f"{label}_busy_fraction"] = best(f[f"{label}_busy_fraction"])
     row.update(
         workers=args.workers,
@@ -464,7 +487,7 @@ def print_table(results: dict[str, dict[str, Any]], conditions: dict[str, Any]) 
     print(
         f"{'job':<21}{'slots':<14}{'coevo':>10}{'raw x W':>10}{'/raw':>6}{'baseline':>10}"
         f"{'/base':>7}{'raw par':>10}{'| per CPU s':>12}{'raw':>9}{'/raw':>6}"
-        f"{'replay':>9}{'/replay':>8}{'busy':>6}"
+        f"{'replay':>9}{'/replay':>8}{'raw par':>9}{'/par':>6}{'busy':>6}"
     )
     for name, row in results.items():
         for label in ("coevo", "coevo_gym_slots"):
@@ -479,7 +502,10 @@ def print_table(results: dict[str, dict[str, Any]], conditions: dict[str, Any]) 
                 f"{row['raw_parallel_steps_per_s']:>10,.0f}"
                 f"{row[f'{label}_steps_per_cpu_s']:>12,.0f}{row['raw_steps_per_cpu_s']:>9,.0f}"
                 f"{row[f'{label}_per_cpu_over_raw']:>6.2f}{row['replay_steps_per_cpu_s']:>9,.0f}"
-                f"{row[f'{label}_per_cpu_over_replay']:>8.2f}{row[f'{label}_busy_fraction']:>6.2f}"
+                f"{row[f'{label}_per_cpu_over_replay']:>8.2f}"
+                f"{row['raw_parallel_steps_per_cpu_s']:>9,.0f}"
+                f"{row[f'{label}_per_cpu_over_raw_parallel']:>6.2f}"
+                f"{row[f'{label}_busy_fraction']:>6.2f}"
             )
     print(
         "env steps/s. coevo: EvaluationPool with the named slots (GymSlots: one gymnasium env\n"
@@ -487,7 +513,8 @@ def print_table(results: dict[str, dict[str, Any]], conditions: dict[str, Any]) 
         "coevo over raw x W and over baseline (one Ray task per episode, torch batch 1);\n"
         "raw par: the env alone in W processes at once (what the cores give right now).\n"
         "per CPU s: env steps per CPU second of the workers' processes vs the raw env's\n"
-        "(fixed action) and vs replay (the same episodes' actions, plain loop);\n"
+        "(fixed action), vs replay (the same episodes' actions, plain loop) and vs raw par\n"
+        "(the raw loop in W processes at once, mean per process: the pool's conditions);\n"
         "busy: workers' time in Worker.run / (wall x workers)."
     )
 
@@ -500,7 +527,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--baseline-repeats", type=int, default=1)
     parser.add_argument("--raw-seconds", type=float, default=0.5)
-    parser.add_argument("--jobs", nargs="+", default=list(JOBS), choices=JOBS + MORE_JOBS)
+    parser.add_argument(
+        "--jobs",
+        nargs="+",
+        default=list(JOBS),
+        type=job_name,
+        help=f"<task>_<pairs>x<episodes> or <task>_es; e.g. {', '.join(JOBS + MORE_JOBS)}",
+    )
     parser.add_argument("--hidden", type=int, nargs="+", default=list(HIDDEN))
     parser.add_argument("--policy", choices=("mlp", "torch", "torch_norm"), default="mlp")
     parser.add_argument("--replay-episodes", type=int, default=128, help="0: no replay")
