@@ -13,8 +13,12 @@ best of `--repeats`, beside the env alone stepped in the same run:
                 episodes), run one after the other, and as a Ray actor runs them: two calls
                 at once, the second's episodes filling rows the first's last ones leave
                 free; rows per policy call and time per env step
+  time split    the same chunks once more with every env call timed: per env step, the
+                time inside `env.step`, inside the seeded resets, and the rest (the policy
+                and the loop; the timers' own ~0.2 us per call land in the env's share)
 
     .venv/bin/python benchmarks/rollout_overheads.py [--task cartpole] [--hidden 64 64]
+        [--pairs 256 --episodes 5]   # e.g. --task bipedal_terrain --pairs 16 --episodes 2
 """
 
 from __future__ import annotations
@@ -103,6 +107,11 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, nargs="+", default=[64, 64])
     parser.add_argument("--slots", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=256, help="chunks: pairs x episodes")
+    parser.add_argument("--episodes", type=int, default=5)
+    parser.add_argument(
+        "--probe", type=int, default=4000, help="random policies tried for long/short episodes"
+    )
     args = parser.parse_args()
 
     space = dataclasses.replace(tasks.get(args.task), make_slots=None)  # one env per slot
@@ -110,10 +119,11 @@ def main() -> None:
     policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=args.hidden)
     rng = np.random.default_rng(0)
     task = space.initial_task()
-    sources = {f"p{i}": policy.init(rng) for i in range(4000)}
-    probe = Worker(space, policy, args.slots)
-    lengths = probe.run([EpisodeJob(Stored(k), task, 0) for k in sources], sources).lengths
+    sources = {f"p{i}": policy.init(rng) for i in range(max(args.probe, args.pairs))}
     keys = list(sources)
+    probe = Worker(space, policy, args.slots)
+    tried = [EpisodeJob(Stored(k), task, 0) for k in keys[: args.probe]]
+    lengths = probe.run(tried, sources).lengths
     limit = space.max_episode_steps
     long_keys = [keys[i] for i in np.flatnonzero(lengths == limit)[: args.slots]]
     short_keys = [keys[i] for i in np.flatnonzero((lengths >= 8) & (lengths <= 12))[: args.slots]]
@@ -125,7 +135,7 @@ def main() -> None:
     rows = {}
     for name, chosen in (("long", long_keys), ("short", short_keys)):
         if not chosen:
-            print(f"  no {name} episodes among 4000 random policies")
+            print(f"  no {name} episodes among {args.probe} random policies")
             continue
         jobs = [EpisodeJob(Stored(k), task, 0) for k in chosen]
         jobs = jobs * max(
@@ -153,7 +163,7 @@ def main() -> None:
     unseeded = min(timeit.repeat(lambda: reset_env.reset(), number=2000, repeat=3)) / 2000
     print(f"  reset with a seed {seeded * 1e6:.2f} us, without {unseeded * 1e6:.2f} us")
 
-    pairs, episodes = 256, 5
+    pairs, episodes = args.pairs, args.episodes
     jobs = [
         EpisodeJob(Stored(keys[i]), task, seed) for i in range(pairs) for seed in range(episodes)
     ]
@@ -179,6 +189,47 @@ def main() -> None:
             f"    {name}: {best * 1e6:6.2f} us per step, {per_call:.1f} rows per policy call"
             f" (env / pool {env_us / (best * 1e6):.2f})"
         )
+    time_split(Worker(space, policy, args.slots), mine, sources)
+
+
+def time_split(worker: Worker, chunks: list[list], sources: dict) -> None:
+    """Run the chunks with each env step and reset timed (wrappers on the worker's slots)."""
+    slots = worker.slots
+    spent = {"step": 0.0, "reset": 0.0}
+    clock = time.perf_counter
+
+    def timed_step(step):
+        def call(action):
+            started = clock()
+            try:
+                return step(action)
+            finally:
+                spent["step"] += clock() - started
+
+        return call
+
+    reset_slot = slots.reset_slot
+
+    def timed_reset(slot, task, seed):
+        started = clock()
+        try:
+            return reset_slot(slot, task, seed)
+        finally:
+            spent["reset"] += clock() - started
+            slots._step[slot] = timed_step(slots._step[slot])  # the step bound at this reset
+
+    slots.reset_slot = timed_reset
+    started = clock()
+    steps = sum(int(worker.run(chunk, sources).lengths.sum()) for chunk in chunks)
+    total = clock() - started
+    rest = total - spent["step"] - spent["reset"]
+    per = 1e6 / steps
+    print(
+        f"  time split (wall, one call at a time): {total * per:6.2f} us per step ="
+        f" env.step {spent['step'] * per:.2f} + resets {spent['reset'] * per:.2f}"
+        f" + policy and loop {rest * per:.2f}"
+        f" (env share {(spent['step'] + spent['reset']) / total:.2f})"
+    )
 
 
 if __name__ == "__main__":
