@@ -126,3 +126,34 @@ def test_ray_workers_overlap_calls_with_the_same_results(
         overlapped = pool.stats_snapshot()["overlap_starts"] - before
     np.testing.assert_array_equal(got, expected)
     assert overlapped > 0
+
+
+def test_a_chunk_is_not_done_while_its_last_episode_is_being_reset(cartpole, cartpole_policy):
+    """A caller waiting on another thread reads `chunk.done`; during the reset of the
+    chunk's last job (its job taken, not yet running) the chunk must not look done, or
+    that caller would return a return and length of 0 for the episode, with no error."""
+    from coevo.pool.rollout import Chunk
+
+    space = dataclasses.replace(cartpole, make_slots=None)
+    rng = np.random.default_rng(4)
+    sources = {f"r{i}": cartpole_policy.init(rng) for i in range(3)}
+    task = space.initial_task()
+    jobs = [EpisodeJob(Stored(f"r{i}"), task, i) for i in range(3)]
+    worker = Worker(space, cartpole_policy, num_envs=1)  # one row: each job waits its turn
+    chunk = Chunk(jobs, sources)
+    seen = []
+    reset_slot = worker.slots.reset_slot
+
+    def watching_reset(slot, task, seed):
+        seen.append((chunk.next_job, chunk.done))  # what a waiting caller would see now
+        return reset_slot(slot, task, seed)
+
+    worker.slots.reset_slot = watching_reset
+    worker.rollouts.add(chunk)
+    finished = []
+    worker.rollouts.drive(chunk, finished.append)
+    assert seen == [(1, False), (2, False), (3, False)]
+    assert finished == [chunk] and chunk.done
+    alone = Worker(space, cartpole_policy, num_envs=1).run(jobs, sources)
+    np.testing.assert_array_equal(chunk.returns, alone.returns)
+    assert (chunk.lengths > 0).all()
