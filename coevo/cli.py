@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -121,12 +122,31 @@ def _run_composed(cfg: DictConfig) -> None:
         # Both build the task space and policy (every config error) before Ray starts.
         run(config, run_dir)
     except (ConfigError, CheckpointError) as error:
+        _drop_if_unused(run_dir)
         _fail(str(error))
     except runner.RunInterrupted as error:
         _interrupted(error)
     except GenerationFailed as error:
         print(f"coevo-run: error: {error}", file=sys.stderr)
         sys.exit(1)
+
+
+def _drop_if_unused(run_dir: Path) -> None:
+    """Remove the run directory Hydra made for a run refused before it wrote anything (its
+    empty log, and Hydra's record of the composed config): a mistyped value should not
+    leave an empty run behind in runs/."""
+    try:
+        entries = {e.name: e for e in run_dir.iterdir()}
+        log = entries.pop("cli.log", None)
+        hydra_record = entries.pop(".hydra", None)
+        if entries or log is None or log.stat().st_size:
+            return  # something of the run's own, or a log with words in it: keep all
+        log.unlink()
+        if hydra_record is not None:
+            shutil.rmtree(hydra_record)
+        run_dir.rmdir()
+    except OSError:
+        pass  # best effort: a directory we cannot read or remove is left as it is
 
 
 def _resume(target: str, overrides: list[str]) -> None:

@@ -76,6 +76,10 @@ def test_a_user_curriculum_runs_through_coevo_run_and_resumes_after_sigkill(tmp_
 
 
 def test_a_bad_setting_of_a_user_curriculum_is_refused_by_name(tmp_path):
-    done = cli("coevo-run", *_args(tmp_path), "curriculum.spread=2", env=ENV)
+    work = tmp_path / "work"
+    work.mkdir()
+    done = cli("coevo-run", *_args(tmp_path), "curriculum.spread=2", env=ENV, cwd=work)
     assert done.returncode == 2
     assert "curriculum.spread: must be a number in [0, 1], got 2" in done.stderr
+    # Hydra made a run directory before the config was checked; nothing of it is left.
+    assert not [p for p in work.rglob("*") if p.is_file()], "a refused run left files behind"
