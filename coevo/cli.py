@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -166,12 +167,32 @@ def _resume(target: str, overrides: list[str]) -> None:
         sys.exit(1)
 
 
+def _pool_preset(name: str) -> list[str]:
+    """`pool=NAME` on resume: the pool.* settings the preset file writes (all of which
+    resume allows), e.g. pool=local -> pool.backend=local, pool.num_workers=1."""
+    presets = sorted(p.stem for p in (CONF_DIR / "pool").glob("*.yaml"))
+    if name not in presets:
+        _fail(f"pool: unknown preset '{name}'; allowed: {', '.join(presets)}")
+    written = yaml.safe_load((CONF_DIR / "pool" / f"{name}.yaml").read_text()) or {}
+    written.pop("defaults", None)
+    return [f"pool.{key}={json.dumps(value)}" for key, value in written.items()]  # JSON is YAML
+
+
 def _apply_resume_overrides(config: RunConfig, overrides: list[str]) -> RunConfig:
     raw = runner.config_to_dict(config)
+    known = _leaf_keys(raw)
+    expanded = []
     for override in overrides:
+        key, sep, text = override.partition("=")
+        expanded += _pool_preset(text) if key == "pool" and sep else [override]
+    for override in expanded:
         key, sep, text = override.partition("=")
         if not sep:
             _fail(f"resume: '{override}' is not KEY=VALUE")
+        if key not in RESUME_OVERRIDES and key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
+            hint = f"; did you mean: {', '.join(close)}" if close else ""
+            _fail(f"{key}: unknown key{hint}")
         if key not in RESUME_OVERRIDES:
             _fail(
                 f"{key}: cannot be changed on resume (the run would no longer be the run it "
@@ -223,16 +244,20 @@ def _hydra_flags(args: list[str]) -> tuple[str, list[Path]] | None:
     return name, dirs
 
 
-def _check_overrides(args: list[str]) -> None:
+def _check_overrides(args: list[str]) -> list[str]:
     """Refuse an unknown key (exit 2, naming the closest valid keys) before Hydra would
-    answer with its own message and exit 1; a group choice that does not exist likewise."""
+    answer with its own message and exit 1; a group choice that does not exist likewise.
+
+    Returns the arguments for Hydra: a value given to an open mapping (an empty `{}` in
+    the config, e.g. `policy.kwargs={width: 8}`) is passed as `++key=...`, since Hydra's
+    struct mode refuses new keys inside the empty mapping otherwise."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
     hydra_configs.register()
     flags = _hydra_flags(args)
     if flags is None:  # a primary config of the user's own (--config-path): Hydra checks
-        return
+        return args
     config_name, extra_dirs = flags
     overrides = [a for a in args if "=" in a and not a.startswith("-")]
     paths = [f"file://{d}" for d in extra_dirs]  # --config-dir: first on the search path
@@ -255,7 +280,8 @@ def _check_overrides(args: list[str]) -> None:
     except HydraException as error:
         text = str(error).split("\nConfig search path")[0]
         _fail(text.replace(":\n\t", ": ").replace("\n\t", ", ").replace("\n", " "))
-    known = _leaf_keys(OmegaConf.to_container(cfg, resolve=False))
+    composed = OmegaConf.to_container(cfg, resolve=False)
+    known = _leaf_keys(composed)
     for arg in values:
         key = arg.split("=", 1)[0]
         if key not in known:
@@ -265,6 +291,14 @@ def _check_overrides(args: list[str]) -> None:
                 f"{key}: unknown key{hint} (a key the config does not have needs Hydra's "
                 f"'+' prefix: +{key}=...)"
             )
+    open_mappings = {k for k in known if _value_at(composed, k) == {}}
+    return [f"++{a}" if a in values and a.split("=", 1)[0] in open_mappings else a for a in args]
+
+
+def _value_at(node: Any, key: str) -> Any:
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
 
 
 def run_main() -> None:
@@ -277,7 +311,7 @@ def run_main() -> None:
             others = [arg for arg in args if arg not in resume]
             _resume(resume[0].split("=", 1)[1], others)
             return
-        _check_overrides(args)  # registers the structured configs too
+        sys.argv[1:] = _check_overrides(args)  # registers the structured configs too
         _run_composed()
     except KeyboardInterrupt:  # before the first generation started (pool start-up)
         print("interrupted before the first generation finished", file=sys.stderr)

@@ -28,6 +28,8 @@ from coevo.tasks.test_sets import TestSet, make_test_set, measure, no_test
 
 CONFIG_FILE = "config.yaml"
 CHECKPOINTS = "checkpoints"
+# What a run leaves in its directory: a new run there would mix its rows into these tables.
+RUN_MARKERS = (CONFIG_FILE, SUMMARY, ELIGIBILITY, CHECKPOINTS)
 
 
 def prepare(config: RunConfig) -> tuple[TaskSpace, Policy]:
@@ -78,6 +80,18 @@ def load_run_config(run_dir: Path) -> RunConfig:
     return parse_config(yaml.safe_load(path.read_text()))
 
 
+def refuse_existing_run(run_dir: Path) -> None:
+    """A new run starts in a directory of its own: one that already holds a run would get
+    both runs' rows in its tables and checkpoints of both (ConfigError naming the way out)."""
+    found = [name for name in RUN_MARKERS if (run_dir / name).exists()]
+    if found:
+        raise ConfigError(
+            "hydra.run.dir",
+            f"{run_dir} already holds a run ({', '.join(found)}); continue it with "
+            f"`coevo-run resume={run_dir}`, or start this one in another directory",
+        )
+
+
 def _pool(config: RunConfig, space: TaskSpace, policy: Policy) -> EvaluationPool:
     return EvaluationPool(
         space,
@@ -96,6 +110,7 @@ def run_eligible(
 ) -> pd.DataFrame:
     """mode=eligible_parents: evaluate the file's pairs on the pool and report who passes."""
     run_dir = Path(run_dir)
+    refuse_existing_run(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     space, policy = prepare(config)
     options = config.eligible
@@ -191,6 +206,8 @@ def run(
     raises `GenerationFailed` (report written too).
     """
     run_dir = Path(run_dir)
+    if not resume:
+        refuse_existing_run(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     space, policy = prepare(config)
     # The optimizer must fit the policy (e.g. ppo needs a value head): known before Ray starts.

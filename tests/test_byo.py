@@ -13,7 +13,7 @@ import torch
 import yaml
 from cli_support import ROOT, cli
 
-from coevo import tasks
+from coevo import checkpoint, tasks
 from coevo.eligible import GivenPair, judge_groups, load_pairs
 from coevo.errors import ConfigError
 from coevo.policies import make_policy
@@ -357,3 +357,26 @@ def test_pairs_file_policy_that_does_not_fit_the_env(files, tmp_path):
         r"space's env gives 3",
     ):
         load_pairs(pairs, space, default)
+
+
+def test_policy_kwargs_as_the_readme_writes_them_reach_the_users_module(tmp_path):
+    """`policy.kwargs={width: 8}` (an empty mapping in the preset) is taken as written, not
+    refused by Hydra's struct mode: the run's policy is the module built with width 8."""
+    run = tmp_path / "run"
+    done = cli(
+        "coevo-run",
+        "pool=local",
+        "policy=torch",
+        "policy.module=test_byo:Actor",
+        "policy.kwargs={width: 8}",
+        "curriculum.generations=1",
+        "optimizer.population=4",
+        f"hydra.run.dir={run}",
+        env={"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    assert config["policy"]["kwargs"] == {"width": 8}
+    # Actor(4, 2, width=8): 4*8 + 8 + 8*2 + 2 = 58 parameters in the saved policies.
+    _, state = checkpoint.load_latest(run / "checkpoints")
+    assert {len(theta) for theta in state["policies"].values()} == {58}

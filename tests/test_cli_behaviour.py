@@ -114,6 +114,15 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     bad = cli("coevo-run", f"resume={short}", "curriculum.generations=0")
     assert bad.returncode == 2 and "curriculum.generations: must be an integer >= 1" in bad.stderr
 
+    typo = cli("coevo-run", f"resume={short}", "curriculum.generatons=5")
+    assert typo.returncode == 2
+    assert typo.stderr.startswith(
+        "coevo-run: error: curriculum.generatons: unknown key; did you mean: curriculum.generations"
+    )
+    preset = cli("coevo-run", f"resume={short}", "pool=remote")
+    assert preset.returncode == 2
+    assert "pool: unknown preset 'remote'; allowed: local, ray" in preset.stderr
+
     local_limit = cli("coevo-run", f"resume={short}", "pool.episode_timeout_s=60")
     assert local_limit.returncode == 2
     assert "pool.episode_timeout_s: only the ray backend enforces it" in local_limit.stderr
@@ -131,6 +140,14 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     assert "episode_timeout_s: 60" in written and "worker_memory_mb: 4000" in written
     for name, frame in run_tables(long).items():
         pd.testing.assert_frame_equal(run_tables(short)[name], frame, obj=name)
+    # A pool preset, as on a fresh run: pool=local is the preset's pool.* settings.
+    no_limits = ["pool.episode_timeout_s=null", "pool.worker_memory_mb=null"]
+    on_local = cli(
+        "coevo-run", f"resume={short}", "curriculum.generations=6", "pool=local", *no_limits
+    )
+    assert on_local.returncode == 0, on_local.stderr[-3000:]
+    assert "after generation 5" in on_local.stdout and "gen   6/6" in on_local.stdout
+    assert "backend: local" in (short / "config.yaml").read_text()
 
 
 def test_resume_from_a_checkpoint_file_goes_on_from_that_generation(tmp_path):
@@ -192,3 +209,22 @@ def test_pool_evaluate_raises_on_a_failed_episode_instead_of_a_silent_nan(rng):
     assert np.isfinite(ok).all()
     assert "the cart lost a wheel" in str(info.value)
     assert np.isnan(info.value.returns[1]).all() and list(info.value.errors) == [1]
+
+
+def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path):
+    """Two runs in one directory would mix their rows in the tables and their checkpoints;
+    the second is refused by name, and the first run's files are left as they were."""
+    run = tmp_path / "run"
+    first = cli("coevo-run", *SMALL, "curriculum.generations=2", f"hydra.run.dir={run}")
+    assert first.returncode == 0, first.stderr
+    before = {p.name: p.read_bytes() for p in run.glob("*.csv")}
+    again = cli("coevo-run", *SMALL, "curriculum.generations=3", "seed=5", f"hydra.run.dir={run}")
+    assert again.returncode == 2
+    assert again.stderr.startswith(f"coevo-run: error: hydra.run.dir: {run} already holds a run")
+    assert f"coevo-run resume={run}" in again.stderr
+    assert {p.name: p.read_bytes() for p in run.glob("*.csv")} == before
+    assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2]
+    # What the message says to do works: the run goes on in its own directory.
+    resumed = cli("coevo-run", f"resume={run}", "curriculum.generations=3")
+    assert resumed.returncode == 0, resumed.stderr
+    assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2, 3]

@@ -76,3 +76,41 @@ def test_a_pool_answers_while_its_ray_starts_and_hands_over_with_the_same_result
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == "['local (ray starting)', 'ray'] 1 [True, True]"
     assert "SIGTERM handler" not in out.stderr
+
+
+RESTARTS_AT_HANDOVER = """
+from coevo import tasks
+from coevo.policies import PolicySpec
+from coevo.pool import EvaluationPool
+import numpy as np
+
+space = tasks.get("cartpole")
+env = space.make_env()
+policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+rng = np.random.default_rng(1)
+pairs = [(policy.init(rng), space.initial_task()) for _ in range(4)]
+with EvaluationPool(space, policy, "ray", 2, envs_per_worker=3) as pool:
+    local = pool._backend.local.workers[0]
+    reset_slot = local.slots.reset_slot
+
+    def reset_when_ray_is_ready(*args):
+        pool._backend.wait_ready()  # Ray becomes ready while this call runs here
+        return reset_slot(*args)
+
+    local.slots.reset_slot = reset_when_ray_is_ready
+    first = pool.serving
+    pool.evaluate(pairs, 2)
+    local.slots.reset_slot = reset_slot
+    pool.evaluate(pairs, 2)  # on Ray's workers
+    print(first, pool.serving, pool.stats_snapshot()["worker_restarts"])
+"""
+
+
+def test_the_handover_to_ray_during_a_call_is_not_a_worker_restart():
+    """A call that starts in-process and ends after Ray got ready answers with the driver's
+    pid: compared with Ray's workers' pids, it once counted as a restart in every run."""
+    out = subprocess.run(
+        [sys.executable, "-c", RESTARTS_AT_HANDOVER], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "local (ray starting) ray 0"

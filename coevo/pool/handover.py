@@ -71,6 +71,7 @@ class HandoverWorkers:
         with _driver_torch_threads():  # the Worker sets one torch thread, as in an actor
             self.local = LocalWorkers(space, policy, 1, envs_per_worker)
         self.ray: Any = None
+        self._served: Any = None  # the side that took the last call (see `pids`)
         self._error: BaseException | None = None
         self._started = threading.Event()
         self._closing = threading.Event()
@@ -126,7 +127,10 @@ class HandoverWorkers:
 
     @property
     def pids(self) -> list[int]:
-        return self.current.pids
+        # The process ids of the side that served the last call: the pool compares that
+        # call's answers with them, and Ray may have become ready while the call ran here
+        # (Ray's pids then would read as a restart of every worker that answered).
+        return (self._served or self.current).pids
 
     @property
     def nodes(self) -> list[str]:
@@ -154,6 +158,7 @@ class HandoverWorkers:
         # A preferred worker only lets a chunk reuse what that worker kept (never changes a
         # result): before the handover, the one local worker takes every chunk.
         backend = self.current
+        self._served = backend
         # The in-process worker runs on one torch thread, as Ray's workers do.
         local = backend is not self.ray
         with _driver_torch_threads(1) if local else contextlib.nullcontext():
