@@ -347,6 +347,20 @@ def report_main() -> None:
     print(write_report(run_dir, runner.task_renderer(run_dir)))
 
 
+def _int_option(options: dict[str, str], name: str, default: int | None, minimum: int) -> Any:
+    """An integer argument of coevo-eval, refused by name when it is not one or too small."""
+    if name not in options:
+        return default
+    text = options[name]
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(name, f"must be an integer >= {minimum}, got '{text}'") from None
+    if value < minimum:
+        raise ConfigError(name, f"must be an integer >= {minimum}, got {value}")
+    return value
+
+
 def eval_main() -> None:
     """`coevo-eval RUN_DIR_OR_CHECKPOINT [pair=ID] [task=...] [episodes=N] [seed=S]
     [video=FILE.gif]`: per-episode returns of a saved policy, optionally a GIF."""
@@ -356,14 +370,17 @@ def eval_main() -> None:
         print(eval_main.__doc__, file=sys.stderr)
         sys.exit(2)
     options = _key_values(sys.argv[2:], ("pair", "task", "episodes", "seed", "video"), "coevo-eval")
+    video = options.get("video")
     try:
+        if video is not None and Path(video).suffix.lower() != ".gif":
+            raise ConfigError("video", f"'{video}': only .gif is written; e.g. video=out.gif")
         pair, task, returns = replay(
             Path(sys.argv[1]),
-            pair_id=int(options["pair"]) if "pair" in options else None,
+            pair_id=_int_option(options, "pair", None, minimum=0),
             task_text=options.get("task"),
-            episodes=int(options.get("episodes", 5)),
-            seed=int(options.get("seed", 0)),
-            video=Path(options["video"]) if "video" in options else None,
+            episodes=_int_option(options, "episodes", 5, minimum=1),
+            seed=_int_option(options, "seed", 0, minimum=0),
+            video=Path(video) if video is not None else None,
         )
     except (ConfigError, CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"coevo-eval: error: {error}", file=sys.stderr)

@@ -98,6 +98,16 @@ def test_coevo_eval_on_another_task_and_bad_arguments(run_dir):
     assert bad.returncode == 2 and "task.gravity: 99 outside bounds [2, 30]" in bad.stderr
     bad = cli("coevo-eval", run_dir, "colour=red")
     assert bad.returncode == 2 and "unknown argument 'colour=red'" in bad.stderr
+    for argument, message in [
+        ("episodes=0", "episodes: must be an integer >= 1, got 0"),
+        ("episodes=abc", "episodes: must be an integer >= 1, got 'abc'"),
+        ("pair=x", "pair: must be an integer >= 0, got 'x'"),
+        ("seed=-1", "seed: must be an integer >= 0, got -1"),
+        ("video=out.mp4", "video: 'out.mp4': only .gif is written; e.g. video=out.gif"),
+    ]:
+        bad = cli("coevo-eval", run_dir, argument)
+        assert bad.returncode == 2, argument
+        assert bad.stderr.strip() == f"coevo-eval: error: {message}", bad.stderr
 
 
 def test_tensorboard_scalars_match_the_summary(run_dir):
