@@ -167,6 +167,27 @@ def build(config: RunConfig, space: TaskSpace, pool: EvaluationPool) -> Curricul
     return curricula.build(config.curriculum, space, pool, optimizer, seed=config.seed)
 
 
+def scale_warnings(config: RunConfig, space: TaskSpace) -> list[str]:
+    """Score thresholds of the curriculum above what counts as solved on this task space:
+    POET's defaults are on CartPole's scale (returns up to 500), and on a space whose
+    returns stay below them (Pendulum's are <= 0) no pair would ever reproduce."""
+    solved = space.solved_score
+    if solved is None:
+        return []
+    above = [
+        f"curriculum.{name} {value:g}"
+        for name in ("repro_threshold", "mc_lower")
+        if (value := getattr(config.curriculum, name, None)) is not None and value > solved
+    ]
+    if not above:
+        return []
+    return [
+        f"warning: {' and '.join(above)} above the solved score of task space "
+        f"'{space.name}' ({solved:g}): pairs may never reproduce or pass the minimal "
+        f"criterion; set curriculum.repro_threshold, mc_lower and mc_upper on its scale"
+    ]
+
+
 def _test_set(config: RunConfig, space: TaskSpace, echo: Callable[[str], None]) -> TestSet | None:
     """The run's held-out test set, or None (with a note) when off or without a threshold."""
     options = config.test_set
@@ -217,6 +238,8 @@ def run(
     (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
     total = config.curriculum.generations
     logger = ScalarLogger(run_dir, config.logger)
+    for line in scale_warnings(config, space):
+        echo(line)
     with _pool(config, space, policy) as pool:
         echo(describe_pool(pool))
         curriculum = build(config, space, pool)

@@ -228,3 +228,28 @@ def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path):
     resumed = cli("coevo-run", f"resume={run}", "curriculum.generations=3")
     assert resumed.returncode == 0, resumed.stderr
     assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2, 3]
+
+
+def test_poet_thresholds_above_the_tasks_solved_score_are_warned_of(tmp_path):
+    """POET's defaults are on CartPole's scale; on Pendulum (returns <= 0) no pair could
+    ever reproduce, which a run used to show only as 'eligible 0' every generation."""
+    small = ["pool=local", "curriculum.generations=1", "optimizer.population=4"]
+    pendulum = cli("coevo-run", *small, "task=pendulum", f"hydra.run.dir={tmp_path / 'p'}")
+    assert pendulum.returncode == 0, pendulum.stderr[-3000:]
+    assert pendulum.stdout.splitlines()[0] == (
+        "warning: curriculum.repro_threshold 200 and curriculum.mc_lower 50 above the solved "
+        "score of task space 'pendulum' (-200): pairs may never reproduce or pass the minimal "
+        "criterion; set curriculum.repro_threshold, mc_lower and mc_upper on its scale"
+    )
+    scaled = cli(
+        "coevo-run",
+        *small,
+        "task=pendulum",
+        "curriculum.repro_threshold=-300",
+        "curriculum.mc_lower=-1200",
+        "curriculum.mc_upper=-250",
+        f"hydra.run.dir={tmp_path / 's'}",
+    )
+    assert scaled.returncode == 0 and "warning" not in scaled.stdout
+    cartpole = cli("coevo-run", *small, f"hydra.run.dir={tmp_path / 'c'}")
+    assert cartpole.returncode == 0 and "warning" not in cartpole.stdout
