@@ -296,7 +296,7 @@ def judge_groups(
 
 
 def _decision(index: int, pair: GivenPair, score: float, threshold: float, error: str) -> Decision:
-    ok, reason = rules.eligibility(score, threshold)
+    ok, reason = rules.eligibility(score, threshold, "eligible.threshold")
     return Decision(
         generation=0,
         kind="pair",

@@ -240,6 +240,9 @@ def test_eligible_parents_on_a_file_naming_torch_torchscript_and_sb3(files, tmp_
     table = pd.read_csv(tmp_path / "run" / "eligibility.csv")
     assert list(table["pair_id"]) == [0, 1, 2, 3]
     assert table["reason"].str.startswith(("state-dict:", "scripted:", "sb3-ppo:", "numpy:")).all()
+    # The reason names the setting the threshold came from in this mode.
+    assert table["reason"].str.contains(" eligible.threshold 40").all()
+    assert not table["reason"].str.contains("repro_threshold").any()
     assert set(table["outcome"]) <= {"eligible", "ineligible"} and table["score"].notna().all()
     assert table["error"].isna().all()  # no evaluation failed
     # The state_dict and the TorchScript copy of one actor score alike on the same task.

@@ -15,13 +15,16 @@ def _fmt(value: float) -> str:
     return f"{value:.1f}"
 
 
-def eligibility(score: float, threshold: float) -> tuple[bool, str]:
-    """May this pair reproduce? Its score must reach `repro_threshold`."""
+def eligibility(
+    score: float, threshold: float, setting: str = "repro_threshold"
+) -> tuple[bool, str]:
+    """May this pair reproduce? Its score must reach the threshold; the reason names the
+    setting it came from (`repro_threshold`, or `eligible.threshold` in eligible mode)."""
     if not np.isfinite(score):
         return False, f"evaluation failed (score {score}); not eligible"
     if score >= threshold:
-        return True, f"score {_fmt(score)} ≥ repro_threshold {threshold:g}"
-    return False, f"score {_fmt(score)} < repro_threshold {threshold:g}"
+        return True, f"score {_fmt(score)} ≥ {setting} {threshold:g}"
+    return False, f"score {_fmt(score)} < {setting} {threshold:g}"
 
 
 def minimal_criterion(score: float, lower: float, upper: float) -> tuple[bool, str]:
