@@ -99,6 +99,11 @@ def test_eligibility_rows_explain_every_outcome(ray_run):
         (admitted["score"] >= admitted["lower"]) & (admitted["score"] <= admitted["upper"])
     ).all()
     assert admitted["reason"].str.contains("passes minimal criterion").all()
+    # Ids are written as integers (empty where there is none), never as 1.0 in some rows.
+    for name in ("eligibility.csv", "population.csv"):
+        raw = pd.read_csv(ray_run[0] / name, dtype=str, keep_default_na=False)
+        for column in [c for c in raw if c.endswith("_id")]:
+            assert not raw[column].str.fullmatch(r"-?\d+\.0").any(), (name, column)
 
 
 def test_population_and_report(ray_run):

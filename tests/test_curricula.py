@@ -100,7 +100,7 @@ def test_plr_trains_only_on_replayed_levels_and_explains_each_pick(pool, cartpol
     assert all("staleness" in d.reason for d in replayed)
     new = [d for d in decisions if d.rule == "new_level"]
     assert all("evaluated without training: return regret" in d.reason for d in new)
-    assert {d.outcome for d in new} <= {"added", "rejected"}
+    assert {d.outcome for d in new} <= {"added", "rescored", "rejected"}
     frame = plr.population_frame()
     assert len(frame) == 6  # the full buffer
     assert frame["replay_probability"].sum() == pytest.approx(1.0)
@@ -236,3 +236,31 @@ def test_alp_gmm_settings_that_cannot_fit_exit_2_before_any_worker(override, mes
     )
     assert done.returncode == 2, done.stderr[-2000:]
     assert message in done.stderr
+
+
+def test_plr_counts_a_level_already_in_its_buffer_as_rescored_not_added(cartpole, cartpole_policy):
+    """With two possible tasks, most new levels are ones the buffer holds: the summary's
+    levels_added counts only the levels the decisions say were added."""
+    import dataclasses
+
+    from coevo.tasks.task import Param
+
+    params = tuple(
+        Param("gravity", 9.0, 10.0, 9.0, 1.0, round_to=1.0)
+        if p.name == "gravity"
+        else Param(p.name, p.init, p.init, p.init, 0.0)
+        for p in cartpole.params
+    )
+    two_tasks = dataclasses.replace(cartpole, params=params)
+    with EvaluationPool(two_tasks, cartpole_policy, "local", 1, envs_per_worker=8) as pool:
+        plr = _build("plr", pool, two_tasks, generations=8, replay_prob=0.3)
+        results = plr.run()
+    new = [d for r in results for d in r.decisions if d.rule == "new_level"]
+    added = [d for d in new if "added as L" in d.reason]
+    known = [d for d in new if "already in buffer" in d.reason]
+    assert known, "the test needs offers of levels the buffer already holds"
+    assert {d.outcome for d in added} == {"added"} and {d.outcome for d in known} == {"rescored"}
+    assert sum(r.summary["levels_added"] for r in results) == len(added) <= 2
+    assert sum(r.summary["levels_rejected"] for r in results) == sum(
+        d.outcome == "rejected" for d in new
+    )

@@ -75,6 +75,7 @@ class ACCEL(PrioritizedLevelReplay):
             self._note_return(student, signal)
             score, how = self.level_score(student, signal, None)
             edits = parent.edits + self.config.num_edits
+            next_id = buffer.next_id
             level, offer_reason = buffer.offer(
                 signal.task,
                 score,
@@ -83,13 +84,13 @@ class ACCEL(PrioritizedLevelReplay):
                 edits=edits,
                 mean_return=signal.mean_return,
             )
-            self._count_offer(level)
+            offered = self._count_offer(level, buffer.next_id > next_id)
             decisions.append(
                 self.decision(
                     student,
                     signal.task,
                     "edit",
-                    "added" if level is not None else "rejected",
+                    offered,
                     f"new level from mutation of L{parent.level_id} ({self.config.num_edits} "
                     f"edit(s), {edits} since a base level); {how}; {offer_reason}",
                     parent_id=parent.level_id,

@@ -137,16 +137,17 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             for signal in outcome.scored:
                 self._note_return(student, signal)
                 score, how = self.level_score(student, signal, None)
+                next_id = buffer.next_id
                 level, offer_reason = buffer.offer(
                     signal.task, score, self.generation, mean_return=signal.mean_return
                 )
-                self._count_offer(level)
+                offered = self._count_offer(level, buffer.next_id > next_id)
                 decisions.append(
                     self.decision(
                         student,
                         signal.task,
                         "new_level",
-                        "added" if level is not None else "rejected",
+                        offered,
                         f"{why}; evaluated without training: {how}; {offer_reason}",
                         score=score,
                         error=signal.error,
@@ -196,8 +197,16 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             **fields,
         )
 
-    def _count_offer(self, level: Level | None) -> None:
-        self._counts["levels_added" if level is not None else "levels_rejected"] += 1
+    def _count_offer(self, level: Level | None, new: bool) -> str:
+        """An offer's outcome, counted: added (a new level: the buffer's next level id moved
+        on, `new`), rejected, or rescored (a level the buffer already held)."""
+        if level is None:
+            self._counts["levels_rejected"] += 1
+            return "rejected"
+        if new:
+            self._counts["levels_added"] += 1
+            return "added"
+        return "rescored"
 
     def _note_return(self, student: Student, signal: Signal) -> None:
         if np.isfinite(signal.mean_return):

@@ -45,7 +45,7 @@ class RunRecorder:
             kept.extend(rows)
             if kept:
                 _append(self.run_dir / f"{stem}.csv", rows, list(kept[0]))
-        population.to_csv(self.run_dir / POPULATION, index=False)
+        integer_ids(population).to_csv(self.run_dir / POPULATION, index=False)
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -67,17 +67,31 @@ class RunRecorder:
                 _write(self.run_dir / f"{stem}.csv", rows, list(rows[0]))
             else:  # nothing recorded yet: anything there was written after the checkpoint
                 (self.run_dir / f"{stem}.csv").unlink(missing_ok=True)
-        population.to_csv(self.run_dir / POPULATION, index=False)
+        integer_ids(population).to_csv(self.run_dir / POPULATION, index=False)
+
+
+def integer_ids(frame: pd.DataFrame) -> pd.DataFrame:
+    """Id columns (`*_id`) as integers, empty where missing: pandas makes a column with a
+    missing value float, and the CSV would then say `parent_id 1.0` in some rows, `1` in
+    others (each generation's rows are appended on their own)."""
+    converted = {}
+    for column in frame.columns:
+        values = frame[column]
+        if str(column).endswith("_id") and values.dtype.kind == "f":
+            present = values.dropna()
+            if (present == present.round()).all():
+                converted[column] = values.astype("Int64")
+    return frame.assign(**converted) if converted else frame  # the caller's frame unchanged
 
 
 def _write(path: Path, rows: list[dict], columns: list[str]) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    pd.DataFrame(rows, columns=columns).to_csv(tmp, index=False)
+    integer_ids(pd.DataFrame(rows, columns=columns)).to_csv(tmp, index=False)
     tmp.replace(path)
 
 
 def _append(path: Path, rows: Iterable[dict], columns: list[str]) -> None:
-    frame = pd.DataFrame(list(rows), columns=columns)
+    frame = integer_ids(pd.DataFrame(list(rows), columns=columns))
     new = not path.exists() or path.stat().st_size == 0
     if frame.empty and not new:
         return
