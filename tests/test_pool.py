@@ -107,6 +107,10 @@ def test_cross_evaluation_matrix_and_frame(cartpole, cartpole_policy, workload):
             seed=4,
         )
         single = pool.evaluate([(thetas[2], task_list[1])], episodes=2, seed=4).mean()
+        # Lists, as cross_evaluate takes them: named by position.
+        by_position = pool.cross_evaluate_frame(thetas, task_list, episodes=2, seed=4)
+    assert list(by_position.index) == [0, 1, 2] and list(by_position.columns) == [0, 1]
+    np.testing.assert_array_equal(by_position.to_numpy(), matrix)
     assert matrix.shape == (3, 2)
     assert matrix[2, 1] == single
     assert isinstance(frame, pd.DataFrame) and list(frame.columns) == ["t0", "t1"]

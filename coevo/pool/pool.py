@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -331,12 +331,13 @@ class EvaluationPool:
 
     def cross_evaluate_frame(
         self,
-        policies: dict[str, np.ndarray],
-        tasks: dict[str, Task],
+        policies: Mapping[str, np.ndarray] | Sequence[np.ndarray],
+        tasks: Mapping[str, Task] | Sequence[Task],
         episodes: int = 1,
         seed: int = 0,
     ) -> pd.DataFrame:
-        """`cross_evaluate` as a frame indexed by policy name with one column per task name."""
+        """`cross_evaluate` as a frame indexed by policy name with one column per task name
+        (names: a mapping's keys, or positions in a list)."""
         from coevo.pool.frames import cross_evaluate_frame
 
         return cross_evaluate_frame(self, policies, tasks, episodes, seed)
