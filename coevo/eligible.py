@@ -81,7 +81,10 @@ def load_pairs(path: Path, space: TaskSpace, policy: Policy) -> list[GivenPair]:
         where = f"{path.name}: pairs[{index}]"
         if not isinstance(entry, dict) or "policy" not in entry:
             raise ConfigError(where, "each pair needs 'policy' (and usually 'task')")
-        task = space.task(**dict(entry.get("task") or {}))
+        try:
+            task = space.task(**dict(entry.get("task") or {}))
+        except ConfigError as error:  # e.g. task.params.gravty: say which pair of which file
+            raise ConfigError(f"{where}.{error.field}", str(error).split(": ", 1)[1]) from None
         own, theta, source = _load_policy(entry["policy"], path.parent, where, spaces, loaded)
         if own is None and theta.shape != (policy.num_params,):
             raise ConfigError(

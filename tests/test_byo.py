@@ -297,7 +297,9 @@ def test_eligible_parents_on_the_int_task_env_from_yaml(tmp_path):
     assert '"level": 2' in table.loc[1, "task"]  # an int in the tables
 
 
-@pytest.mark.parametrize("case", ["module", "state_dict", "sb3_class", "task_form"])
+@pytest.mark.parametrize(
+    "case", ["module", "state_dict", "sb3_class", "task_form", "pair_task_param"]
+)
 def test_bad_input_stops_with_the_field_and_exit_code_2(files, tmp_path, case):
     path = files["path"]
     if case == "module":
@@ -323,6 +325,14 @@ def test_bad_input_stops_with_the_field_and_exit_code_2(files, tmp_path, case):
         args = ["task=pendulum", f"eligible.pairs_file={_write_pairs(tmp_path, pairs)}"]
         expected = (
             "pairs[0].policy.sb3: " + str(path / "sac.zip") + ": unsupported SB3 policy class"
+        )
+    elif case == "pair_task_param":
+        np.save(tmp_path / "mlp.npy", np.zeros(114, dtype=np.float32))  # the default MLP's
+        pairs = [{"policy": "mlp.npy"}, {"policy": "mlp.npy", "task": {"gravty": 9.8}}]
+        args = [f"eligible.pairs_file={_write_pairs(tmp_path, pairs)}"]
+        expected = (
+            "coevo-run: error: pairs.yaml: pairs[1].task.params.gravty: unknown parameter of "
+            "task space 'cartpole'"
         )
     else:
         config_dir = tmp_path / "conf"
