@@ -29,7 +29,9 @@ from coevo.tasks.test_sets import TestSet, make_test_set, measure, no_test
 CONFIG_FILE = "config.yaml"
 CHECKPOINTS = "checkpoints"
 # What a run leaves in its directory: a new run there would mix its rows into these tables.
-RUN_MARKERS = (CONFIG_FILE, SUMMARY, ELIGIBILITY, CHECKPOINTS)
+# (Not config.yaml alone: a common name for a user's own file, and a run that stopped before
+# its first checkpoint has nothing else to lose.)
+RUN_MARKERS = (SUMMARY, ELIGIBILITY, CHECKPOINTS)
 
 
 def prepare(config: RunConfig) -> tuple[TaskSpace, Policy]:
