@@ -132,10 +132,15 @@ def _run_composed(cfg: DictConfig) -> None:
         sys.exit(1)
 
 
+# Run directories that existed before Hydra ran (`hydra.run.dir=` of the user's own
+# making): a refused run takes out what Hydra put there, never the directory itself.
+_MADE_BY_USER: set[Path] = set()
+
+
 def _drop_if_unused(run_dir: Path) -> None:
-    """Remove the run directory Hydra made for a run refused before it wrote anything (its
-    empty log, and Hydra's record of the composed config): a mistyped value should not
-    leave an empty run behind in runs/."""
+    """Remove what Hydra wrote for a run refused before it wrote anything (an empty log and
+    Hydra's record of the composed config), and the directory if Hydra made it: a mistyped
+    value should not leave an empty run behind in runs/."""
     try:
         entries = {e.name: e for e in run_dir.iterdir()}
         log = entries.pop("cli.log", None)
@@ -145,9 +150,21 @@ def _drop_if_unused(run_dir: Path) -> None:
         log.unlink()
         if hydra_record is not None:
             shutil.rmtree(hydra_record)
-        run_dir.rmdir()
+        if run_dir.resolve() not in _MADE_BY_USER:
+            run_dir.rmdir()
     except OSError:
         pass  # best effort: a directory we cannot read or remove is left as it is
+
+
+def _explicit_run_dir(args: list[str]) -> Path | None:
+    """The directory a single run was told to use (`hydra.run.dir=PATH`), if plain."""
+    if any(arg in ("-m", "--multirun") for arg in args):
+        return None
+    for arg in args:
+        key, _, value = arg.partition("=")
+        if key.lstrip("+") == "hydra.run.dir" and value and "${" not in value:
+            return Path(value)
+    return None
 
 
 def _resume(target: str, overrides: list[str]) -> None:
@@ -168,23 +185,28 @@ def _resume(target: str, overrides: list[str]) -> None:
 
 
 def _pool_preset(name: str) -> list[str]:
-    """`pool=NAME` on resume: the pool.* settings the preset file writes (all of which
-    resume allows), e.g. pool=local -> pool.backend=local, pool.num_workers=1."""
+    """`pool=NAME` on resume: every pool.* setting the preset composes to, its defaults
+    included (all of them resume allows), e.g. pool=local -> pool.backend=local, ..."""
     presets = sorted(p.stem for p in (CONF_DIR / "pool").glob("*.yaml"))
     if name not in presets:
         _fail(f"pool: unknown preset '{name}'; allowed: {', '.join(presets)}")
-    written = yaml.safe_load((CONF_DIR / "pool" / f"{name}.yaml").read_text()) or {}
-    written.pop("defaults", None)
-    return [f"pool.{key}={json.dumps(value)}" for key, value in written.items()]  # JSON is YAML
+    composed = hydra_configs.compose(CONF_DIR, [f"pool={name}"])["pool"]
+    return [f"pool.{key}={json.dumps(value)}" for key, value in composed.items()]  # JSON is YAML
 
 
 def _apply_resume_overrides(config: RunConfig, overrides: list[str]) -> RunConfig:
     raw = runner.config_to_dict(config)
     known = _leaf_keys(raw)
-    expanded = []
+    # A preset first, then the settings given one by one, in whatever order they were typed:
+    # `pool=ray pool.num_workers=4` and `pool.num_workers=4 pool=ray` mean the same.
+    presets, settings = [], []
     for override in overrides:
         key, sep, text = override.partition("=")
-        expanded += _pool_preset(text) if key == "pool" and sep else [override]
+        if key == "pool" and sep:
+            presets += _pool_preset(text)
+        else:
+            settings.append(override)
+    expanded = presets + settings
     for override in expanded:
         key, sep, text = override.partition("=")
         if not sep:
@@ -248,9 +270,9 @@ def _check_overrides(args: list[str]) -> list[str]:
     """Refuse an unknown key (exit 2, naming the closest valid keys) before Hydra would
     answer with its own message and exit 1; a group choice that does not exist likewise.
 
-    Returns the arguments for Hydra: a value given to an open mapping (an empty `{}` in
-    the config, e.g. `policy.kwargs={width: 8}`) is passed as `++key=...`, since Hydra's
-    struct mode refuses new keys inside the empty mapping otherwise."""
+    Returns the arguments for Hydra: a value given to a whole mapping (e.g.
+    `policy.kwargs={width: 8}`, an empty `{}` in the preset) is passed as `++key=...`, since
+    Hydra's struct mode refuses keys the mapping does not have yet otherwise."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
@@ -274,14 +296,19 @@ def _check_overrides(args: list[str]) -> list[str]:
         if key.startswith(("+", "~", "hydra.", "hydra/")) or key == "hydra":
             continue
         (choices if key.split("@")[0] in groups else values).append(arg)
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose(config_name, overrides=[*search, *choices])
-    except HydraException as error:
-        text = str(error).split("\nConfig search path")[0]
-        _fail(text.replace(":\n\t", ": ").replace("\n\t", ", ").replace("\n", " "))
-    composed = OmegaConf.to_container(cfg, resolve=False)
-    known = _leaf_keys(composed)
+    known: set[str] = set()
+    mappings: set[str] = set()
+    for picked in _each_choice(choices):
+        try:
+            with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+                cfg = compose(config_name, overrides=[*search, *picked])
+        except HydraException as error:
+            text = str(error).split("\nConfig search path")[0]
+            _fail(text.replace(":\n\t", ": ").replace("\n\t", ", ").replace("\n", " "))
+        composed = OmegaConf.to_container(cfg, resolve=False)
+        keys = _leaf_keys(composed)
+        known |= keys
+        mappings |= {k for k in keys if isinstance(_value_at(composed, k), dict)}
     for arg in values:
         key = arg.split("=", 1)[0]
         if key not in known:
@@ -291,8 +318,25 @@ def _check_overrides(args: list[str]) -> list[str]:
                 f"{key}: unknown key{hint} (a key the config does not have needs Hydra's "
                 f"'+' prefix: +{key}=...)"
             )
-    open_mappings = {k for k in known if _value_at(composed, k) == {}}
-    return [f"++{a}" if a in values and a.split("=", 1)[0] in open_mappings else a for a in args]
+    return [f"++{a}" if a in values and a.split("=", 1)[0] in mappings else a for a in args]
+
+
+def _each_choice(choices: list[str]) -> list[list[str]]:
+    """The group choices to compose and check: one list, or, with a multirun sweep over
+    groups (`curriculum=poet,enhanced_poet -m`), one per swept option (the other groups at
+    their first option). A sweep function (`choice(...)`, `glob(...)`) is left to Hydra."""
+    options = []
+    for arg in choices:
+        key, _, value = arg.partition("=")
+        if "(" in value:
+            continue
+        sweep = "," in value and not value.startswith("[")  # [a,b]: one choice of a list
+        options.append([f"{key}={v.strip()}" for v in value.split(",")] if sweep else [arg])
+    first = [picks[0] for picks in options]
+    runs = [first]
+    for index, picks in enumerate(options):
+        runs += [[*first[:index], pick, *first[index + 1 :]] for pick in picks[1:]]
+    return runs
 
 
 def _value_at(node: Any, key: str) -> Any:
@@ -312,6 +356,15 @@ def run_main() -> None:
             _resume(resume[0].split("=", 1)[1], others)
             return
         sys.argv[1:] = _check_overrides(args)  # registers the structured configs too
+        run_dir = _explicit_run_dir(args)
+        if run_dir is not None:
+            # Before Hydra writes its record (.hydra/) into a directory that holds a run.
+            try:
+                runner.refuse_existing_run(run_dir)
+            except ConfigError as error:
+                _fail(str(error))
+            if run_dir.exists():
+                _MADE_BY_USER.add(run_dir.resolve())
         _run_composed()
     except KeyboardInterrupt:  # before the first generation started (pool start-up)
         print("interrupted before the first generation finished", file=sys.stderr)

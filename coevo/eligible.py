@@ -19,7 +19,8 @@ Pairs come from a YAML or CSV file. YAML:
 `.npy` and checkpoint policies use the run's policy config; the others bring their own
 architecture, and pairs are evaluated in groups of one architecture each (one pool per
 group). CSV: columns `name`, `policy`, optional `pair` (with a checkpoint policy), and one
-column per task parameter (`gravity`, ...); a `.zip` policy is read as SB3, a `.pt` one as
+column per task parameter (`gravity`, ...). A task space of one parameter (e.g. a level
+index) also takes the value alone: `task: 3`. A `.zip` policy is read as SB3, a `.pt` one as
 TorchScript.
 """
 
@@ -81,10 +82,20 @@ def load_pairs(path: Path, space: TaskSpace, policy: Policy) -> list[GivenPair]:
         where = f"{path.name}: pairs[{index}]"
         if not isinstance(entry, dict) or "policy" not in entry:
             raise ConfigError(where, "each pair needs 'policy' (and usually 'task')")
+        given = entry.get("task") or {}
+        if isinstance(given, int | float) and not isinstance(given, bool) and len(space.names) == 1:
+            given = {space.names[0]: given}  # a one-parameter space's task as its value
+        if not isinstance(given, dict):
+            raise ConfigError(
+                f"{where}.task",
+                f"expected a mapping of parameter values (parameters of task space "
+                f"'{space.name}': {', '.join(space.names)}), got {given!r}",
+            )
         try:
-            task = space.task(**dict(entry.get("task") or {}))
-        except ConfigError as error:  # e.g. task.params.gravty: say which pair of which file
-            raise ConfigError(f"{where}.{error.field}", str(error).split(": ", 1)[1]) from None
+            task = space.task(**given)
+        except ConfigError as error:  # name the file's own key: pairs[1].task.gravty
+            field = error.field.replace("task.params.", "task.", 1)
+            raise ConfigError(f"{where}.{field}", str(error).split(": ", 1)[1]) from None
         own, theta, source = _load_policy(entry["policy"], path.parent, where, spaces, loaded)
         if own is None and theta.shape != (policy.num_params,):
             raise ConfigError(

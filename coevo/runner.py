@@ -86,12 +86,16 @@ def refuse_existing_run(run_dir: Path) -> None:
     """A new run starts in a directory of its own: one that already holds a run would get
     both runs' rows in its tables and checkpoints of both (ConfigError naming the way out)."""
     found = [name for name in RUN_MARKERS if (run_dir / name).exists()]
+    if CHECKPOINTS in found and not any((run_dir / CHECKPOINTS).glob("gen_*.pkl")):
+        found.remove(CHECKPOINTS)  # a folder of that name with no checkpoint in it
     if found:
-        raise ConfigError(
-            "hydra.run.dir",
-            f"{run_dir} already holds a run ({', '.join(found)}); continue it with "
-            f"`coevo-run resume={run_dir}`, or start this one in another directory",
+        way_out = (
+            f"continue it with `coevo-run resume={run_dir}`, or start this one in another directory"
+            if (run_dir / CONFIG_FILE).is_file()
+            else "start this one in another directory"
         )
+        held = ", ".join(found)
+        raise ConfigError("hydra.run.dir", f"{run_dir} already holds a run ({held}); {way_out}")
 
 
 def _pool(config: RunConfig, space: TaskSpace, policy: Policy) -> EvaluationPool:

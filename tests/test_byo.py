@@ -298,7 +298,8 @@ def test_eligible_parents_on_the_int_task_env_from_yaml(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "case", ["module", "state_dict", "sb3_class", "task_form", "pair_task_param"]
+    "case",
+    ["module", "state_dict", "sb3_class", "task_form", "pair_task_param", "pair_task_not_mapping"],
 )
 def test_bad_input_stops_with_the_field_and_exit_code_2(files, tmp_path, case):
     path = files["path"]
@@ -331,8 +332,16 @@ def test_bad_input_stops_with_the_field_and_exit_code_2(files, tmp_path, case):
         pairs = [{"policy": "mlp.npy"}, {"policy": "mlp.npy", "task": {"gravty": 9.8}}]
         args = [f"eligible.pairs_file={_write_pairs(tmp_path, pairs)}"]
         expected = (
-            "coevo-run: error: pairs.yaml: pairs[1].task.params.gravty: unknown parameter of "
+            "coevo-run: error: pairs.yaml: pairs[1].task.gravty: unknown parameter of "
             "task space 'cartpole'"
+        )
+    elif case == "pair_task_not_mapping":
+        np.save(tmp_path / "mlp.npy", np.zeros(114, dtype=np.float32))
+        pairs = [{"policy": "mlp.npy", "task": "cartpole"}]
+        args = [f"eligible.pairs_file={_write_pairs(tmp_path, pairs)}"]
+        expected = (
+            "coevo-run: error: pairs.yaml: pairs[0].task: expected a mapping of parameter values "
+            "(parameters of task space 'cartpole': "
         )
     else:
         config_dir = tmp_path / "conf"
@@ -370,6 +379,20 @@ def test_pairs_file_policy_that_does_not_fit_the_env(files, tmp_path):
         r"space's env gives 3",
     ):
         load_pairs(pairs, space, default)
+
+
+def test_a_pairs_file_gives_a_one_parameter_task_as_its_value(tmp_path):
+    import dataclasses
+
+    cartpole = tasks.get("cartpole")
+    space = dataclasses.replace(cartpole, params=(cartpole.param("gravity"),))
+    np.save(tmp_path / "mlp.npy", np.zeros(114, dtype=np.float32))
+    pairs = tmp_path / "pairs.yaml"
+    pairs.write_text(yaml.safe_dump({"pairs": [{"policy": "mlp.npy", "task": 12.5}]}))
+    env = space.make_env()
+    default = make_policy("mlp", env.observation_space, env.action_space, {})
+    (pair,) = load_pairs(pairs, space, default)
+    assert pair.task.as_dict() == {"gravity": 12.5}
 
 
 def test_policy_kwargs_as_the_readme_writes_them_reach_the_users_module(tmp_path):

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from cli_support import COEVO_RUN, ROOT, cli, run_tables
 
 from coevo.pool import EvaluationError, EvaluationPool
@@ -140,14 +141,22 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     assert "episode_timeout_s: 60" in written and "worker_memory_mb: 4000" in written
     for name, frame in run_tables(long).items():
         pd.testing.assert_frame_equal(run_tables(short)[name], frame, obj=name)
-    # A pool preset, as on a fresh run: pool=local is the preset's pool.* settings.
-    no_limits = ["pool.episode_timeout_s=null", "pool.worker_memory_mb=null"]
+    # A pool preset, as on a fresh run: pool=local is every pool.* setting the preset
+    # composes to, its defaults included (the ray-only limits set above go back to null);
+    # a setting typed before the preset still wins over it.
     on_local = cli(
-        "coevo-run", f"resume={short}", "curriculum.generations=6", "pool=local", *no_limits
+        "coevo-run",
+        f"resume={short}",
+        "pool.envs_per_worker=8",
+        "curriculum.generations=6",
+        "pool=local",
     )
     assert on_local.returncode == 0, on_local.stderr[-3000:]
     assert "after generation 5" in on_local.stdout and "gen   6/6" in on_local.stdout
-    assert "backend: local" in (short / "config.yaml").read_text()
+    pool = yaml.safe_load((short / "config.yaml").read_text())["pool"]
+    assert pool["backend"] == "local" and pool["num_workers"] == 1
+    assert pool["episode_timeout_s"] is None and pool["worker_memory_mb"] is None
+    assert pool["envs_per_worker"] == 8
 
 
 def test_resume_from_a_checkpoint_file_goes_on_from_that_generation(tmp_path):
@@ -217,17 +226,52 @@ def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path):
     run = tmp_path / "run"
     first = cli("coevo-run", *SMALL, "curriculum.generations=2", f"hydra.run.dir={run}")
     assert first.returncode == 0, first.stderr
-    before = {p.name: p.read_bytes() for p in run.glob("*.csv")}
+    before = _files(run)
     again = cli("coevo-run", *SMALL, "curriculum.generations=3", "seed=5", f"hydra.run.dir={run}")
     assert again.returncode == 2
     assert again.stderr.startswith(f"coevo-run: error: hydra.run.dir: {run} already holds a run")
     assert f"coevo-run resume={run}" in again.stderr
-    assert {p.name: p.read_bytes() for p in run.glob("*.csv")} == before
+    assert _files(run) == before  # .hydra/ included: Hydra's record of the first run kept
     assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2]
     # What the message says to do works: the run goes on in its own directory.
     resumed = cli("coevo-run", f"resume={run}", "curriculum.generations=3")
     assert resumed.returncode == 0, resumed.stderr
     assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2, 3]
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(directory)): p.read_bytes() for p in directory.rglob("*") if p.is_file()
+    }
+
+
+def test_a_directory_of_the_users_own_is_kept_and_an_empty_checkpoints_folder_is_no_run(tmp_path):
+    """A refused config leaves a directory the user made (only Hydra's files go); a
+    `checkpoints/` folder with no checkpoint in it does not make a directory a run."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    refused = cli("coevo-run", *SMALL, "curriculum.generations=0", f"hydra.run.dir={mine}")
+    assert refused.returncode == 2 and "curriculum.generations" in refused.stderr
+    assert mine.is_dir() and not any(mine.iterdir())
+    (mine / "checkpoints").mkdir()
+    done = cli("coevo-run", *SMALL, "curriculum.generations=1", f"hydra.run.dir={mine}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    # A run's tables without its config.yaml: resume= could not continue it, so not offered.
+    (mine / "config.yaml").unlink()
+    again = cli("coevo-run", *SMALL, "curriculum.generations=1", f"hydra.run.dir={mine}")
+    assert again.returncode == 2 and "already holds a run" in again.stderr
+    assert "resume=" not in again.stderr and "start this one in another directory" in again.stderr
+
+
+def test_a_multirun_sweep_over_groups_is_checked_option_by_option(capsys):
+    from coevo.cli import _check_overrides
+
+    args = ["-m", "curriculum=poet,enhanced_poet", "curriculum.generations=1", "seed=1,2"]
+    assert _check_overrides(args) == args
+    with pytest.raises(SystemExit) as stopped:
+        _check_overrides(["-m", "curriculum=poet,enhanced_poett"])
+    assert stopped.value.code == 2
+    assert "enhanced_poett" in capsys.readouterr().err
 
 
 def test_poet_thresholds_above_the_tasks_solved_score_are_warned_of(tmp_path):
@@ -253,3 +297,18 @@ def test_poet_thresholds_above_the_tasks_solved_score_are_warned_of(tmp_path):
     assert scaled.returncode == 0 and "warning" not in scaled.stdout
     cartpole = cli("coevo-run", *small, f"hydra.run.dir={tmp_path / 'c'}")
     assert cartpole.returncode == 0 and "warning" not in cartpole.stdout
+
+
+def test_a_mapping_given_whole_is_merged_into_the_configs_own():
+    """`task.params={gravity: {low: 5}}` on a preset that already has parameters: Hydra
+    merges it (the other parameters stay) and takes keys the mapping does not have yet."""
+    from coevo import hydra_configs
+    from coevo.cli import CONF_DIR, _check_overrides
+
+    args = ["task=custom_example", "task.params={gravity: {low: 5}, mass: {high: 4}}"]
+    passed = _check_overrides(args)
+    assert passed == ["task=custom_example", "++task.params={gravity: {low: 5}, mass: {high: 4}}"]
+    params = hydra_configs.compose(CONF_DIR, passed)["task"]["params"]
+    assert set(params) == {"gravity", "mass", "max_torque"}
+    assert params["gravity"]["low"] == 5 and params["gravity"]["high"] == 20.0
+    assert params["mass"]["high"] == 4

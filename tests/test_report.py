@@ -106,3 +106,23 @@ def test_the_new_panels_load_in_headless_chromium(run_dir, tmp_path):
 });""",
     )
     assert all(value == "true" for value in result.values()), result
+
+
+def test_id_columns_are_integers_and_task_parameters_keep_their_values():
+    from coevo.report.tables import integer_ids
+
+    frame = pd.DataFrame(
+        {
+            "pair_id": [1.0, 2.0],
+            "parent_id": [float("nan"), 1.0],
+            "task.level_id": [3.0, 4.5],  # a task parameter that happens to end in _id
+            "task.room_id": [2.0, 3.0],
+        }
+    )
+    converted = integer_ids(frame)
+    assert str(converted["parent_id"].dtype) == "Int64"
+    assert converted["parent_id"].isna().tolist() == [True, False]
+    assert converted["pair_id"].tolist() == [1, 2]
+    assert converted["task.level_id"].tolist() == [3.0, 4.5]
+    assert converted["task.room_id"].dtype.kind == "f"  # a parameter's values stay floats
+    assert frame["parent_id"].dtype.kind == "f"  # the caller's frame unchanged

@@ -45,7 +45,7 @@ def test_eligible_parents_bad_pairs_file_names_the_field(tmp_path):
         f"hydra.run.dir={tmp_path / 'out'}",
     )
     assert done.returncode == 2
-    assert "task.params.gravty: unknown parameter of task space 'cartpole'" in done.stderr
+    assert "pairs[0].task.gravty: unknown parameter of task space 'cartpole'" in done.stderr
 
 
 def test_coevo_report_rebuilds_the_page_from_files(run_dir):

@@ -73,11 +73,13 @@ class RunRecorder:
 def integer_ids(frame: pd.DataFrame) -> pd.DataFrame:
     """Id columns (`*_id`) as integers, empty where missing: pandas makes a column with a
     missing value float, and the CSV would then say `parent_id 1.0` in some rows, `1` in
-    others (each generation's rows are appended on their own)."""
+    others (each generation's rows are appended on their own). Task parameters (`task.*`)
+    are the task's values, whatever their name: left as they are."""
     converted = {}
     for column in frame.columns:
         values = frame[column]
-        if str(column).endswith("_id") and values.dtype.kind == "f":
+        name = str(column)
+        if name.endswith("_id") and not name.startswith("task.") and values.dtype.kind == "f":
             present = values.dropna()
             if (present == present.round()).all():
                 converted[column] = values.astype("Int64")
