@@ -177,10 +177,27 @@ def test_value_scores_are_used_when_results_carry_values(pool, cartpole):
     assert score == pytest.approx(2.5 / 3) and how.startswith("positive value loss 0.833")
     plr.score_used = "max_mc"
     score, how = plr.level_score(plr.students[0], signal, None)
-    assert score == pytest.approx(1.5) and "R_max 2.0" in how  # mean(2 - 0.5)
+    assert score == pytest.approx(1.5) and "R_max 2)" in how  # mean(2 - 0.5)
     plain = Signal(task, 2.0, ())
     score, how = plr.level_score(plr.students[0], plain, None)
     assert how.startswith("return regret")
+
+
+def test_levels_scored_together_share_one_best_return_whatever_their_order(pool, cartpole):
+    """return_regret's anchor (the best return so far) takes the whole batch in before any
+    level of it is scored: a level listed before a better one is not scored 0."""
+    from coevo.curricula.level_sampling import Outcome, Plan
+
+    plr = _build("plr", pool, cartpole)
+    plr.begin_generation()
+    student = plr.students[0]
+    tasks = [cartpole.task(gravity=g) for g in (12.0, 11.0, 10.0)]
+    signals = [Signal(t, r) for t, r in zip(tasks, (-0.6, -0.6, -0.2), strict=True)]
+    decisions = []
+    plan = Plan(score=tasks, note=("new", "a new batch", None))
+    plr.observe(student, plan, Outcome(trained=[], scored=signals), decisions)
+    assert [d.score for d in decisions] == pytest.approx([0.4, 0.4, 0.0])
+    assert "best return -0.2 - return -0.6" in decisions[0].reason
 
 
 def test_more_tasks_per_step_than_es_pairs_is_refused(pool, cartpole):

@@ -14,6 +14,18 @@ def test_eligibility_outcome_and_reason():
 
 
 @pytest.mark.parametrize(
+    ("score", "threshold", "reason"),
+    [
+        (199.96, 200, "score 199.96 < repro_threshold 200"),  # not "200.0 < 200"
+        (0.97, 0.975, "score 0.97 < repro_threshold 0.975"),  # rewards in [0, 1]
+        (0.9751, 0.975, "score 0.9751 ≥ repro_threshold 0.975"),
+    ],
+)
+def test_a_reason_never_shows_a_score_that_contradicts_its_comparison(score, threshold, reason):
+    assert rules.eligibility(score, threshold)[1] == reason
+
+
+@pytest.mark.parametrize(
     ("score", "passed", "reason"),
     [
         (12.0, False, "child rejected: score 12.0 < mc_lower 25"),

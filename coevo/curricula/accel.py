@@ -69,10 +69,10 @@ class ACCEL(PrioritizedLevelReplay):
     ) -> None:
         buffer = self.buffers[student.index]
         parents = self._parents.pop(student.index)
+        self._note_returns(student, signals)
         for signal in signals:
             parent = parents[signal.task]
             self._counts["edits_tried"] += 1
-            self._note_return(student, signal)
             score, how = self.level_score(student, signal, None)
             edits = parent.edits + self.config.num_edits
             next_id = buffer.next_id

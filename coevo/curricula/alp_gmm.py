@@ -143,7 +143,7 @@ class ALPGMM(LevelSamplingCurriculum):
                     "sample",
                     s.origin,
                     f"{s.reason(self.config.random_ratio)}; training return "
-                    f"{signal.mean_return:.1f}, ALP {alp:.3g}{fit_note}",
+                    f"{signal.mean_return:.4g}, ALP {alp:.3g}{fit_note}",
                     score=alp,
                     error=signal.error,
                 )

@@ -61,7 +61,7 @@ class DomainRandomization(LevelSamplingCurriculum):
                     signal.task,
                     "sample",
                     "trained",
-                    f"uniform task from the space; training return {signal.mean_return:.1f}",
+                    f"uniform task from the space; training return {signal.mean_return:.4g}",
                     score=signal.mean_return,
                     error=signal.error,
                 )

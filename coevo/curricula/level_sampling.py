@@ -195,7 +195,7 @@ class LevelSamplingCurriculum(Curriculum):
                     signal.task,
                     "train",
                     "trained",
-                    f"training return {signal.mean_return:.1f}",
+                    f"training return {signal.mean_return:.4g}",
                     score=signal.mean_return,
                     error=signal.error,
                 )

@@ -134,8 +134,8 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         buffer = self.buffers[student.index]
         if kind == "new":
             self._counts["new_batches"] += 1
+            self._note_returns(student, outcome.scored)
             for signal in outcome.scored:
-                self._note_return(student, signal)
                 score, how = self.level_score(student, signal, None)
                 next_id = buffer.next_id
                 level, offer_reason = buffer.offer(
@@ -156,6 +156,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             return []
         self._counts["replays"] += 1
         by_task = {signal.task: signal for signal in outcome.trained}
+        self._note_returns(student, outcome.trained)
         seen: set[int] = set()
         for pick in picks:
             level = pick.level
@@ -164,7 +165,6 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                 decisions.append(self._replay_row(student, pick, why, "drawn again this step"))
                 continue
             seen.add(level.level_id)
-            self._note_return(student, signal)
             old = level.score
             score, how = self.level_score(student, signal, level)
             buffer.rescore(level, score, signal.mean_return)
@@ -208,11 +208,15 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             return "added"
         return "rescored"
 
-    def _note_return(self, student: Student, signal: Signal) -> None:
-        if np.isfinite(signal.mean_return):
-            self.best_return[student.index] = max(
-                self.best_return[student.index], signal.mean_return
-            )
+    def _note_returns(self, student: Student, signals: list[Signal]) -> None:
+        """Raise the student's best return by a batch's returns, before any of the batch is
+        scored: levels evaluated together are judged against the same best, whatever
+        their order in the batch."""
+        for signal in signals:
+            if np.isfinite(signal.mean_return):
+                self.best_return[student.index] = max(
+                    self.best_return[student.index], signal.mean_return
+                )
 
     # -- scores ----------------------------------------------------------------------------
     def level_score(
@@ -234,11 +238,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         if name == LevelScore.MAX_MC:
             best = max(level.max_return if level is not None else float("-inf"), signal.mean_return)
             score = float(np.mean([max_mc(t.values, best) for t in trajectories]))
-            return score, f"MaxMC {score:.3g} (R_max {best:.1f})"
+            return score, f"MaxMC {score:.3g} (R_max {best:.4g})"
         best = self.best_return[student.index]
         score = return_regret(signal.mean_return, best)
         return score, (
-            f"return regret {score:.3g} = best return {best:.1f} - return {signal.mean_return:.1f}"
+            f"return regret {score:.3g} = best return {best:.4g} - return {signal.mean_return:.4g}"
         )
 
     # -- tables and state ------------------------------------------------------------------

@@ -11,8 +11,18 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def _fmt(value: float) -> str:
-    return f"{value:.1f}"
+def _fmt(value: float, against: float | None = None) -> str:
+    """One decimal (three significant digits below 1), more where rounding would make the
+    shown value contradict the comparison with `against` (not "score 100.0 < 100")."""
+    small = abs(value) < 1
+    for extra in range(7):
+        text = f"{value:.{3 + extra}g}" if small else f"{value:.{1 + extra}f}"
+        shown = float(text)
+        if against is None or (
+            (shown < against) == (value < against) and (shown > against) == (value > against)
+        ):
+            break
+    return text
 
 
 def eligibility(
@@ -23,8 +33,8 @@ def eligibility(
     if not np.isfinite(score):
         return False, f"evaluation failed (score {score}); not eligible"
     if score >= threshold:
-        return True, f"score {_fmt(score)} ≥ {setting} {threshold:g}"
-    return False, f"score {_fmt(score)} < {setting} {threshold:g}"
+        return True, f"score {_fmt(score, threshold)} ≥ {setting} {threshold:g}"
+    return False, f"score {_fmt(score, threshold)} < {setting} {threshold:g}"
 
 
 def minimal_criterion(score: float, lower: float, upper: float) -> tuple[bool, str]:
@@ -32,9 +42,9 @@ def minimal_criterion(score: float, lower: float, upper: float) -> tuple[bool, s
     if not np.isfinite(score):
         return False, f"child rejected: evaluation failed (score {score})"
     if score < lower:
-        return False, f"child rejected: score {_fmt(score)} < mc_lower {lower:g}"
+        return False, f"child rejected: score {_fmt(score, lower)} < mc_lower {lower:g}"
     if score > upper:
-        return False, f"child rejected: score {_fmt(score)} > mc_upper {upper:g}"
+        return False, f"child rejected: score {_fmt(score, upper)} > mc_upper {upper:g}"
     return True, f"passes minimal criterion: {lower:g} ≤ score {_fmt(score)} ≤ {upper:g}"
 
 
