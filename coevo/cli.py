@@ -16,7 +16,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from coevo import hydra_configs, runner
-from coevo.checkpoint import CheckpointError
+from coevo.checkpoint import CheckpointError, generation_of, list_checkpoints
 from coevo.config import RunConfig, parse_config
 from coevo.curricula.base import GenerationFailed
 from coevo.errors import ConfigError
@@ -97,7 +97,8 @@ def resolve_config_paths(raw: dict[str, Any]) -> None:
     given = {override.split("=", 1)[0].lstrip("+~") for override in hydra_config.overrides.task}
     choices = hydra_config.runtime.choices
     for section, key in PATH_SETTINGS:
-        value = (raw.get(section) or {}).get(key)
+        settings = raw.get(section)
+        value = settings.get(key) if isinstance(settings, dict) else None  # else: parse_config
         if not isinstance(value, str) or Path(value).is_absolute():
             continue
         if f"{section}.{key}" in given:
@@ -156,24 +157,14 @@ def _drop_if_unused(run_dir: Path) -> None:
         pass  # best effort: a directory we cannot read or remove is left as it is
 
 
-def _explicit_run_dir(args: list[str]) -> Path | None:
-    """The directory a single run was told to use (`hydra.run.dir=PATH`), if plain."""
-    if any(arg in ("-m", "--multirun") for arg in args):
-        return None
-    for arg in args:
-        key, _, value = arg.partition("=")
-        if key.lstrip("+") == "hydra.run.dir" and value and "${" not in value:
-            return Path(value)
-    return None
-
-
 def _resume(target: str, overrides: list[str]) -> None:
     path = Path(target)
     checkpoint_file = path if path.is_file() else None
     run_dir = path.parent.parent if checkpoint_file else path  # RUN_DIR/checkpoints/gen_N.pkl
     try:
         config = runner.load_run_config(run_dir)
-        config = _apply_resume_overrides(config, overrides)
+        config = _apply_resume_overrides(config, overrides, run_dir)
+        _refuse_fewer_generations(config, run_dir, checkpoint_file)
         runner.run(config, run_dir, resume=True, checkpoint_file=checkpoint_file)
     except (ConfigError, CheckpointError, FileNotFoundError) as error:
         _fail(str(error))
@@ -184,17 +175,41 @@ def _resume(target: str, overrides: list[str]) -> None:
         sys.exit(1)
 
 
-def _pool_preset(name: str) -> list[str]:
-    """`pool=NAME` on resume: every pool.* setting the preset composes to, its defaults
-    included (all of them resume allows), e.g. pool=local -> pool.backend=local, ..."""
+def _refuse_fewer_generations(
+    config: RunConfig, run_dir: Path, checkpoint_file: Path | None
+) -> None:
+    """A resumed run goes on from its checkpoint: a generation count below the checkpoint's
+    would run nothing and leave a config.yaml that contradicts the tables."""
+    saved = [checkpoint_file] if checkpoint_file else list_checkpoints(run_dir / runner.CHECKPOINTS)
+    if not saved:
+        return
+    done = generation_of(saved[-1])
+    wanted = config.curriculum.generations
+    if wanted < done:
+        _fail(
+            f"curriculum.generations: {wanted} is fewer than the {done} generations the "
+            f"checkpoint holds; allowed: {done} or more (resume goes on from generation {done})"
+        )
+
+
+def _pool_preset(name: str, run_dir: Path) -> list[str]:
+    """`pool=NAME` on resume: every pool.* setting as a fresh run of the same command with
+    `pool=NAME` would have it (the run's recorded overrides, e.g. an experiment preset's
+    pool.envs_per_worker, composed again), all of which resume allows."""
     presets = sorted(p.stem for p in (CONF_DIR / "pool").glob("*.yaml"))
     if name not in presets:
         _fail(f"pool: unknown preset '{name}'; allowed: {', '.join(presets)}")
-    composed = hydra_configs.compose(CONF_DIR, [f"pool={name}"])["pool"]
+    recorded = run_dir / ".hydra" / "overrides.yaml"
+    command = yaml.safe_load(recorded.read_text()) if recorded.is_file() else []
+    command = [o for o in command or [] if o.split("=", 1)[0].lstrip("+~") != "pool"]
+    try:
+        composed = hydra_configs.compose(CONF_DIR, [*command, f"pool={name}"])["pool"]
+    except Exception:  # noqa: BLE001 - e.g. a preset of the user's own, not on this path
+        composed = hydra_configs.compose(CONF_DIR, [f"pool={name}"])["pool"]
     return [f"pool.{key}={json.dumps(value)}" for key, value in composed.items()]  # JSON is YAML
 
 
-def _apply_resume_overrides(config: RunConfig, overrides: list[str]) -> RunConfig:
+def _apply_resume_overrides(config: RunConfig, overrides: list[str], run_dir: Path) -> RunConfig:
     raw = runner.config_to_dict(config)
     known = _leaf_keys(raw)
     # A preset first, then the settings given one by one, in whatever order they were typed:
@@ -203,7 +218,7 @@ def _apply_resume_overrides(config: RunConfig, overrides: list[str]) -> RunConfi
     for override in overrides:
         key, sep, text = override.partition("=")
         if key == "pool" and sep:
-            presets += _pool_preset(text)
+            presets += _pool_preset(text, run_dir)
         else:
             settings.append(override)
     expanded = presets + settings
@@ -266,20 +281,29 @@ def _hydra_flags(args: list[str]) -> tuple[str, list[Path]] | None:
     return name, dirs
 
 
-def _check_overrides(args: list[str]) -> list[str]:
+# Hydra's flags that print something and run nothing (no run directory is written).
+INSPECT_FLAGS = ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", "--resolve")
+
+
+def _is_multirun(args: list[str]) -> bool:
+    return any(arg in ("-m", "--multirun") or arg == "hydra.mode=MULTIRUN" for arg in args)
+
+
+def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
     """Refuse an unknown key (exit 2, naming the closest valid keys) before Hydra would
     answer with its own message and exit 1; a group choice that does not exist likewise.
+    A multirun sweep over groups is checked option by option.
 
     Returns the arguments for Hydra: a value given to a whole mapping (e.g.
     `policy.kwargs={width: 8}`, an empty `{}` in the preset) is passed as `++key=...`, since
-    Hydra's struct mode refuses keys the mapping does not have yet otherwise."""
-    from hydra import compose, initialize_config_dir
+    Hydra's struct mode refuses keys the mapping does not have yet otherwise; and Hydra's
+    own settings as composed (for the run directory), None when not checked here."""
     from hydra.errors import HydraException
 
     hydra_configs.register()
     flags = _hydra_flags(args)
     if flags is None:  # a primary config of the user's own (--config-path): Hydra checks
-        return args
+        return args, None
     config_name, extra_dirs = flags
     overrides = [a for a in args if "=" in a and not a.startswith("-")]
     paths = [f"file://{d}" for d in extra_dirs]  # --config-dir: first on the search path
@@ -290,46 +314,101 @@ def _check_overrides(args: list[str]) -> list[str]:
     search = [f"hydra.searchpath=[{', '.join(paths)}]"] if paths else []
     search_dirs = [CONF_DIR, *(Path(p.removeprefix("file://")) for p in paths)]
     groups = _groups(search_dirs)
-    choices, values = [], []
+    choices, values, settings = [], [], []
     for arg in overrides:
         key = arg.split("=", 1)[0]
-        if key.startswith(("+", "~", "hydra.", "hydra/")) or key == "hydra":
-            continue
-        (choices if key.split("@")[0] in groups else values).append(arg)
-    known: set[str] = set()
+        if key.lstrip("+").startswith(("hydra.", "hydra/")) or key == "hydra":
+            if key != "hydra.searchpath":  # already in `search`
+                settings.append(arg)
+        elif not key.startswith(("+", "~")):
+            (choices if key.split("@")[0] in groups else values).append(arg)
+    multirun = _is_multirun(args)
+    if multirun and any("(" in arg.split("=", 1)[1] for arg in choices):
+        return args, None  # a sweep function over groups (choice, glob): Hydra expands it
+    runs = _each_choice(choices) if multirun else [choices]
     mappings: set[str] = set()
-    for picked in _each_choice(choices):
+    for picked in runs:
         try:
-            with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-                cfg = compose(config_name, overrides=[*search, *picked])
+            composed = _compose(config_name, [*search, *picked])
         except HydraException as error:
             text = str(error).split("\nConfig search path")[0]
             _fail(text.replace(":\n\t", ": ").replace("\n\t", ", ").replace("\n", " "))
-        composed = OmegaConf.to_container(cfg, resolve=False)
-        keys = _leaf_keys(composed)
-        known |= keys
-        mappings |= {k for k in keys if isinstance(_value_at(composed, k), dict)}
-    for arg in values:
-        key = arg.split("=", 1)[0]
-        if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
-            hint = f"; did you mean: {', '.join(close)}" if close else ""
-            _fail(
-                f"{key}: unknown key{hint} (a key the config does not have needs Hydra's "
-                f"'+' prefix: +{key}=...)"
-            )
-    return [f"++{a}" if a in values and a.split("=", 1)[0] in mappings else a for a in args]
+        known = _leaf_keys(composed)
+        mappings |= {k for k in known if isinstance(_value_at(composed, k), dict)}
+        swept = [pick for pick in picked if pick not in choices]  # this run's swept options
+        for arg in values:
+            key = arg.split("=", 1)[0]
+            if key not in known:
+                close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
+                hint = f"; did you mean: {', '.join(close)}" if close else ""
+                where = f" with {', '.join(swept)}" if swept else ""
+                _fail(
+                    f"{key}: unknown key{where}{hint} (a key the config does not have needs "
+                    f"Hydra's '+' prefix: +{key}=...)"
+                )
+    passed = [f"++{a}" if a in values and a.split("=", 1)[0] in mappings else a for a in args]
+    hydra_settings = None
+    if not any(arg in INSPECT_FLAGS for arg in args):
+        try:
+            hydra_settings = _compose(
+                config_name, [*search, *runs[0], *settings], hydra_config=True
+            )["hydra"]
+        except Exception:  # noqa: BLE001 - only the early directory check is skipped
+            hydra_settings = None
+    return passed, hydra_settings
+
+
+def _compose(config_name: str, overrides: list[str], hydra_config: bool = False) -> Any:
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name, overrides=overrides, return_hydra_config=hydra_config)
+    return cfg if hydra_config else OmegaConf.to_container(cfg, resolve=False)
+
+
+def _given_dir(args: list[str], setting: str, hydra_settings: Any) -> Path | None:
+    """The directory `setting` (hydra.run.dir or hydra.sweep.dir) names, when the user gave
+    it on the command line, as Hydra will resolve it (quotes, `${seed}`); None otherwise."""
+    given = [a.split("=", 1)[1] for a in args if a.split("=", 1)[0].lstrip("+") == setting]
+    if not given or hydra_settings is None or "${hydra" in given[-1]:
+        return None  # Hydra's own values (the job's name) differ here from at run time
+    try:
+        value = OmegaConf.select(hydra_settings, setting.removeprefix("hydra."))
+    except Exception:  # noqa: BLE001 - an interpolation only Hydra's run can resolve
+        return None
+    return Path(value) if value else None
+
+
+def _refuse_reused_dirs(args: list[str], hydra_settings: Any) -> None:
+    """Before Hydra writes its record (.hydra/) anywhere: a run directory that holds a run
+    is refused (a sweep directory: any of its jobs' directories)."""
+    if _is_multirun(args):
+        sweep = _given_dir(args, "hydra.sweep.dir", hydra_settings)
+        jobs = sorted(p for p in sweep.iterdir() if p.is_dir()) if sweep and sweep.is_dir() else []
+        for job in jobs:
+            try:
+                runner.refuse_existing_run(job, setting="hydra.sweep.dir")
+            except ConfigError as error:
+                _fail(str(error))
+        return
+    run_dir = _given_dir(args, "hydra.run.dir", hydra_settings)
+    if run_dir is None:
+        return
+    try:
+        runner.refuse_existing_run(run_dir)
+    except ConfigError as error:
+        _fail(str(error))
+    if run_dir.exists():
+        _MADE_BY_USER.add(run_dir.resolve())
 
 
 def _each_choice(choices: list[str]) -> list[list[str]]:
-    """The group choices to compose and check: one list, or, with a multirun sweep over
-    groups (`curriculum=poet,enhanced_poet -m`), one per swept option (the other groups at
-    their first option). A sweep function (`choice(...)`, `glob(...)`) is left to Hydra."""
+    """The group choices of a multirun, one list per composition to check: the first
+    options, then each further option of each swept group (`curriculum=poet,enhanced_poet`)
+    with the other groups at their first."""
     options = []
     for arg in choices:
         key, _, value = arg.partition("=")
-        if "(" in value:
-            continue
         sweep = "," in value and not value.startswith("[")  # [a,b]: one choice of a list
         options.append([f"{key}={v.strip()}" for v in value.split(",")] if sweep else [arg])
     first = [picks[0] for picks in options]
@@ -355,16 +434,9 @@ def run_main() -> None:
             others = [arg for arg in args if arg not in resume]
             _resume(resume[0].split("=", 1)[1], others)
             return
-        sys.argv[1:] = _check_overrides(args)  # registers the structured configs too
-        run_dir = _explicit_run_dir(args)
-        if run_dir is not None:
-            # Before Hydra writes its record (.hydra/) into a directory that holds a run.
-            try:
-                runner.refuse_existing_run(run_dir)
-            except ConfigError as error:
-                _fail(str(error))
-            if run_dir.exists():
-                _MADE_BY_USER.add(run_dir.resolve())
+        passed, hydra_settings = _check_overrides(args)  # registers the structured configs
+        _refuse_reused_dirs(args, hydra_settings)
+        sys.argv[1:] = passed
         _run_composed()
     except KeyboardInterrupt:  # before the first generation started (pool start-up)
         print("interrupted before the first generation finished", file=sys.stderr)

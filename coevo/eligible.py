@@ -78,11 +78,14 @@ def load_pairs(path: Path, space: TaskSpace, policy: Policy) -> list[GivenPair]:
     env.close()
     pairs = []
     loaded: dict[tuple, Any] = {}  # a file named by several pairs is read once
+    in_csv = path.suffix.lower() == ".csv"
     for index, entry in enumerate(entries):
-        where = f"{path.name}: pairs[{index}]"
+        # Errors name the file's own places: pairs[1].task.gravity, or line 3, column gravity.
+        where = f"{path.name}: " + (f"line {index + 2}" if in_csv else f"pairs[{index}]")
         if not isinstance(entry, dict) or "policy" not in entry:
             raise ConfigError(where, "each pair needs 'policy' (and usually 'task')")
-        given = entry.get("task") or {}
+        given = entry.get("task")
+        given = {} if given is None else given
         if isinstance(given, int | float) and not isinstance(given, bool) and len(space.names) == 1:
             given = {space.names[0]: given}  # a one-parameter space's task as its value
         if not isinstance(given, dict):
@@ -94,18 +97,33 @@ def load_pairs(path: Path, space: TaskSpace, policy: Policy) -> list[GivenPair]:
         try:
             task = space.task(**given)
         except ConfigError as error:  # name the file's own key: pairs[1].task.gravty
-            field = error.field.replace("task.params.", "task.", 1)
-            raise ConfigError(f"{where}.{field}", str(error).split(": ", 1)[1]) from None
-        own, theta, source = _load_policy(entry["policy"], path.parent, where, spaces, loaded)
+            param = _param_of(error.field)
+            if in_csv:
+                field = f"{where}, column {param}" if param else where
+            else:
+                field = f"{where}.task.{param}" if param else f"{where}.task"
+            raise ConfigError(field, str(error).split(": ", 1)[1]) from None
+        policy_field = f"{where}, column policy" if in_csv else f"{where}.policy"
+        own, theta, source = _load_policy(
+            entry["policy"], path.parent, policy_field, spaces, loaded
+        )
         if own is None and theta.shape != (policy.num_params,):
             raise ConfigError(
-                f"{where}.policy",
+                policy_field,
                 f"{source} has {theta.size} parameters; the policy config needs "
                 f"{policy.num_params}",
             )
         name = str(entry.get("name", f"pair{index}"))
         pairs.append(GivenPair(name, task, theta, source, own))
     return pairs
+
+
+def _param_of(field: str) -> str:
+    """The task parameter a TaskSpace error names (task.gravity, task.params.gravity), or ''."""
+    for prefix in ("task.params.", "task."):
+        if field.startswith(prefix) and field != "task.params":
+            return field.removeprefix(prefix)
+    return ""
 
 
 def _csv_entries(path: Path, space: TaskSpace) -> list[dict[str, Any]]:
@@ -129,10 +147,10 @@ def _csv_entries(path: Path, space: TaskSpace) -> list[dict[str, Any]]:
 
 
 def _load_policy(
-    spec: Any, base: Path, where: str, spaces: tuple, loaded: dict[tuple, Any]
+    spec: Any, base: Path, field: str, spaces: tuple, loaded: dict[tuple, Any]
 ) -> tuple[Policy | None, np.ndarray, str]:
-    """(own policy or None for the run's, parameter vector, source text) of one entry."""
-    field = f"{where}.policy"
+    """(own policy or None for the run's, parameter vector, source text) of one entry;
+    `field` names the entry's policy in errors."""
     if isinstance(spec, str) and spec.endswith(".npy"):
         file = (base / spec).resolve()
         if not file.is_file():
@@ -163,8 +181,16 @@ def _load_policy(
 def _checkpoint_policy(spec: Mapping, base: Path, field: str) -> tuple[np.ndarray, str]:
     file = (base / str(spec["checkpoint"])).resolve()
     state = checkpoint.load(file)
-    run_state = state.get("curriculum", state.get("coevolution"))
-    population = run_state["population"]
+    run_state = state.get("curriculum", state.get("coevolution")) or {}
+    population = run_state.get("population")
+    if population is None:  # a single-policy curriculum's run: its policies by index
+        policies = dict(state.get("policies") or {})
+        names = list(policies)
+        index = int(spec.get("pair", 0))
+        if not 0 <= index < len(names):
+            known = ", ".join(f"{i} ({name})" for i, name in enumerate(names)) or "none"
+            raise ConfigError(f"{field}.pair", f"no policy {index} in {file.name}; known: {known}")
+        return policies[names[index]].copy(), f"{spec['checkpoint']}#{names[index]}"
     try:
         pair = population.get(int(spec.get("pair", 0)))
     except KeyError:

@@ -120,7 +120,21 @@ def record_gif(
     env.render_mode = "rgb_array"  # classic-control and Box2D envs read this at render()
     env.set_task(space.env_task(task))
     obs, _ = env.reset(seed=seed)
-    frames = [env.render()]
+    try:
+        first = env.render()
+    except Exception as error:  # noqa: BLE001 - NotImplementedError, a missing display, ...
+        env.close()
+        raise ConfigError(
+            "video", f"the env of task space '{space.name}' cannot render a frame ({error!r})"
+        ) from None
+    if first is None or np.asarray(first).ndim != 3:
+        env.close()
+        raise ConfigError(
+            "video",
+            f"the env of task space '{space.name}' renders no RGB frame with "
+            f"render_mode='rgb_array' (render() gave {type(first).__name__})",
+        )
+    frames = [first]
     # The worker's own step: recurrent state and action noise as in evaluation.
     state = policy_spec.initial_state(1)
     key = np.array([seed_key(seed)])
@@ -159,12 +173,15 @@ def replay(
         task = parse_task(space, saved.population, task_text, pair.task)
     else:
         pair = pick_policy(saved, pair_id, space)
-        if task_text is not None and task_text.strip().isdigit():
-            raise ConfigError(
-                "task", "this run has no pairs to take a task from; give name=value,... instead"
-            )
+        if task_text is not None and "=" not in task_text:
+            if len(space.names) != 1:
+                raise ConfigError(
+                    "task",
+                    "this run has no pairs to take a task from; give name=value,... instead",
+                )
+            task_text = f"{space.names[0]}={task_text}"  # one parameter: its value alone
         task = parse_task(space, Population(), task_text, pair.task)
-    returns = episode_returns(space, policy_spec, pair.theta, task, episodes, seed)
-    if video is not None:
+    if video is not None:  # first: an env that cannot render stops before the episodes run
         record_gif(space, policy_spec, pair.theta, task, seed, video)
+    returns = episode_returns(space, policy_spec, pair.theta, task, episodes, seed)
     return pair, task, returns

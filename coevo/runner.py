@@ -82,7 +82,7 @@ def load_run_config(run_dir: Path) -> RunConfig:
     return parse_config(yaml.safe_load(path.read_text()))
 
 
-def refuse_existing_run(run_dir: Path) -> None:
+def refuse_existing_run(run_dir: Path, setting: str = "hydra.run.dir") -> None:
     """A new run starts in a directory of its own: one that already holds a run would get
     both runs' rows in its tables and checkpoints of both (ConfigError naming the way out)."""
     found = [name for name in RUN_MARKERS if (run_dir / name).exists()]
@@ -95,7 +95,7 @@ def refuse_existing_run(run_dir: Path) -> None:
             else "start this one in another directory"
         )
         held = ", ".join(found)
-        raise ConfigError("hydra.run.dir", f"{run_dir} already holds a run ({held}); {way_out}")
+        raise ConfigError(setting, f"{run_dir} already holds a run ({held}); {way_out}")
 
 
 def _pool(config: RunConfig, space: TaskSpace, policy: Policy) -> EvaluationPool:

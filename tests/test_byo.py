@@ -381,7 +381,9 @@ def test_pairs_file_policy_that_does_not_fit_the_env(files, tmp_path):
         load_pairs(pairs, space, default)
 
 
-def test_a_pairs_file_gives_a_one_parameter_task_as_its_value(tmp_path):
+def test_a_pairs_file_gives_a_one_parameter_task_as_its_value_and_errors_name_its_places(
+    tmp_path,
+):
     import dataclasses
 
     cartpole = tasks.get("cartpole")
@@ -393,6 +395,15 @@ def test_a_pairs_file_gives_a_one_parameter_task_as_its_value(tmp_path):
     default = make_policy("mlp", env.observation_space, env.action_space, {})
     (pair,) = load_pairs(pairs, space, default)
     assert pair.task.as_dict() == {"gravity": 12.5}
+    # 0 is a value like any other (not "no task given"); the bounds say it is out
+    pairs.write_text(yaml.safe_dump({"pairs": [{"policy": "mlp.npy", "task": 0}]}))
+    with pytest.raises(ConfigError, match=r"pairs.yaml: pairs\[0\].task.gravity: "):
+        load_pairs(pairs, space, default)
+    # A CSV's errors name its line and column.
+    table = tmp_path / "pairs.csv"
+    table.write_text("policy,gravity\nmlp.npy,9.8\nmlp.npy,0\n")
+    with pytest.raises(ConfigError, match=r"pairs.csv: line 3, column gravity: "):
+        load_pairs(table, space, default)
 
 
 def test_policy_kwargs_as_the_readme_writes_them_reach_the_users_module(tmp_path):
@@ -416,3 +427,44 @@ def test_policy_kwargs_as_the_readme_writes_them_reach_the_users_module(tmp_path
     # Actor(4, 2, width=8): 4*8 + 8 + 8*2 + 2 = 58 parameters in the saved policies.
     _, state = checkpoint.load_latest(run / "checkpoints")
     assert {len(theta) for theta in state["policies"].values()} == {58}
+
+
+def test_coevo_eval_on_an_int_task_env_takes_the_level_alone_and_refuses_video(tmp_path):
+    """A one-parameter space's task is given as its value (`task=3`); an env without
+    `render` is refused by name for `video=` (before any episode runs), not a traceback."""
+    config_dir = tmp_path / "conf"
+    (config_dir / "task").mkdir(parents=True)
+    corridor = {
+        "name": "corridor",
+        "entry_point": CORRIDOR,
+        "env_config": {},
+        "params": LEVEL,
+        "max_episode_steps": 30,
+        "task_format": "scalar",
+    }
+    (config_dir / "task" / "corridor.yaml").write_text(yaml.safe_dump(corridor))
+    env = {"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    run = tmp_path / "run"
+    done = cli(
+        "coevo-run",
+        f"--config-dir={config_dir}",
+        "task=corridor",
+        "pool=local",
+        "curriculum=dr",
+        "curriculum.generations=1",
+        "optimizer.population=4",
+        "test_set.every=0",
+        f"hydra.run.dir={run}",
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = cli("coevo-eval", run, "task=3", "episodes=2", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "level=3" in shown.stdout.splitlines()[0]
+    video = tmp_path / "ep.gif"
+    refused = cli("coevo-eval", run, "task=3", f"video={video}", env=env)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith(
+        "coevo-eval: error: video: the env of task space 'corridor' cannot render a frame"
+    )
+    assert "Traceback" not in refused.stderr and not video.exists()

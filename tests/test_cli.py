@@ -156,6 +156,7 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path):
         ("+task.params.gravity.low=40", "task.params.gravity: lower bound 40 > upper bound 30"),
         ("pool.num_workers=0", "pool.num_workers: must be an integer >= 1, got 0"),
         ("policy.name=transformer", "policy.name: unknown policy 'transformer'; allowed: mlp"),
+        ("eligible=5", "eligible: must be a mapping, got 5"),
     ],
 )
 def test_bad_input_stops_before_ray_with_a_named_field(override, message, tmp_path):

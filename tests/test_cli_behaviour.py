@@ -100,7 +100,13 @@ def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(tmp_p
 def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     short, long = tmp_path / "short", tmp_path / "long"
     assert (
-        cli("coevo-run", *SMALL, "curriculum.generations=3", f"hydra.run.dir={short}").returncode
+        cli(
+            "coevo-run",
+            *SMALL,
+            "curriculum.generations=3",
+            "pool.envs_per_worker=16",  # recorded in the run's command: kept by pool=local
+            f"hydra.run.dir={short}",
+        ).returncode
         == 0
     )
     assert (
@@ -141,22 +147,30 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     assert "episode_timeout_s: 60" in written and "worker_memory_mb: 4000" in written
     for name, frame in run_tables(long).items():
         pd.testing.assert_frame_equal(run_tables(short)[name], frame, obj=name)
-    # A pool preset, as on a fresh run: pool=local is every pool.* setting the preset
-    # composes to, its defaults included (the ray-only limits set above go back to null);
-    # a setting typed before the preset still wins over it.
-    on_local = cli(
-        "coevo-run",
-        f"resume={short}",
-        "pool.envs_per_worker=8",
-        "curriculum.generations=6",
-        "pool=local",
-    )
+    # A pool preset, as a fresh run of the run's own command with pool=local: every pool.*
+    # setting composed again (the ray-only limits set above go back to null; the command's
+    # pool.envs_per_worker=16 stays).
+    on_local = cli("coevo-run", f"resume={short}", "curriculum.generations=6", "pool=local")
     assert on_local.returncode == 0, on_local.stderr[-3000:]
     assert "after generation 5" in on_local.stdout and "gen   6/6" in on_local.stdout
     pool = yaml.safe_load((short / "config.yaml").read_text())["pool"]
     assert pool["backend"] == "local" and pool["num_workers"] == 1
     assert pool["episode_timeout_s"] is None and pool["worker_memory_mb"] is None
-    assert pool["envs_per_worker"] == 8
+    assert pool["envs_per_worker"] == 16
+    # A pool.* setting typed with the preset wins over it, whatever the order.
+    from coevo.cli import _apply_resume_overrides
+    from coevo.runner import load_run_config
+
+    for typed in (["pool.envs_per_worker=8", "pool=ray"], ["pool=ray", "pool.envs_per_worker=8"]):
+        config = _apply_resume_overrides(load_run_config(short), typed, short)
+        assert (config.pool.backend, config.pool.envs_per_worker) == ("ray", 8)
+    # Fewer generations than the checkpoint holds would run nothing: refused by name.
+    fewer = cli("coevo-run", f"resume={short}", "curriculum.generations=4")
+    assert fewer.returncode == 2
+    assert "curriculum.generations: 4 is fewer than the 6 generations the checkpoint" in (
+        fewer.stderr
+    )
+    assert "generations: 6" in (short / "config.yaml").read_text()
 
 
 def test_resume_from_a_checkpoint_file_goes_on_from_that_generation(tmp_path):
@@ -233,6 +247,16 @@ def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path):
     assert f"coevo-run resume={run}" in again.stderr
     assert _files(run) == before  # .hydra/ included: Hydra's record of the first run kept
     assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2]
+    # Quoted, or through an interpolation, as Hydra resolves it: refused before Hydra writes.
+    for given in (f"hydra.run.dir='{run}'", f"hydra.run.dir={run.parent}/ru${{oc.env:RUN_N}}"):
+        again = cli("coevo-run", *SMALL, given, env={"RUN_N": "n"})
+        assert again.returncode == 2, (given, again.stderr[-2000:])
+        assert "already holds a run" in again.stderr
+        assert _files(run) == before
+    # Hydra's inspect flags write nothing: they work on that directory.
+    shown = cli("coevo-run", *SMALL, f"hydra.run.dir={run}", "--cfg", "job")
+    assert shown.returncode == 0 and "curriculum:" in shown.stdout
+    assert _files(run) == before
     # What the message says to do works: the run goes on in its own directory.
     resumed = cli("coevo-run", f"resume={run}", "curriculum.generations=3")
     assert resumed.returncode == 0, resumed.stderr
@@ -250,7 +274,7 @@ def test_a_directory_of_the_users_own_is_kept_and_an_empty_checkpoints_folder_is
     `checkpoints/` folder with no checkpoint in it does not make a directory a run."""
     mine = tmp_path / "mine"
     mine.mkdir()
-    refused = cli("coevo-run", *SMALL, "curriculum.generations=0", f"hydra.run.dir={mine}")
+    refused = cli("coevo-run", *SMALL, "curriculum.generations=0", f"hydra.run.dir='{mine}'")
     assert refused.returncode == 2 and "curriculum.generations" in refused.stderr
     assert mine.is_dir() and not any(mine.iterdir())
     (mine / "checkpoints").mkdir()
@@ -267,11 +291,35 @@ def test_a_multirun_sweep_over_groups_is_checked_option_by_option(capsys):
     from coevo.cli import _check_overrides
 
     args = ["-m", "curriculum=poet,enhanced_poet", "curriculum.generations=1", "seed=1,2"]
-    assert _check_overrides(args) == args
-    with pytest.raises(SystemExit) as stopped:
-        _check_overrides(["-m", "curriculum=poet,enhanced_poett"])
-    assert stopped.value.code == 2
-    assert "enhanced_poett" in capsys.readouterr().err
+    assert _check_overrides(args)[0] == args
+    refused = {
+        # an option that does not exist
+        ("-m", "curriculum=poet,enhanced_poett"): "enhanced_poett",
+        # a key of one option only: checked against each option's own keys
+        ("-m", "optimizer=es,ars", "optimizer.sigma=0.2"): (
+            "optimizer.sigma: unknown key with optimizer=ars"
+        ),
+        # a comma list without -m is not a sweep: Hydra's message, as exit 2
+        ("curriculum=poet,enhanced_poet",): "Ambiguous value for argument",
+    }
+    for bad, message in refused.items():
+        with pytest.raises(SystemExit) as stopped:
+            _check_overrides(list(bad))
+        assert stopped.value.code == 2
+        assert message in capsys.readouterr().err
+    # A sweep function over a group is Hydra's to expand and check.
+    swept = ["-m", "optimizer=choice(es,ars)", "optimizer.directions=4"]
+    assert _check_overrides(swept) == (swept, None)
+
+
+def test_a_sweep_directory_whose_job_directory_holds_a_run_is_refused(tmp_path):
+    sweep = tmp_path / "sweep"
+    (sweep / "0").mkdir(parents=True)
+    (sweep / "0" / "summary.csv").write_text("generation\n1\n")
+    done = cli("coevo-run", "-m", *SMALL, "seed=1,2", f"hydra.sweep.dir={sweep}")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.startswith(f"coevo-run: error: hydra.sweep.dir: {sweep / '0'} already")
+    assert sorted(p.name for p in (sweep / "0").iterdir()) == ["summary.csv"]
 
 
 def test_poet_thresholds_above_the_tasks_solved_score_are_warned_of(tmp_path):
@@ -306,7 +354,7 @@ def test_a_mapping_given_whole_is_merged_into_the_configs_own():
     from coevo.cli import CONF_DIR, _check_overrides
 
     args = ["task=custom_example", "task.params={gravity: {low: 5}, mass: {high: 4}}"]
-    passed = _check_overrides(args)
+    passed = _check_overrides(args)[0]
     assert passed == ["task=custom_example", "++task.params={gravity: {low: 5}, mass: {high: 4}}"]
     params = hydra_configs.compose(CONF_DIR, passed)["task"]["params"]
     assert set(params) == {"gravity", "mass", "max_torque"}

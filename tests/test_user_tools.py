@@ -6,6 +6,8 @@ import pandas as pd
 import pytest
 from cli_support import ROOT, SMALL_POET, cli, page_result_in_chromium
 
+from coevo.errors import ConfigError
+
 SMALL = SMALL_POET
 
 
@@ -160,7 +162,8 @@ def test_hydra_multirun_sweeps_a_rule_parameter(tmp_path):
 
 
 def test_coevo_eval_replays_a_single_policy_curriculum(tmp_path):
-    """coevo-eval reads any curriculum's policies, not only POET's pairs."""
+    """coevo-eval reads any curriculum's policies, not only POET's pairs; so does a pairs
+    file's checkpoint entry (pair: the policy's index)."""
     run = tmp_path / "dr"
     done = cli(
         "coevo-run",
@@ -171,6 +174,22 @@ def test_coevo_eval_replays_a_single_policy_curriculum(tmp_path):
         f"hydra.run.dir={run}",
     )
     assert done.returncode == 0, done.stderr
+    import numpy as np
+    import yaml
+
+    from coevo import checkpoint, runner
+    from coevo.eligible import load_pairs
+
+    space, policy = runner.prepare(runner.load_run_config(run))
+    saved = run / "checkpoints" / "gen_000002.pkl"
+    pairs = tmp_path / "pairs.yaml"
+    pairs.write_text(yaml.safe_dump({"pairs": [{"policy": {"checkpoint": str(saved), "pair": 0}}]}))
+    (pair,) = load_pairs(pairs, space, policy)
+    (theta,) = checkpoint.load(saved)["policies"].values()
+    np.testing.assert_array_equal(pair.theta, theta)
+    pairs.write_text(yaml.safe_dump({"pairs": [{"policy": {"checkpoint": str(saved), "pair": 3}}]}))
+    with pytest.raises(ConfigError, match=r"pairs\[0\].policy.pair: no policy 3 in gen_000002"):
+        load_pairs(pairs, space, policy)
     done = cli("coevo-eval", run, "episodes=2", "task=gravity=12")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
