@@ -44,6 +44,9 @@ class TaskConfig:
     # entry_point only: how a task reaches set_task: dict, scalar (a one-parameter space's
     # bare value, e.g. an int level), or "package.module:function" (called with the dict).
     task_format: str = setting("dict")
+    solved_score: float | None = setting(
+        None, doc="a return that counts as solved (test sets, warnings); null: the space's own"
+    )
 
 
 @dataclass(frozen=True)

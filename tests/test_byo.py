@@ -458,6 +458,13 @@ def test_coevo_eval_on_an_int_task_env_takes_the_level_alone_and_refuses_video(t
         env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    # A space of the user's own declares what counts as solved: the test set's threshold.
+    from coevo.config import parse_config
+    from coevo.tasks.generic import space_from_config
+
+    config = parse_config({"task": {**corridor, "solved_score": 0.9}})
+    assert space_from_config(config.task).solved_score == 0.9
+    assert space_from_config(parse_config({"task": corridor}).task).solved_score is None
     shown = cli("coevo-eval", run, "task=3", "episodes=2", env=env)
     assert shown.returncode == 0, shown.stderr
     assert "level=3" in shown.stdout.splitlines()[0]

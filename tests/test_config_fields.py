@@ -35,6 +35,7 @@ UNBOUNDED = {
     "curriculum.solved_threshold",
     "eligible.threshold",
     "test_set.threshold",
+    "task.solved_score",
     "optimizer.ent_coef",  # PPO's entropy coefficient: any sign is a choice of the user's
 }
 # A wrong-type value per field type, and what the message must say is allowed instead.

@@ -200,6 +200,25 @@ def test_levels_scored_together_share_one_best_return_whatever_their_order(pool,
     assert "best return -0.2 - return -0.6" in decisions[0].reason
 
 
+def test_a_buffer_that_new_levels_stop_filling_is_warned_of_once(pool, cartpole, caplog):
+    """Few distinct new levels (int levels, easy base levels) can leave the buffer short of
+    replay's fill forever, and the policy untrained: the run says so after 10 batches."""
+    from coevo.curricula.level_sampling import Outcome, Plan
+
+    plr = _build("plr", pool, cartpole, buffer_size=8)
+    plr.begin_generation()
+    student = plr.students[0]
+    same = [cartpole.task(gravity=g) for g in (10.0, 11.0)]  # the only two levels it ever sees
+    with caplog.at_level("WARNING", logger="coevo.curricula"):
+        for _ in range(25):
+            outcome = Outcome(trained=[], scored=[Signal(t, 1.0) for t in same])
+            plr.observe(student, Plan(score=same, note=("new", "new", None)), outcome, [])
+    warned = [r.getMessage() for r in caplog.records if "new-level batches" in r.getMessage()]
+    assert len(warned) == 1
+    assert warned[0].startswith("policy_0: the level buffer has held 2 levels for 10 new-level")
+    assert "needs 4 (min_fill 0.5 x buffer_size 8)" in warned[0]
+
+
 def test_more_tasks_per_step_than_es_pairs_is_refused(pool, cartpole):
     with pytest.raises(ConfigError, match="curriculum.tasks_per_step.*allowed: 1..4"):
         _build("dr", pool, cartpole, tasks_per_step=5)

@@ -44,6 +44,9 @@ from coevo.settings import setting
 from coevo.tasks.task import Task
 
 SCORES = tuple(score.value for score in LevelScore)
+# New-level batches in a row that added nothing to a buffer still short of its replay
+# fill, before the run says so (the space may not hold that many distinct new levels).
+STALLED_BATCHES = 10
 NEW_LEVELS = ("uniform", "easy")
 
 
@@ -104,6 +107,8 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         }
         # Best mean return each student has reached on any level (return_regret's anchor).
         self.best_return: dict[int, float] = {s.index: float("-inf") for s in self.students}
+        # A warning's bookkeeping only (results never depend on it): not in the state.
+        self._stalled: dict[int, int] = {s.index: 0 for s in self.students}
 
     # -- planning --------------------------------------------------------------------------
     def begin_generation(self) -> None:
@@ -135,6 +140,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         if kind == "new":
             self._counts["new_batches"] += 1
             self._note_returns(student, outcome.scored)
+            added = 0
             for signal in outcome.scored:
                 score, how = self.level_score(student, signal, None)
                 next_id = buffer.next_id
@@ -142,6 +148,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                     signal.task, score, self.generation, mean_return=signal.mean_return
                 )
                 offered = self._count_offer(level, buffer.next_id > next_id)
+                added += offered == "added"
                 decisions.append(
                     self.decision(
                         student,
@@ -153,6 +160,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                         error=signal.error,
                     )
                 )
+            self._watch_fill(student, buffer, added)
             return []
         self._counts["replays"] += 1
         by_task = {signal.task: signal for signal in outcome.trained}
@@ -179,6 +187,31 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                 )
             )
         return self.after_replay(student, picks, decisions)
+
+    def _watch_fill(self, student: Student, buffer: LevelBuffer, added: int) -> None:
+        """Warn once when new levels have stopped coming while the buffer is still short of
+        what replay needs: with few distinct tasks (e.g. int levels, easy base levels) it
+        may never get there, and the policy would never be trained."""
+        stalled = 0 if added or buffer.replay_ready() else self._stalled[student.index] + 1
+        self._stalled[student.index] = stalled
+        if stalled == STALLED_BATCHES:
+            need = max(1, int(np.ceil(buffer.min_fill * buffer.capacity)))
+            log.warning(
+                "%s: the level buffer has held %d levels for %d new-level batches in a row "
+                "(no new one); replay, and so training, needs %d (min_fill %g x buffer_size "
+                "%d). New levels (new_levels=%s) may not reach that many distinct tasks on "
+                "this space: lower curriculum.buffer_size or curriculum.min_fill%s",
+                student.name,
+                len(buffer),
+                stalled,
+                need,
+                buffer.min_fill,
+                buffer.capacity,
+                self.config.new_levels,
+                ", or use curriculum.new_levels=uniform"
+                if self.config.new_levels == "easy"
+                else "",
+            )
 
     def after_replay(
         self, student: Student, picks: list[Pick], decisions: list[Decision]

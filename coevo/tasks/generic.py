@@ -402,7 +402,14 @@ def _split_params(
 
 def space_from_config(config: Any) -> TaskSpace:
     """The task space a `TaskConfig` describes (fields name, params, max_episode_steps,
-    env_id, entry_point, env_kwargs, env_config): a registered space, or a generic one."""
+    env_id, entry_point, env_kwargs, env_config, solved_score): a registered space, or a
+    generic one."""
+    space = _space_of(config)
+    solved = getattr(config, "solved_score", None)
+    return space if solved is None else replace(space, solved_score=float(solved))
+
+
+def _space_of(config: Any) -> TaskSpace:
     name, params = config.name, dict(config.params or {})
     steps = config.max_episode_steps
     task_format = getattr(config, "task_format", "dict")
