@@ -12,11 +12,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
+    "ACCEL": "coevo.curricula.accel",
+    "ACCELConfig": "coevo.curricula.accel",
+    "ALPGMM": "coevo.curricula.alp_gmm",
+    "ALPGMMConfig": "coevo.curricula.alp_gmm",
     "ARSConfig": "coevo.optimizers.ars",
     "AugmentedRandomSearch": "coevo.optimizers.ars",
     "ConfigError": "coevo.errors",
     "Curriculum": "coevo.curricula",
     "CurriculumConfig": "coevo.curricula",
+    "DRConfig": "coevo.curricula.dr",
+    "DomainRandomization": "coevo.curricula.dr",
     "ESConfig": "coevo.optimizers.es",
     "EnhancedPoet": "coevo.curricula.poet",
     "EnhancedPoetConfig": "coevo.curricula.poet",
@@ -26,22 +32,32 @@ _EXPORTS = {
     "MLPPolicy": "coevo.policies",
     "Optimizer": "coevo.optimizers",
     "OptimizerConfig": "coevo.optimizers",
+    "PLRConfig": "coevo.curricula.plr",
+    "PPO": "coevo.optimizers.ppo",
+    "PPOConfig": "coevo.optimizers.ppo",
     "Pair": "coevo.curricula.poet",
     "Poet": "coevo.curricula.poet",
     "PoetConfig": "coevo.curricula.poet",
     "Policy": "coevo.policies",
     "PolicySpec": "coevo.policies",
     "Population": "coevo.curricula.poet",
+    "PrioritizedLevelReplay": "coevo.curricula.plr",
     "make_policy": "coevo.policies",
     "tasks": "coevo.tasks",
 }
 
 __all__ = [
+    "ACCEL",
+    "ACCELConfig",
+    "ALPGMM",
+    "ALPGMMConfig",
     "ARSConfig",
     "AugmentedRandomSearch",
     "ConfigError",
     "Curriculum",
     "CurriculumConfig",
+    "DRConfig",
+    "DomainRandomization",
     "ESConfig",
     "EnhancedPoet",
     "EnhancedPoetConfig",
@@ -51,12 +67,16 @@ __all__ = [
     "MLPPolicy",
     "Optimizer",
     "OptimizerConfig",
+    "PLRConfig",
+    "PPO",
+    "PPOConfig",
     "Pair",
     "Poet",
     "PoetConfig",
     "Policy",
     "PolicySpec",
     "Population",
+    "PrioritizedLevelReplay",
     "make_policy",
     "tasks",
 ]
@@ -80,6 +100,10 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from coevo import tasks
     from coevo.curricula import Curriculum, CurriculumConfig, GenerationResult
+    from coevo.curricula.accel import ACCEL, ACCELConfig
+    from coevo.curricula.alp_gmm import ALPGMM, ALPGMMConfig
+    from coevo.curricula.dr import DomainRandomization, DRConfig
+    from coevo.curricula.plr import PLRConfig, PrioritizedLevelReplay
     from coevo.curricula.poet import (
         EnhancedPoet,
         EnhancedPoetConfig,
@@ -92,5 +116,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from coevo.optimizers import Optimizer, OptimizerConfig
     from coevo.optimizers.ars import ARSConfig, AugmentedRandomSearch
     from coevo.optimizers.es import ESConfig, EvolutionStrategy
+    from coevo.optimizers.ppo import PPO, PPOConfig
     from coevo.policies import MLPPolicy, Policy, PolicySpec, make_policy
     from coevo.pool import EvaluationPool

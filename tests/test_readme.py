@@ -25,12 +25,15 @@ def _run(blocks: list[str]) -> dict:
 
 def test_the_readme_api_examples_run(ray_session, capsys):
     blocks = _blocks("The programmatic API")
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     namespace = _run(blocks)
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("eligible to reproduce: [")
-    assert len(out) == 4  # one line per generation of the second example
+    assert len(out) == 7  # one line per generation of the second and third examples
     assert namespace["returns"].shape == (8, 5)
+    # PLR: one buffer size and one decision's reason per generation
+    assert all(line.split(" ", 1)[1].startswith(("new level", "replay")) for line in out[4:])
+    assert namespace["plr"].generation == 3
 
 
 def test_the_bring_your_own_policy_example_runs(tmp_path, monkeypatch, capsys):
