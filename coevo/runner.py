@@ -205,7 +205,13 @@ def _test_set(config: RunConfig, space: TaskSpace, echo: Callable[[str], None]) 
             "set test_set.threshold to measure test_mastered"
         )
         return None
-    return make_test_set(space, options.size, options.seed, options.threshold)
+    test_set = make_test_set(space, options.size, options.seed, options.threshold)
+    if len(test_set.tasks) < options.size:
+        echo(
+            f"test set: the {len(test_set.tasks)} distinct tasks of task space '{space.name}' "
+            f"(test_set.size {options.size} asks for more than it has)"
+        )
+    return test_set
 
 
 class RunInterrupted(Exception):

@@ -27,6 +27,24 @@ def _run(tmp_path, curriculum: str, every: int, generations: int = 4) -> pd.Data
     return pd.read_csv(run_dir / "summary.csv")
 
 
+def test_a_space_with_fewer_distinct_tasks_than_the_test_set_size_says_so(tmp_path):
+    from coevo.tasks import get
+
+    space = get("cartpole", {"gravity": {"low": 9.0, "high": 10.0, "round_to": 0.5}})
+    seen = []
+    for name in ("pole_length", "pole_mass", "cart_mass", "force_mag"):
+        space = space.with_overrides(
+            {name: {"low": space.param(name).init, "high": space.param(name).init}}
+        )
+    config = parse_config({"test_set": {"size": 12}})
+    test_set = runner._test_set(config, space, seen.append)
+    assert len(test_set.tasks) == 3  # gravity 9, 9.5 and 10; the other parameters fixed
+    assert seen == [
+        "test set: the 3 distinct tasks of task space 'cartpole' (test_set.size 12 asks for "
+        "more than it has)"
+    ]
+
+
 @pytest.mark.parametrize("curriculum", CURRICULA)
 def test_every_curriculum_reports_test_mastered_at_its_cadence(tmp_path, curriculum):
     summary = _run(tmp_path, curriculum, every=2)
@@ -37,6 +55,10 @@ def test_every_curriculum_reports_test_mastered_at_its_cadence(tmp_path, curricu
     # 12 test tasks x 1 episode x the policies tested (POET: its active pairs, >= 1).
     assert (measured["test_episodes"] % 12 == 0).all() and (measured["test_episodes"] > 0).all()
     assert (measured["test_env_steps"] >= measured["test_episodes"]).all()
+    # The report's caption says whose score counts.
+    page = (tmp_path / f"{curriculum}-2" / "report.html").read_text()
+    by = "by the best active policy on each task" if "poet" in curriculum else "by the policy,"
+    assert f"threshold), {by}" in page
 
 
 @pytest.mark.parametrize("curriculum", ["poet", "dr"])

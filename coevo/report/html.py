@@ -136,11 +136,16 @@ def _figures(
             )
         )
     if "test_mastered" in summary and summary["test_mastered"].notna().any():
+        seeds = int(summary["policies"].iloc[-1]) if "policies" in summary else 0
+        if not seeds:  # POET: its active policies, the best of them per task
+            by = "by the best active policy on each task"
+        else:
+            by = "by the policy" + (f" (the mean over its {seeds} seeds)" if seeds > 1 else "")
         figures.append(
             (
                 "fig-test-mastery",
                 "Share of the held-out test tasks mastered (return at or above the mastery "
-                "threshold), by the best policy on each task, at each generation it was measured.",
+                f"threshold), {by}, at each generation it was measured.",
                 plots.mastery_curve(summary, plot_dir / "test_mastery.png"),
             )
         )
