@@ -305,6 +305,27 @@ def test_gmm_is_fitted_by_criterion_and_samples_where_progress_is(criterion):
         assert "sampled from GMM component" in s.reason(0.2)
 
 
+def test_a_gmm_on_a_few_int_levels_tries_no_more_components_than_distinct_points():
+    """Three int levels give at most three distinct (level, ALP) points per level's ALP: more
+    components than distinct points made sklearn warn and collapse them."""
+    import warnings
+
+    space = TaskSpace(
+        "levels",
+        (Param("level", 1, 3, 1, 1, type="int"),),
+        make_env=lambda: None,
+        max_episode_steps=10,
+    )
+    teacher = ALPGMMTeacher(space, fit_rate=12, bootstrap=12, max_components=6, random_ratio=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a ConvergenceWarning would fail the test
+        for i in range(12):
+            teacher.record(space.task(level=1 + i % 3), 1.0)  # flat returns: ALP 0 after the first
+    mixture = teacher.mixture
+    assert mixture is not None and max(mixture.criterion_values) <= 4
+    assert min(mixture.criterion_values) == teacher.min_components
+
+
 def test_gmm_samples_stay_within_bounds_and_exploration_is_uniform():
     teacher = _teacher_with_progress_in_one_corner()
     teacher.random_ratio = 0.5

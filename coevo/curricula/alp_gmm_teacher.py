@@ -153,7 +153,11 @@ class ALPGMMTeacher:
             scale = float(alps.max())
         data = np.column_stack([np.stack(self.points[window]), alps / scale])
         best, values = None, {}
-        for k in range(self.min_components, self.max_components + 1):
+        # More components than distinct points (a few int levels) fit nothing more: sklearn
+        # warns and collapses them. Tried up to the distinct points, never below the minimum.
+        distinct = len(np.unique(data, axis=0))
+        most = max(self.min_components, min(self.max_components, distinct))
+        for k in range(self.min_components, most + 1):
             model = GaussianMixture(
                 n_components=k,
                 covariance_type="full",
