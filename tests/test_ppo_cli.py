@@ -105,6 +105,32 @@ def test_a_refused_update_is_a_row_in_eligibility_csv(tmp_path):
     assert failed["reason"].str.startswith("update refused: exploding update").all()
 
 
+def test_a_single_policy_curriculum_writes_refused_updates_and_counts_ppo_episodes(tmp_path):
+    """DR with PPO: a refused update is a step_failed row (as POET writes it), the policy
+    keeps its weights; the summary counts the episodes that ended in the rollouts."""
+    done = cli(
+        "coevo-run",
+        *SMALL_PPO,
+        "pool=local",
+        "curriculum=dr",
+        "curriculum.tasks_per_step=2",
+        "optimizer.max_update_norm=1e-9",
+        "curriculum.generations=2",
+        "test_set.every=0",
+        f"hydra.run.dir={tmp_path}",
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = pd.read_csv(tmp_path / "eligibility.csv")
+    failed = rows[rows["rule"] == "optimizer"]
+    assert list(failed["generation"]) == [1, 2] and (failed["outcome"] == "step_failed").all()
+    assert failed["reason"].str.startswith("update refused: exploding update").all()
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    # CartPole under random weights: 256 steps per stream end many episodes
+    assert (summary["episodes"] > 0).all()
+    assert (summary["steps_per_s"] <= summary["env_steps"] / summary["wall_s"] * 1.001).all()
+
+
 def test_a_resumed_ppo_run_equals_an_undisturbed_one(tmp_path):
     """The learner's state (Adam moments, minibatch generator, obs statistics) is in the
     checkpoint: 2 generations + resume to 3 give the tables of 3 straight generations."""

@@ -134,11 +134,15 @@ class Curriculum(ABC):
         episodes = int(pool_stats["episodes"])
         if episodes and pool_stats["failed_episodes"] >= episodes:
             raise GenerationFailed(self.generation, episodes, self.pool.last_error)
+        wall = time.perf_counter() - started
+        # Env steps per second of the whole generation: a learner's update (PPO) included,
+        # not only the time inside pool calls.
+        pool_stats["steps_per_s"] = pool_stats["env_steps"] / wall if wall > 0 else 0.0
         result.summary = {
             "generation": self.generation,
             **result.summary,
             **pool_stats,
-            "wall_s": time.perf_counter() - started,
+            "wall_s": wall,
         }
         return result
 

@@ -116,6 +116,7 @@ class Outcome:
     trained: list[Signal]
     scored: list[Signal]
     step_return: float = float("nan")  # the optimizer's own mean return of its step
+    step_reason: str = ""  # the step did something unusual (e.g. a refused update): why
 
 
 def has_critic(optimizer: Any) -> bool:
@@ -232,6 +233,13 @@ class LevelSamplingCurriculum(Curriculum):
         for _ in range(self.config.rounds):
             plans = [self.plan(student, decisions) for student in self.students]
             outcomes = self._execute(plans)
+            for student, outcome in zip(self.students, outcomes, strict=True):
+                if outcome.step_reason:  # as POET writes it: e.g. the weights were kept
+                    decisions.append(
+                        self.decision(
+                            student, None, "optimizer", "step_failed", outcome.step_reason
+                        )
+                    )
             followups = [
                 self.observe(student, plan, outcome, decisions)
                 for student, plan, outcome in zip(self.students, plans, outcomes, strict=True)
@@ -292,20 +300,20 @@ class LevelSamplingCurriculum(Curriculum):
             self.students, plans, spans, strict=True
         ):
             trained: list[Signal] = []
-            step_return = float("nan")
+            step_return, step_reason = float("nan"), ""
             if asked is not None:
                 own = results[start:middle]
                 told = told_by_student[id(student)]
                 trained = _signals(plan.train, asked.jobs, own)
                 student.theta, student.state = told.theta, told.state
                 student.steps += 1
-                step_return = told.record.mean_return
+                step_return, step_reason = told.record.mean_return, told.record.reason
             scored = _signals(plan.score, jobs[middle:end], results[middle:end])
             self._tasks_played += len(trained) + len(scored)
             for signal in (*trained, *scored):
                 if np.isfinite(signal.mean_return):
                     self._generation_returns[student.index].append(signal.mean_return)
-            outcomes.append(Outcome(trained, scored, step_return))
+            outcomes.append(Outcome(trained, scored, step_return, step_reason))
         return outcomes
 
     def _score_jobs(self, student: Student, tasks: Sequence[Task]) -> list[Any]:

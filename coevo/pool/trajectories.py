@@ -221,6 +221,7 @@ def collect(
                   params_for, skeleton, out, cache)  # fmt: skip
     out.stats["trajectory_bytes"] = float(out.nbytes)
     out.stats["env_steps"] = float(horizon * (n - len(out.errors)))
+    out.stats["episodes"] = float(out.episodes_done.sum())  # episodes that ended in the rollout
     return out
 
 
