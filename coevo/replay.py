@@ -13,6 +13,7 @@ from coevo.curricula.poet.population import Pair, Population
 from coevo.errors import ConfigError
 from coevo.policies.noise import seed_key, uniforms
 from coevo.pool import EvaluationPool
+from coevo.pool.slots import observation_flattener
 from coevo.runner import CHECKPOINTS, load_run_config, prepare
 from coevo.tasks.task import Task, TaskSpace
 
@@ -135,6 +136,7 @@ def record_gif(
             f"render_mode='rgb_array' (render() gave {type(first).__name__})",
         )
     frames = [first]
+    flatten = observation_flattener(env.observation_space)
     # The worker's own step: recurrent state and action noise as in evaluation.
     state = policy_spec.initial_state(1)
     key = np.array([seed_key(seed)])
@@ -144,6 +146,8 @@ def record_gif(
             if policy_spec.noise_dim
             else None
         )
+        if flatten is not None:
+            obs = flatten(obs)
         obs_row = np.asarray(obs, np.float32).reshape(1, -1)
         output = policy_spec.step(theta[None], obs_row, state, noise)
         state, action = output.state, output.actions[0]

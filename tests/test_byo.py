@@ -274,7 +274,8 @@ def test_eligible_parents_on_the_int_task_env_from_yaml(tmp_path):
             }
         )
     )
-    right = np.zeros(83, np.float32)  # obs 1 -> 16 -> 3 actions: always "right"
+    # obs one-hot of 14 cells (Discrete, flattened as SB3 does) -> 16 -> 3 actions: "right"
+    right = np.zeros(14 * 16 + 16 + 16 * 3 + 3, np.float32)
     right[-2] = 1.0
     np.save(tmp_path / "right.npy", right)
     pairs_file = _write_pairs(

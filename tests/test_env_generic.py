@@ -268,3 +268,46 @@ def test_cli_refuses_a_bad_gymnasium_id_before_starting_anything(tmp_path):
     assert result.returncode == 2
     assert "task.env_id: 'NoSuchEnv-v0' is not a registered gymnasium id" in result.stderr
     assert not (tmp_path / "run" / "summary.csv").exists()
+
+
+def test_an_env_with_dict_observations_is_flattened_as_gymnasium_does(rng):
+    """A Dict observation reaches the policy as `gymnasium.spaces.flatten` lays it out (the
+    Discrete goal one-hot); the pool's returns equal a plain gymnasium loop's with
+    FlattenObservation, episode by episode."""
+    from coevo.policies import make_policy
+    from coevo.tasks.generic import class_task_space
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    goal = {"goal": {"low": 0, "high": 3, "init": 2, "step": 1, "type": "int"}}
+    space = class_task_space("goals", "dict_obs_env:GoalDictEnv", goal, max_episode_steps=20)
+    env = space.make_env()
+    policy = make_policy("mlp", env.observation_space, env.action_space, {"hidden": [8]})
+    assert policy.obs_dim == 1 + 4
+    thetas = [policy.init(rng) for _ in range(3)]
+    task = space.task(goal=3)
+    with EvaluationPool(space, policy, "local", 1, envs_per_worker=4) as pool:
+        got = pool.evaluate([(theta, task) for theta in thetas], episodes=2, seed=5)
+    from dict_obs_env import GoalDictEnv
+
+    for row, theta in enumerate(thetas):
+        for episode in range(2):
+            plain = GoalDictEnv()
+            plain.set_task({"goal": 3})
+            flat = gym.wrappers.FlattenObservation(gym.wrappers.TimeLimit(plain, 20))
+            obs, _ = flat.reset(seed=5 + episode)
+            total, done = 0.0, False
+            state = policy.initial_state(1)
+            while not done:
+                out = policy.step(theta[None], obs[None].astype(np.float32), state, None)
+                obs, reward, terminated, truncated, _ = flat.step(out.actions[0])
+                total += reward
+                done = terminated or truncated
+            assert got[row, episode] == pytest.approx(total)
+
+
+def test_an_observation_space_that_cannot_be_flattened_is_refused_by_name():
+    from coevo.policies import make_policy
+
+    sequence = gym.spaces.Sequence(gym.spaces.Discrete(2))
+    with pytest.raises(ConfigError, match=r"policy: observation space Sequence\(.*cannot be flat"):
+        make_policy("mlp", sequence, gym.spaces.Discrete(2), {})

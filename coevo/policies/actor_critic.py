@@ -38,7 +38,7 @@ import gymnasium as gym
 import numpy as np
 
 from coevo.errors import ConfigError
-from coevo.policies.base import ActionSpec, Policy, PolicyOutput
+from coevo.policies.base import ActionSpec, Policy, PolicyOutput, obs_dim_of
 
 if TYPE_CHECKING:
     import torch
@@ -146,7 +146,7 @@ class ActorCriticSpec(Policy):
         full_std: bool = True,
         use_expln: bool = False,
     ) -> ActorCriticSpec:
-        obs_dim = int(np.prod(observation_space.shape))
+        obs_dim = obs_dim_of(observation_space)
         options = dict(
             hidden=tuple(int(h) for h in hidden),
             activation=activation,

@@ -30,6 +30,23 @@ CONTINUOUS_MODES = ("deterministic", "gaussian")
 BOUNDS = ("clip", "tanh")
 
 
+def obs_dim_of(observation_space: gym.Space) -> int:
+    """The policy's input size for an observation space: a Box's size; any other space
+    gymnasium can flatten (Discrete one-hot, Dict, Tuple, MultiDiscrete, MultiBinary) as
+    `gymnasium.spaces.flatten` lays it out, which the env slots apply to each observation
+    (as SB3 does)."""
+    if isinstance(observation_space, gym.spaces.Box):
+        return int(np.prod(observation_space.shape))
+    try:
+        return int(gym.spaces.flatdim(observation_space))
+    except (ValueError, NotImplementedError, TypeError):
+        raise ConfigError(
+            "policy",
+            f"observation space {observation_space} cannot be flattened into a vector "
+            "(allowed: Box, Discrete, MultiDiscrete, MultiBinary, and Dict / Tuple of them)",
+        ) from None
+
+
 @dataclass(frozen=True)
 class ActionSpec:
     """What the env takes and how network outputs become actions.

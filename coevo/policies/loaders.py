@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from coevo.errors import ConfigError
-from coevo.policies.base import ActionSpec, Policy
+from coevo.policies.base import ActionSpec, Policy, obs_dim_of
 
 
 def _torch_load(file: str | Path, field: str, weights_only: bool = True) -> Any:
@@ -105,7 +105,7 @@ def load_torch(
     """`{torch: FILE.pt, module: "package.module:Class", kwargs: {...}}`."""
     from coevo.policies.registry import build_module
 
-    obs_dim = int(np.prod(observation_space.shape))
+    obs_dim = obs_dim_of(observation_space)
     act_dim = ActionSpec.for_space(action_space).size
     module = build_module(module_path, kwargs, obs_dim, act_dim, field=f"{field}.module")
     load_state_dict_into(module, file, f"{field}.torch")

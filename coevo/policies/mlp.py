@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from coevo.errors import ConfigError
-from coevo.policies.base import ActionSpec, ObsNorm, Policy
+from coevo.policies.base import ActionSpec, ObsNorm, Policy, obs_dim_of
 
 if TYPE_CHECKING:
     import torch
@@ -90,7 +90,7 @@ class MLPPolicy(Policy):
         **head,
     ) -> MLPPolicy:
         """An MLP for these spaces; `head` takes action_mode, bounds, log_std_init, obs_norm."""
-        obs_dim = int(np.prod(observation_space.shape))
+        obs_dim = obs_dim_of(observation_space)
         hidden = tuple(int(h) for h in hidden)
         spec = ActionSpec.for_space(action_space)
         return cls(

@@ -12,10 +12,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from coevo.errors import ConfigError
-from coevo.policies.base import ActionSpec, Policy
+from coevo.policies.base import ActionSpec, Policy, obs_dim_of
 from coevo.policies.mlp import MLPPolicy
 
 Builder = Callable[[gym.Space, gym.Space, Mapping[str, Any]], Policy]
@@ -74,7 +73,7 @@ def torch_policy_for(
     spec = ActionSpec.for_space(action_space, head["action_mode"], head["bounds"])
     return TorchPolicy(
         module,
-        int(np.prod(observation_space.shape)),
+        obs_dim_of(observation_space),
         spec,
         obs_norm=options.get("obs_norm"),
         log_std_init=head["log_std_init"],
@@ -116,7 +115,7 @@ def build_module(
 
 
 def _dims(observation_space: gym.Space, action_space: gym.Space) -> tuple[int, int]:
-    return int(np.prod(observation_space.shape)), ActionSpec.for_space(action_space).size
+    return obs_dim_of(observation_space), ActionSpec.for_space(action_space).size
 
 
 def _torch(observation_space, action_space, options) -> Policy:

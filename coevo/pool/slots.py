@@ -67,6 +67,17 @@ class CallClock:
         return slot, time.monotonic() - started
 
 
+def observation_flattener(space: Any) -> Callable[[Any], np.ndarray] | None:
+    """None for a Box (its observations are used as they are); for any other space
+    (Discrete, Dict, Tuple, ...) `gymnasium.spaces.flatten` for it: a Discrete observation
+    one-hot, a Dict's entries side by side, as SB3 feeds them to its policies."""
+    import gymnasium as gym
+
+    if isinstance(space, gym.spaces.Box):
+        return None
+    return lambda observation: gym.spaces.flatten(space, observation)
+
+
 class GymSlots:
     """One task-settable gymnasium env per slot; tasks are swapped with `set_task`."""
 
@@ -77,8 +88,13 @@ class GymSlots:
         self.envs = [make_env() for _ in range(num_slots)]
         self._spares: list[Any] = []  # envs handed back by `load_slot`, for `save_slot`
         self.discrete = discrete
-        shape = self.envs[0].observation_space.shape
-        self.obs_dim = int(np.prod(shape))
+        space = self.envs[0].observation_space
+        self._flatten = observation_flattener(space)
+        self.obs_dim = (
+            int(np.prod(space.shape))
+            if self._flatten is None
+            else len(self._flatten(space.sample()))
+        )
         # Bound methods looked up once per episode, not per step (see step_slots).
         self._step = [env.step for env in self.envs]
         self._tasks: list[Task | None] = [None] * num_slots
@@ -124,6 +140,8 @@ class GymSlots:
             env.set_task(self.env_task(task))
             self._tasks[slot] = task
         obs, _ = env.reset(seed=seed)
+        if self._flatten is not None:
+            obs = self._flatten(obs)
         return np.asarray(obs, dtype=np.float32).ravel()
 
     def step_slots(
@@ -152,6 +170,9 @@ class GymSlots:
             observations.append(ob)
             rewards.append(reward)
             done.append(terminated or truncated)
+        flatten = self._flatten
+        if flatten is not None:  # not a Box: each observation flattened (Dict, Discrete, ...)
+            observations = [None if ob is None else flatten(ob) for ob in observations]
         return (
             self._stack(observations),
             np.array(rewards, dtype=np.float64),
