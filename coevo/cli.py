@@ -16,7 +16,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from coevo import hydra_configs, runner
-from coevo.checkpoint import CheckpointError, generation_of, list_checkpoints
+from coevo.checkpoint import CheckpointError, generation_of, list_checkpoints, load_latest
 from coevo.config import RunConfig, parse_config
 from coevo.curricula.base import GenerationFailed
 from coevo.errors import ConfigError
@@ -185,6 +185,8 @@ def _refuse_fewer_generations(
         return
     done = generation_of(saved[-1])
     wanted = config.curriculum.generations
+    if wanted < done and checkpoint_file is None:  # the newest may be unreadable: resume's own
+        done = load_latest(run_dir / runner.CHECKPOINTS)[0]
     if wanted < done:
         _fail(
             f"curriculum.generations: {wanted} is fewer than the {done} generations the "
@@ -201,7 +203,11 @@ def _pool_preset(name: str, run_dir: Path) -> list[str]:
         _fail(f"pool: unknown preset '{name}'; allowed: {', '.join(presets)}")
     recorded = run_dir / ".hydra" / "overrides.yaml"
     command = yaml.safe_load(recorded.read_text()) if recorded.is_file() else []
-    command = [o for o in command or [] if o.split("=", 1)[0].lstrip("+~") != "pool"]
+    # The preset's own keys replace the command's (pool.backend=local in the command would
+    # otherwise win over pool=ray, as Hydra applies values after group choices).
+    written = yaml.safe_load((CONF_DIR / "pool" / f"{name}.yaml").read_text()) or {}
+    replaced = {"pool", *(f"pool.{key}" for key in written if key != "defaults")}
+    command = [o for o in command or [] if o.split("=", 1)[0].lstrip("+~") not in replaced]
     try:
         composed = hydra_configs.compose(CONF_DIR, [*command, f"pool={name}"])["pool"]
     except Exception:  # noqa: BLE001 - e.g. a preset of the user's own, not on this path
@@ -348,11 +354,14 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
                 )
     passed = [f"++{a}" if a in values and a.split("=", 1)[0] in mappings else a for a in args]
     hydra_settings = None
-    if not any(arg in INSPECT_FLAGS for arg in args):
+    if not any(arg.split("=", 1)[0] in INSPECT_FLAGS for arg in args):
+        # A single run: every override as Hydra gets it (a directory may name `${seed}`);
+        # a multirun's swept values cannot compose as one config: its first choices.
+        given = [a for a in passed if "=" in a and not a.startswith(("-", "hydra.searchpath="))]
+        composed = [*runs[0], *settings] if multirun else given
         try:
-            hydra_settings = _compose(
-                config_name, [*search, *runs[0], *settings], hydra_config=True
-            )["hydra"]
+            hydra_settings = _compose(config_name, [*search, *composed], hydra_config=True)
+            hydra_settings = hydra_settings["hydra"]
         except Exception:  # noqa: BLE001 - only the early directory check is skipped
             hydra_settings = None
     return passed, hydra_settings
@@ -366,32 +375,57 @@ def _compose(config_name: str, overrides: list[str], hydra_config: bool = False)
     return cfg if hydra_config else OmegaConf.to_container(cfg, resolve=False)
 
 
-def _given_dir(args: list[str], setting: str, hydra_settings: Any) -> Path | None:
-    """The directory `setting` (hydra.run.dir or hydra.sweep.dir) names, when the user gave
-    it on the command line, as Hydra will resolve it (quotes, `${seed}`); None otherwise."""
-    given = [a.split("=", 1)[1] for a in args if a.split("=", 1)[0].lstrip("+") == setting]
-    if not given or hydra_settings is None or "${hydra" in given[-1]:
-        return None  # Hydra's own values (the job's name) differ here from at run time
+def _planned_dir(hydra_settings: Any, setting: str) -> Path | None:
+    """The directory `setting` (run.dir or sweep.dir) will be, as Hydra resolves it (quotes,
+    `${seed}`, set in a config file); None for a timestamped one (new by construction) or
+    one that only Hydra's run can resolve (the job's name)."""
+    if hydra_settings is None:
+        return None
     try:
-        value = OmegaConf.select(hydra_settings, setting.removeprefix("hydra."))
+        raw = OmegaConf.to_container(hydra_settings, resolve=False)
+        written = str(raw[setting.split(".")[0]][setting.split(".")[1]])
+        if "${now:" in written or "${hydra" in written:
+            return None
+        value = OmegaConf.select(hydra_settings, setting)
     except Exception:  # noqa: BLE001 - an interpolation only Hydra's run can resolve
         return None
     return Path(value) if value else None
 
 
+def _sweep_jobs(args: list[str]) -> int | None:
+    """How many jobs a multirun's comma sweeps make; None with a sweep function."""
+    jobs = 1
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        if not sep or arg.startswith("-") or key.lstrip("+").startswith("hydra"):
+            continue
+        if "(" in value:
+            return None
+        if "," in value and not value.startswith(("[", "{")):
+            jobs *= len(value.split(","))
+    return jobs
+
+
 def _refuse_reused_dirs(args: list[str], hydra_settings: Any) -> None:
     """Before Hydra writes its record (.hydra/) anywhere: a run directory that holds a run
-    is refused (a sweep directory: any of its jobs' directories)."""
+    is refused; for a multirun, the numbered job directories it will write."""
     if _is_multirun(args):
-        sweep = _given_dir(args, "hydra.sweep.dir", hydra_settings)
-        jobs = sorted(p for p in sweep.iterdir() if p.is_dir()) if sweep and sweep.is_dir() else []
-        for job in jobs:
+        sweep = _planned_dir(hydra_settings, "sweep.dir")
+        subdir = (
+            OmegaConf.to_container(hydra_settings, resolve=False)["sweep"]["subdir"]
+            if (hydra_settings is not None)
+            else None
+        )
+        jobs = _sweep_jobs(args)
+        if sweep is None or subdir != "${hydra.job.num}" or jobs is None:
+            return  # job directories named otherwise: the run itself refuses a reused one
+        for job in range(jobs):
             try:
-                runner.refuse_existing_run(job, setting="hydra.sweep.dir")
+                runner.refuse_existing_run(sweep / str(job), setting="hydra.sweep.dir")
             except ConfigError as error:
                 _fail(str(error))
         return
-    run_dir = _given_dir(args, "hydra.run.dir", hydra_settings)
+    run_dir = _planned_dir(hydra_settings, "run.dir")
     if run_dir is None:
         return
     try:

@@ -81,7 +81,9 @@ def load_pairs(path: Path, space: TaskSpace, policy: Policy) -> list[GivenPair]:
     in_csv = path.suffix.lower() == ".csv"
     for index, entry in enumerate(entries):
         # Errors name the file's own places: pairs[1].task.gravity, or line 3, column gravity.
-        where = f"{path.name}: " + (f"line {index + 2}" if in_csv else f"pairs[{index}]")
+        where = f"{path.name}: " + (
+            f"line {entry.get('line', index + 2)}" if in_csv else f"pairs[{index}]"
+        )
         if not isinstance(entry, dict) or "policy" not in entry:
             raise ConfigError(where, "each pair needs 'policy' (and usually 'task')")
         given = entry.get("task")
@@ -113,7 +115,8 @@ def load_pairs(path: Path, space: TaskSpace, policy: Policy) -> list[GivenPair]:
                 f"{source} has {theta.size} parameters; the policy config needs "
                 f"{policy.num_params}",
             )
-        name = str(entry.get("name", f"pair{index}"))
+        name = entry.get("name")
+        name = f"pair{index}" if name is None else str(name)
         pairs.append(GivenPair(name, task, theta, source, own))
     return pairs
 
@@ -127,7 +130,8 @@ def _param_of(field: str) -> str:
 
 
 def _csv_entries(path: Path, space: TaskSpace) -> list[dict[str, Any]]:
-    frame = pd.read_csv(path)
+    # Blank lines kept (then dropped) so that errors name the file's own line numbers.
+    frame = pd.read_csv(path, skip_blank_lines=False).dropna(how="all")
     if "policy" not in frame:
         raise ConfigError("eligible.pairs_file", f"{path}: a 'policy' column is required")
     unknown = set(frame.columns) - {"name", "policy", "pair", *space.names}
@@ -137,12 +141,15 @@ def _csv_entries(path: Path, space: TaskSpace) -> list[dict[str, Any]]:
             f"unknown; allowed: name, policy, pair, {', '.join(space.names)}",
         )
     entries = []
-    for _, row in frame.iterrows():
+    for index, row in frame.iterrows():
+        line = int(index) + 2  # the file's own line: the header is line 1, blank lines count
         policy: Any = row["policy"]
         if "pair" in frame and pd.notna(row.get("pair")):
-            policy = {"checkpoint": policy, "pair": int(row["pair"])}
+            policy = {"checkpoint": policy, "pair": row["pair"]}
         task = {k: row[k] for k in space.names if k in frame and pd.notna(row[k])}
-        entries.append({"name": row.get("name", None) or None, "policy": policy, "task": task})
+        name = row.get("name", None)
+        name = None if name is None or pd.isna(name) else str(name)
+        entries.append({"name": name, "policy": policy, "task": task, "line": line})
     return entries
 
 
@@ -178,7 +185,19 @@ def _load_policy(
     return own.policy, own.theta.copy(), f"{form}:{spec[form]}"
 
 
+def _pair_index(spec: Mapping, field: str) -> int:
+    value = spec.get("pair", 0)
+    try:
+        index = float(value)
+    except (TypeError, ValueError):
+        index = float("nan")
+    if not index.is_integer() or isinstance(value, bool):
+        raise ConfigError(f"{field}.pair", f"must be a whole number, got {value!r}")
+    return int(index)
+
+
 def _checkpoint_policy(spec: Mapping, base: Path, field: str) -> tuple[np.ndarray, str]:
+    index = _pair_index(spec, field)  # before reading what may be a large file
     file = (base / str(spec["checkpoint"])).resolve()
     state = checkpoint.load(file)
     run_state = state.get("curriculum", state.get("coevolution")) or {}
@@ -186,13 +205,12 @@ def _checkpoint_policy(spec: Mapping, base: Path, field: str) -> tuple[np.ndarra
     if population is None:  # a single-policy curriculum's run: its policies by index
         policies = dict(state.get("policies") or {})
         names = list(policies)
-        index = int(spec.get("pair", 0))
         if not 0 <= index < len(names):
             known = ", ".join(f"{i} ({name})" for i, name in enumerate(names)) or "none"
             raise ConfigError(f"{field}.pair", f"no policy {index} in {file.name}; known: {known}")
         return policies[names[index]].copy(), f"{spec['checkpoint']}#{names[index]}"
     try:
-        pair = population.get(int(spec.get("pair", 0)))
+        pair = population.get(index)
     except KeyError:
         known = ", ".join(str(p.pair_id) for p in population.all_pairs())
         raise ConfigError(f"{field}.pair", f"not in {file.name}; known: {known}") from None

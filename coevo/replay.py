@@ -183,6 +183,12 @@ def replay(
                     "task",
                     "this run has no pairs to take a task from; give name=value,... instead",
                 )
+            try:
+                float(task_text)
+            except ValueError:
+                raise ConfigError(
+                    "task", f"expected a value of {space.names[0]} or name=value; got '{task_text}'"
+                ) from None
             task_text = f"{space.names[0]}={task_text}"  # one parameter: its value alone
         task = parse_task(space, Population(), task_text, pair.task)
     if video is not None:  # first: an env that cannot render stops before the episodes run

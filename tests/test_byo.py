@@ -402,8 +402,13 @@ def test_a_pairs_file_gives_a_one_parameter_task_as_its_value_and_errors_name_it
         load_pairs(pairs, space, default)
     # A CSV's errors name its line and column.
     table = tmp_path / "pairs.csv"
-    table.write_text("policy,gravity\nmlp.npy,9.8\nmlp.npy,0\n")
-    with pytest.raises(ConfigError, match=r"pairs.csv: line 3, column gravity: "):
+    table.write_text("policy,gravity\nmlp.npy,9.8\n\nmlp.npy,0\n")  # a blank line counts
+    with pytest.raises(ConfigError, match=r"pairs.csv: line 4, column gravity: "):
+        load_pairs(table, space, default)
+    table.write_text("policy,gravity\nmlp.npy,9.8\n")  # no name column: named by position
+    assert [p.name for p in load_pairs(table, space, default)] == ["pair0"]
+    table.write_text("policy,pair\nrun/checkpoints/gen_000001.pkl,abc\n")
+    with pytest.raises(ConfigError, match=r"line 2, column policy.pair: must be a whole number"):
         load_pairs(table, space, default)
 
 

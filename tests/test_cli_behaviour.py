@@ -164,6 +164,12 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     for typed in (["pool.envs_per_worker=8", "pool=ray"], ["pool=ray", "pool.envs_per_worker=8"]):
         config = _apply_resume_overrides(load_run_config(short), typed, short)
         assert (config.pool.backend, config.pool.envs_per_worker) == ("ray", 8)
+    # The preset's own keys win over the same keys in the run's command (SMALL's pool=local
+    # is recorded; a pool.backend=local there would otherwise keep the run local).
+    recorded = short / ".hydra" / "overrides.yaml"
+    recorded.write_text(recorded.read_text() + "- pool.backend=local\n")
+    config = _apply_resume_overrides(load_run_config(short), ["pool=ray"], short)
+    assert (config.pool.backend, config.pool.envs_per_worker) == ("ray", 16)
     # Fewer generations than the checkpoint holds would run nothing: refused by name.
     fewer = cli("coevo-run", f"resume={short}", "curriculum.generations=4")
     assert fewer.returncode == 2
@@ -237,7 +243,7 @@ def test_pool_evaluate_raises_on_a_failed_episode_instead_of_a_silent_nan(rng):
 def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path):
     """Two runs in one directory would mix their rows in the tables and their checkpoints;
     the second is refused by name, and the first run's files are left as they were."""
-    run = tmp_path / "run"
+    run = tmp_path / "run2"  # SMALL's seed=2: the ${seed} case below names it too
     first = cli("coevo-run", *SMALL, "curriculum.generations=2", f"hydra.run.dir={run}")
     assert first.returncode == 0, first.stderr
     before = _files(run)
@@ -248,7 +254,11 @@ def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path):
     assert _files(run) == before  # .hydra/ included: Hydra's record of the first run kept
     assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2]
     # Quoted, or through an interpolation, as Hydra resolves it: refused before Hydra writes.
-    for given in (f"hydra.run.dir='{run}'", f"hydra.run.dir={run.parent}/ru${{oc.env:RUN_N}}"):
+    for given in (
+        f"hydra.run.dir='{run}'",
+        f"hydra.run.dir={run.parent}/ru${{oc.env:RUN_N}}2",
+        f"hydra.run.dir={run.parent}/run${{seed}}",
+    ):
         again = cli("coevo-run", *SMALL, given, env={"RUN_N": "n"})
         assert again.returncode == 2, (given, again.stderr[-2000:])
         assert "already holds a run" in again.stderr
@@ -320,6 +330,22 @@ def test_a_sweep_directory_whose_job_directory_holds_a_run_is_refused(tmp_path):
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr.startswith(f"coevo-run: error: hydra.sweep.dir: {sweep / '0'} already")
     assert sorted(p.name for p in (sweep / "0").iterdir()) == ["summary.csv"]
+
+
+def test_a_shared_sweep_directory_is_refused_only_for_the_jobs_this_sweep_writes(tmp_path):
+    from coevo.cli import _check_overrides, _refuse_reused_dirs
+
+    sweep = tmp_path / "shared"
+    for job in ("seed=0", "5"):  # an earlier sweep's jobs, under names this one will not use
+        (sweep / job).mkdir(parents=True)
+        (sweep / job / "summary.csv").write_text("generation\n1\n")
+    named = ["-m", "seed=2,3", f"hydra.sweep.dir={sweep}"]
+    for args in (named + ["hydra.sweep.subdir=${hydra.job.override_dirname}"], named):
+        _refuse_reused_dirs(args, _check_overrides(args)[1])  # goes on: no SystemExit
+    (sweep / "1").mkdir()
+    (sweep / "1" / "summary.csv").write_text("generation\n1\n")
+    with pytest.raises(SystemExit):  # job 1 of this sweep would write there
+        _refuse_reused_dirs(named, _check_overrides(named)[1])
 
 
 def test_poet_thresholds_above_the_tasks_solved_score_are_warned_of(tmp_path):

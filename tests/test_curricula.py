@@ -198,6 +198,17 @@ def test_levels_scored_together_share_one_best_return_whatever_their_order(pool,
     plr.observe(student, plan, Outcome(trained=[], scored=signals), decisions)
     assert [d.score for d in decisions] == pytest.approx([0.4, 0.4, 0.0])
     assert "best return -0.2 - return -0.6" in decisions[0].reason
+    # Replayed levels likewise: rescored against the best of the replay batch.
+    from coevo.curricula.level_buffer import Pick
+
+    buffer = plr.buffers[student.index]
+    levels = [lv for lv in buffer.levels if lv.task in tasks[:2]]
+    picks = [Pick(level, 0.5, 1, 0, len(buffer)) for level in levels]
+    trained = [Signal(lv.task, r) for lv, r in zip(levels, (-0.5, 0.3), strict=True)]
+    replayed = []
+    plan = Plan(train=[lv.task for lv in levels], note=("replay", "a replay", picks))
+    plr.observe(student, plan, Outcome(trained=trained, scored=[]), replayed)
+    assert [d.score for d in replayed] == pytest.approx([0.8, 0.0])
 
 
 def test_a_buffer_that_new_levels_stop_filling_is_warned_of_once(pool, cartpole, caplog):

@@ -19,6 +19,8 @@ def test_eligibility_outcome_and_reason():
         (199.96, 200, "score 199.96 < repro_threshold 200"),  # not "200.0 < 200"
         (0.97, 0.975, "score 0.97 < repro_threshold 0.975"),  # rewards in [0, 1]
         (0.9751, 0.975, "score 0.9751 ≥ repro_threshold 0.975"),
+        (sum([0.6, 0.7, 0.8]) / 3, 0.7, "score 0.6999999999999998 < repro_threshold 0.7"),
+        (-133.74, -133.7397242, "score -133.74 < repro_threshold -133.7397242"),
     ],
 )
 def test_a_reason_never_shows_a_score_that_contradicts_its_comparison(score, threshold, reason):

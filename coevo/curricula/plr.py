@@ -160,7 +160,8 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                         error=signal.error,
                     )
                 )
-            self._watch_fill(student, buffer, added)
+            if any(np.isfinite(signal.mean_return) for signal in outcome.scored):
+                self._watch_fill(student, buffer, added)  # failed evaluations: another story
             return []
         self._counts["replays"] += 1
         by_task = {signal.task: signal for signal in outcome.trained}

@@ -13,16 +13,23 @@ import numpy as np
 
 def _fmt(value: float, against: float | None = None) -> str:
     """One decimal (three significant digits below 1), more where rounding would make the
-    shown value contradict the comparison with `against` (not "score 100.0 < 100")."""
+    shown value contradict the comparison with `against` (not "score 100.0 < 100"); in
+    the end every digit (a mean like 0.6999999999999998 against 0.7)."""
     small = abs(value) < 1
-    for extra in range(7):
-        text = f"{value:.{3 + extra}g}" if small else f"{value:.{1 + extra}f}"
+    candidates = [f"{value:.{3 + e}g}" if small else f"{value:.{1 + e}f}" for e in range(7)]
+    for text in [*candidates, repr(float(value))]:
         shown = float(text)
         if against is None or (
             (shown < against) == (value < against) and (shown > against) == (value > against)
         ):
-            break
-    return text
+            return text
+    return repr(float(value))
+
+
+def _limit(value: float) -> str:
+    """A threshold as short as it reads back exactly (200, 0.975, -133.7397242)."""
+    text = f"{value:g}"
+    return text if float(text) == value else repr(float(value))
 
 
 def eligibility(
@@ -33,8 +40,8 @@ def eligibility(
     if not np.isfinite(score):
         return False, f"evaluation failed (score {score}); not eligible"
     if score >= threshold:
-        return True, f"score {_fmt(score, threshold)} ≥ {setting} {threshold:g}"
-    return False, f"score {_fmt(score, threshold)} < {setting} {threshold:g}"
+        return True, f"score {_fmt(score, threshold)} ≥ {setting} {_limit(threshold)}"
+    return False, f"score {_fmt(score, threshold)} < {setting} {_limit(threshold)}"
 
 
 def minimal_criterion(score: float, lower: float, upper: float) -> tuple[bool, str]:
@@ -42,10 +49,13 @@ def minimal_criterion(score: float, lower: float, upper: float) -> tuple[bool, s
     if not np.isfinite(score):
         return False, f"child rejected: evaluation failed (score {score})"
     if score < lower:
-        return False, f"child rejected: score {_fmt(score, lower)} < mc_lower {lower:g}"
+        return False, f"child rejected: score {_fmt(score, lower)} < mc_lower {_limit(lower)}"
     if score > upper:
-        return False, f"child rejected: score {_fmt(score, upper)} > mc_upper {upper:g}"
-    return True, f"passes minimal criterion: {lower:g} ≤ score {_fmt(score)} ≤ {upper:g}"
+        return False, f"child rejected: score {_fmt(score, upper)} > mc_upper {_limit(upper)}"
+    return (
+        True,
+        f"passes minimal criterion: {_limit(lower)} ≤ score {_fmt(score)} ≤ {_limit(upper)}",
+    )
 
 
 def admission_order(novelty: Sequence[float]) -> list[int]:
