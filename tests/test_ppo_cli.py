@@ -9,6 +9,7 @@ from cli_support import cli
 
 pytest.importorskip("torch")
 
+PPO_DIAGNOSTICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
 SMALL_PPO = [
     "optimizer=ppo",
     "policy=actor_critic",
@@ -81,6 +82,10 @@ def test_enhanced_poet_with_ppo_admits_children_and_transfers(tmp_path):
     # Transfer candidates were judged, the proposal ones after one PPO update each.
     assert rows["rule"].eq("transfer").any()
     assert summary["train_mean_return"].notna().all()  # PPO rollouts' episode returns
+    # The update's own numbers, averaged over the generation's steps (SB3's train/*).
+    for column in PPO_DIAGNOSTICS:
+        assert summary[column].notna().all(), column
+    assert (summary["clip_fraction"].between(0, 1)).all()
 
 
 def test_a_refused_update_is_a_row_in_eligibility_csv(tmp_path):
@@ -129,6 +134,23 @@ def test_a_single_policy_curriculum_writes_refused_updates_and_counts_ppo_episod
     # CartPole under random weights: 256 steps per stream end many episodes
     assert (summary["episodes"] > 0).all()
     assert (summary["steps_per_s"] <= summary["env_steps"] / summary["wall_s"] * 1.001).all()
+    assert not set(PPO_DIAGNOSTICS) & set(summary.columns)  # every update refused: none
+    trained = tmp_path / "trained"
+    done = cli(
+        "coevo-run",
+        *SMALL_PPO,
+        "pool=local",
+        "curriculum=dr",
+        "curriculum.tasks_per_step=2",
+        "curriculum.generations=2",
+        "test_set.every=0",
+        f"hydra.run.dir={trained}",
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = pd.read_csv(trained / "summary.csv")
+    for column in PPO_DIAGNOSTICS:
+        assert summary[column].notna().all(), column
 
 
 def test_a_resumed_ppo_run_equals_an_undisturbed_one(tmp_path):

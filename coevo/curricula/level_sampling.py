@@ -45,6 +45,7 @@ from coevo.curricula.base import (
     GenerationResult,
     PoliciesForTesting,
 )
+from coevo.curricula.training import mean_extras
 from coevo.errors import ConfigError
 from coevo.pool.jobs import EpisodeJob, Stored
 from coevo.settings import setting
@@ -229,6 +230,7 @@ class LevelSamplingCurriculum(Curriculum):
         decisions: list[Decision] = []
         self._generation_returns: dict[int, list[float]] = {s.index: [] for s in self.students}
         self._tasks_played = 0
+        self._step_records: list[Any] = []
         self.begin_generation()
         for _ in range(self.config.rounds):
             plans = [self.plan(student, decisions) for student in self.students]
@@ -263,6 +265,7 @@ class LevelSamplingCurriculum(Curriculum):
             **self.curriculum_summary(),
             "best_score": max(finite) if finite else float("nan"),
             "median_score": float(np.median(finite)) if finite else float("nan"),
+            **mean_extras(self._step_records),  # e.g. PPO's losses, KL and clip fraction
         }
         return GenerationResult(self.generation, summary, decisions)
 
@@ -308,6 +311,7 @@ class LevelSamplingCurriculum(Curriculum):
                 student.theta, student.state = told.theta, told.state
                 student.steps += 1
                 step_return, step_reason = told.record.mean_return, told.record.reason
+                self._step_records.append(told.record)
             scored = _signals(plan.score, jobs[middle:end], results[middle:end])
             self._tasks_played += len(trained) + len(scored)
             for signal in (*trained, *scored):

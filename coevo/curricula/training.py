@@ -43,6 +43,16 @@ def optimize(
     return optimizer.tell_many(answered)
 
 
+def mean_extras(records: Sequence[Any]) -> dict[str, float]:
+    """The optimizer's own numbers of some steps (`StepRecord.extra`: PPO's losses, KL,
+    clip fraction), each averaged over the steps that report it: summary.csv columns."""
+    values: dict[str, list[float]] = {}
+    for record in records:
+        for name, value in record.extra.items():
+            values.setdefault(name, []).append(float(value))
+    return {name: float(np.mean(v)) for name, v in values.items()}
+
+
 def train(
     pool: EvaluationPool,
     optimizer: Optimizer,
@@ -51,11 +61,13 @@ def train(
     steps: int,
     rng: np.random.Generator,
     reasons: list[tuple[int, str]] | None = None,
+    records: list[Any] | None = None,
 ) -> float:
     """`steps` optimizer steps for each learner on its tasks, updating the learners in
     place; returns the mean return of the last step over the learners (NaN if none).
     Steps that report a reason (e.g. a refused PPO update: the learner kept its weights)
-    are appended to `reasons` as (learner index, reason)."""
+    are appended to `reasons` as (learner index, reason); every step's record to
+    `records`."""
     mean_return = float("nan")
     for _ in range(steps):
         told = optimize(
@@ -69,6 +81,8 @@ def train(
             learner.steps += 1
             if step.record.reason and reasons is not None:
                 reasons.append((index, step.record.reason))
+            if records is not None:
+                records.append(step.record)
         means = [s.record.mean_return for s in told if np.isfinite(s.record.mean_return)]
         mean_return = float(np.mean(means)) if means else float("nan")
     return mean_return

@@ -25,7 +25,7 @@ from coevo.curricula.poet import rules
 from coevo.curricula.poet.novelty import Characterization, ScoreCache, novelty_scores
 from coevo.curricula.poet.population import Pair, Population
 from coevo.curricula.poet.transfer import best_policies, pick_best
-from coevo.curricula.training import train
+from coevo.curricula.training import mean_extras, train
 from coevo.errors import ConfigError
 from coevo.settings import setting
 from coevo.tasks.task import Task
@@ -131,6 +131,7 @@ class Poet(Curriculum):
 
         active = self.population.active
         step_reasons: list[tuple[int, str]] = []
+        records: list[Any] = []
         counts["train_mean_return"] = train(
             self.pool,
             self.optimizer,
@@ -139,7 +140,9 @@ class Poet(Curriculum):
             cfg.optimizer_steps,
             self.rng,
             step_reasons,
+            records,
         )
+        counts.update(mean_extras(records))  # e.g. PPO's losses, KL and clip fraction
         for index, reason in step_reasons:  # e.g. a refused update: the pair kept its weights
             pair = active[index]
             decisions.append(
