@@ -243,8 +243,11 @@ def run(
         refuse_existing_run(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     space, policy = prepare(config)
-    # The optimizer must fit the policy (e.g. ppo needs a value head): known before Ray starts.
-    optimizers.build(config.optimizer, policy.num_params).use_policy(policy)
+    # The optimizer must fit the policy (e.g. ppo needs a value head), and the curriculum
+    # the optimizer (e.g. PLR's value scores): known before Ray starts.
+    optimizer = optimizers.build(config.optimizer, policy.num_params)
+    optimizer.use_policy(policy)
+    curricula.get(config.curriculum.name).check(config.curriculum, optimizer)
     renderer = space.metadata.get("render_png")
     # On resume too: the run's own config plus the overrides that resume allows.
     (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))

@@ -101,3 +101,40 @@ def test_each_curriculum_trains_with_ppo(name, task, tmp_path):
         scored = reasons[~reasons.str.contains("drawn again this step")]
         assert scored.str.contains("positive value loss").all()
         assert "return regret" not in " ".join(reasons)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["curriculum=plr", "curriculum.score_fallback=none"],
+            "curriculum.score: positive_value_loss needs the value predictions",
+        ),
+        (
+            ["curriculum=dr", "curriculum.tasks_per_step=9", "optimizer.population=4"],
+            "curriculum.tasks_per_step: 9 > optimizer.population 4; allowed: 1..4",
+        ),
+    ],
+)
+def test_a_curriculum_that_cannot_work_with_its_optimizer_stops_before_ray(
+    overrides, message, tmp_path
+):
+    import subprocess
+    import sys
+
+    from cli_support import ROOT
+
+    code = (
+        "import sys\n"
+        "from coevo import cli\n"
+        f"sys.argv = ['coevo-run', 'pool=ray', *{overrides!r}, 'hydra.run.dir={tmp_path}']\n"
+        "try:\n    cli.run_main()\n"
+        "except SystemExit as exit:\n"
+        "    print('exit', exit.code, 'ray imported', 'ray' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert "exit 2 ray imported False" in done.stdout, done.stdout + done.stderr
+    assert f"coevo-run: error: {message}" in done.stderr
+    assert not (tmp_path / "config.yaml").exists()

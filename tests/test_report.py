@@ -126,3 +126,22 @@ def test_id_columns_are_integers_and_task_parameters_keep_their_values():
     assert converted["task.level_id"].tolist() == [3.0, 4.5]
     assert converted["task.room_id"].dtype.kind == "f"  # a parameter's values stay floats
     assert frame["parent_id"].dtype.kind == "f"  # the caller's frame unchanged
+
+
+def test_a_summary_column_that_appears_later_is_written_with_earlier_rows_empty(tmp_path):
+    """PLR with PPO has no update in its first generations, so no loss columns yet: the
+    table is written again when they appear, never a row longer than the header."""
+    from coevo.curricula.base import GenerationResult
+    from coevo.report.tables import RunRecorder
+
+    recorder = RunRecorder(tmp_path)
+    empty = pd.DataFrame()
+    recorder.record(GenerationResult(1, {"generation": 1, "best_score": 1.0}, []), empty)
+    recorder.record(
+        GenerationResult(2, {"generation": 2, "best_score": 2.0, "approx_kl": 0.01}, []), empty
+    )
+    recorder.record(GenerationResult(3, {"generation": 3, "best_score": 3.0}, []), empty)
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert list(summary.columns) == ["generation", "best_score", "approx_kl"]
+    assert summary["generation"].tolist() == [1, 2, 3]
+    assert summary["approx_kl"].isna().tolist() == [True, False, True]

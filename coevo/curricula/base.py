@@ -112,12 +112,18 @@ class Curriculum(ABC):
         optimizer: Optimizer,
         seed: int = 0,
     ):
+        self.check(config, optimizer)
         self.config = config
         self.space = space
         self.pool = pool
         self.optimizer = optimizer
         self.seed = seed
         self.generation = 0
+
+    @classmethod  # noqa: B027 - optional to override, like the other defaults here
+    def check(cls, config: CurriculumConfig, optimizer: Optimizer) -> None:
+        """Refuse (ConfigError) a config that cannot work with this optimizer: called by the
+        runner before any pool starts, and by the constructor. Default: nothing to check."""
 
     # -- the protocol ------------------------------------------------------------------------
     def step(self) -> GenerationResult:

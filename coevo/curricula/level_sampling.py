@@ -165,6 +165,15 @@ class LevelSamplingCurriculum(Curriculum):
 
     def __init__(self, config, *, space, pool, optimizer, seed: int = 0):
         super().__init__(config, space=space, pool=pool, optimizer=optimizer, seed=seed)
+        self.students: list[Student] = []
+        for index in range(config.policies):
+            rng = np.random.default_rng([seed, index])
+            theta = pool.policy.init(rng)
+            self.students.append(Student(index, theta, optimizer.init_state(theta, rng), rng))
+        self._last_returns: dict[int, float] = {}
+
+    @classmethod
+    def check(cls, config: Any, optimizer: Any) -> None:
         # ES (and ARS) give each task whole mirrored pairs (pair i on task i mod n): more
         # tasks than pairs would leave some unplayed. (PPO gives every task a stream.)
         units = getattr(optimizer.config, "population", None)
@@ -173,12 +182,6 @@ class LevelSamplingCurriculum(Curriculum):
                 "curriculum.tasks_per_step",
                 f"{config.tasks_per_step} > optimizer.population {units}; allowed: 1..{units}",
             )
-        self.students: list[Student] = []
-        for index in range(config.policies):
-            rng = np.random.default_rng([seed, index])
-            theta = pool.policy.init(rng)
-            self.students.append(Student(index, theta, optimizer.init_state(theta, rng), rng))
-        self._last_returns: dict[int, float] = {}
 
     # -- what subclasses implement (only `plan` is required) -------------------------------
     @abstractmethod

@@ -94,7 +94,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
-        self.score_used = _score_used(config, self.optimizer)
+        self.score_used = _score_used(config, self.optimizer, warn=True)
         self.buffers: dict[int, LevelBuffer] = {
             s.index: LevelBuffer(
                 config.buffer_size,
@@ -109,6 +109,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         self.best_return: dict[int, float] = {s.index: float("-inf") for s in self.students}
         # A warning's bookkeeping only (results never depend on it): not in the state.
         self._stalled: dict[int, int] = {s.index: 0 for s in self.students}
+
+    @classmethod
+    def check(cls, config: Any, optimizer: Any) -> None:
+        super().check(config, optimizer)
+        _score_used(config, optimizer, warn=False)  # a value score without values: refused
 
     # -- planning --------------------------------------------------------------------------
     def begin_generation(self) -> None:
@@ -309,7 +314,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         )
 
 
-def _score_used(config: PLRConfig, optimizer: Any) -> str:
+def _score_used(config: PLRConfig, optimizer: Any, warn: bool) -> str:
     """The configured score, or the fallback when the optimizer gives no value predictions."""
     wanted = LevelScore(config.score)
     if not wanted.needs_values or has_critic(optimizer):
@@ -325,5 +330,6 @@ def _score_used(config: PLRConfig, optimizer: Any) -> str:
             f"{message}. Use curriculum.score=return_regret, or "
             "curriculum.score_fallback=return_regret",
         )
-    log.warning("%s: PLR scores levels by %s instead", message, config.score_fallback)
+    if warn:
+        log.warning("%s: PLR scores levels by %s instead", message, config.score_fallback)
     return config.score_fallback

@@ -36,9 +36,15 @@ class RunRecorder:
     def record(self, result: GenerationResult, population: pd.DataFrame) -> None:
         """Append a generation's rows; `population` is the curriculum's population table."""
         decisions = [d.as_row() for d in result.decisions]
+        known = _columns(self.summary_rows)
         self.summary_rows.append(result.summary)
         self.eligibility_rows.extend(decisions)
-        _append(self.run_dir / SUMMARY, [result.summary], list(result.summary))
+        if set(result.summary) - set(known):
+            # A column that earlier generations did not have (e.g. PPO's losses once PLR
+            # first trains): the table is written again with it, empty in those rows.
+            _write(self.run_dir / SUMMARY, self.summary_rows, _columns(self.summary_rows))
+        else:
+            _append(self.run_dir / SUMMARY, [result.summary], known)
         _append(self.run_dir / ELIGIBILITY, decisions, ELIGIBILITY_COLUMNS)
         for stem, rows in result.tables.items():
             kept = self.extra_rows.setdefault(stem, [])
@@ -59,7 +65,7 @@ class RunRecorder:
         self.summary_rows = list(state["summary"])
         self.eligibility_rows = list(state["eligibility"])
         self.extra_rows = {stem: list(rows) for stem, rows in state["extra"].items()}
-        columns = list(self.summary_rows[0]) if self.summary_rows else []
+        columns = _columns(self.summary_rows)
         _write(self.run_dir / SUMMARY, self.summary_rows, columns)
         _write(self.run_dir / ELIGIBILITY, self.eligibility_rows, ELIGIBILITY_COLUMNS)
         for stem, rows in self.extra_rows.items():
@@ -84,6 +90,11 @@ def integer_ids(frame: pd.DataFrame) -> pd.DataFrame:
             if (present == present.round()).all():
                 converted[column] = values.astype("Int64")
     return frame.assign(**converted) if converted else frame  # the caller's frame unchanged
+
+
+def _columns(rows: Iterable[dict]) -> list[str]:
+    """Every key of the rows, in the order they first appear."""
+    return list(dict.fromkeys(key for row in rows for key in row))
 
 
 def _write(path: Path, rows: list[dict], columns: list[str]) -> None:
