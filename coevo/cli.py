@@ -348,10 +348,12 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
                 close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
                 hint = f"; did you mean: {', '.join(close)}" if close else ""
                 where = f" with {', '.join(swept)}" if swept else ""
-                _fail(
-                    f"{key}: unknown key{where}{hint} (a key the config does not have needs "
-                    f"Hydra's '+' prefix: +{key}=...)"
-                )
+                # Only an open mapping below a section (task.params, policy.kwargs) takes
+                # keys of the user's own; a section's settings are a fixed set.
+                parents = {key.rsplit(".", n)[0] for n in range(1, key.count(".") + 1)}
+                opened = any(p in mappings and "." in p for p in parents)
+                plus = f" (a key the config does not have needs Hydra's '+' prefix: +{key}=...)"
+                _fail(f"{key}: unknown key{where}{hint}{plus if opened else ''}")
     passed = [f"++{a}" if a in values and a.split("=", 1)[0] in mappings else a for a in args]
     hydra_settings = None
     if not any(arg.split("=", 1)[0] in INSPECT_FLAGS for arg in args):

@@ -386,3 +386,19 @@ def test_a_mapping_given_whole_is_merged_into_the_configs_own():
     assert set(params) == {"gravity", "mass", "max_torque"}
     assert params["gravity"]["low"] == 5 and params["gravity"]["high"] == 20.0
     assert params["mass"]["high"] == 4
+
+
+def test_the_plus_prefix_is_advised_only_where_a_new_key_can_go(capsys):
+    """A section's settings are a fixed set: '+optimizer.n_epoch' would be refused too, so
+    only keys inside an open mapping (task.params, policy.kwargs) get the '+' advice."""
+    from coevo.cli import _check_overrides
+
+    for args, advised in (
+        (["optimizer.n_epoch=3"], False),
+        (["task.params.gravity={low: 5}", "task.params.gravty.low=1"], True),
+    ):
+        with pytest.raises(SystemExit):
+            _check_overrides(args)
+        error = capsys.readouterr().err
+        assert "unknown key" in error
+        assert ("needs Hydra's '+' prefix" in error) is advised, error
