@@ -222,6 +222,9 @@ def run_coevo(
     workers = 1 if backend == "local" else 2
     started = time.perf_counter()
     with EvaluationPool(space, spec, backend, workers, envs_per_worker=64) as pool:
+        # Until Ray's workers answer: a pool that starts Ray serves in-process meanwhile
+        # and its constructor returns at once, which would time nothing.
+        pool.wait_ready()
         startup = time.perf_counter() - started
         optimizer = PPO(config, spec.num_params, policy=spec)
         rngs = [np.random.default_rng(seed) for seed in seeds]
@@ -421,7 +424,7 @@ def main() -> None:
             f"| coevo | {pairs} pairs at once, {how} ({detail}) | {wall:.1f} | {first.cpu_s:.1f} "
             f"| {os.getloadavg()[0]:.1f} | {mean_std([r.final for r in together])} |"
         )
-        print(rows[-1], flush=True)
+        print(f"coevo, {how}: done in {wall:.1f} s", flush=True)  # progress; table below
     started, cpu0 = time.perf_counter(), cpu_seconds()
     apart = [run_sb3("CartPole-v1", seed, budget, None) for seed in pair_seeds]
     sb3_wall, sb3_cpu = time.perf_counter() - started, cpu_seconds() - cpu0
