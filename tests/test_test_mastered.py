@@ -59,6 +59,8 @@ def test_every_curriculum_reports_test_mastered_at_its_cadence(tmp_path, curricu
     page = (tmp_path / f"{curriculum}-2" / "report.html").read_text()
     by = "by the best active policy on each task" if "poet" in curriculum else "by the policy,"
     assert f"threshold), {by}" in page
+    # Single-policy curricula: the tasks they played over the generations, as a figure.
+    assert ("fig-levels" in page) is ("poet" not in curriculum)
 
 
 @pytest.mark.parametrize("curriculum", ["poet", "dr"])

@@ -86,7 +86,8 @@ def write_report(
         parts.append(_headline(summary))
         parts.append(
             "".join(
-                _figure(run_dir, *f) for f in _figures(summary, population, cross, labels, plot_dir)
+                _figure(run_dir, *f)
+                for f in _figures(summary, population, cross, labels, plot_dir, eligibility)
             )
         )
     if render_task is not None and not population.empty:
@@ -124,8 +125,10 @@ def _figures(
     cross: pd.DataFrame,
     labels: dict[int, str],
     plot_dir: Path,
+    eligibility: pd.DataFrame | None = None,
 ) -> list[tuple[str, str, Path]]:
     """(id, caption, image) of each figure the tables allow."""
+    eligibility = pd.DataFrame() if eligibility is None else eligibility
     figures = []
     if len(summary) > 1:  # one row (the eligible-parents mode) is no curve
         figures.append(
@@ -159,6 +162,21 @@ def _figures(
                 "the generation it was created, green while active and unsolved, blue once "
                 "solved, red once archived; grey lines join a task's points.",
                 plots.task_parameters(population, last, plot_dir / "task_parameters.png"),
+            )
+        )
+    played = (
+        plots.levels_played(eligibility)
+        if {"kind", "task", "rule"} <= set(eligibility.columns)
+        else pd.DataFrame()
+    )
+    if len(played.columns) > 2 and len(summary) > 1:  # a single-policy curriculum's levels
+        figures.append(
+            (
+                "fig-levels",
+                "Tasks the curriculum played each generation, one panel per parameter: new "
+                "levels (green), replayed levels (blue), edited levels (orange), tasks trained "
+                "on (grey); the reasons are in the eligibility table below.",
+                plots.levels_over_generations(played, plot_dir / "levels.png"),
             )
         )
     if not cross.empty:

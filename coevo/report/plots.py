@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -190,4 +191,37 @@ def mastery_curve(summary: pd.DataFrame, path: Path) -> Path:
     ax.set_ylabel("test tasks mastered (%)")
     ax.set_xlabel("generation")
     ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def levels_played(eligibility: pd.DataFrame) -> pd.DataFrame:
+    """A single-policy curriculum's tasks per generation from its level rows: generation,
+    rule (new_level, replay, edit, train) and one column per task parameter."""
+    rows = eligibility[(eligibility["kind"] == "level") & eligibility["task"].notna()]
+    records = []
+    for generation, rule, text in zip(rows["generation"], rows["rule"], rows["task"], strict=True):
+        if not isinstance(text, str) or not text:
+            continue
+        params = json.loads(text).get("params", {})
+        records.append({"generation": generation, "rule": rule, **params})
+    return pd.DataFrame(records)
+
+
+_RULE_COLOURS = {"new_level": "tab:green", "replay": "tab:blue", "edit": "tab:orange"}
+
+
+def levels_over_generations(played: pd.DataFrame, path: Path) -> Path:
+    """One panel per task parameter: the tasks the curriculum played each generation,
+    coloured by why (a new level, a replay, an edit, plain training)."""
+    params = [c for c in played.columns if c not in ("generation", "rule")]
+    fig, axes = plt.subplots(
+        len(params), 1, figsize=(7, 1.9 * len(params) + 0.6), sharex=True, squeeze=False
+    )
+    for ax, name in zip(axes[:, 0], params, strict=True):
+        for rule, part in played.groupby("rule", sort=True):
+            colour = _RULE_COLOURS.get(rule, "tab:gray")
+            ax.scatter(part["generation"], part[name], s=8, alpha=0.6, color=colour, label=rule)
+        ax.set_ylabel(name, fontsize=8)
+    axes[0, 0].legend(loc="upper left", fontsize=7, ncol=4)
+    axes[-1, 0].set_xlabel("generation")
     return _save(fig, path)
