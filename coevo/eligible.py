@@ -40,7 +40,7 @@ from coevo import checkpoint
 from coevo.curricula.base import Decision
 from coevo.curricula.poet import rules
 from coevo.errors import ConfigError
-from coevo.policies.base import ActionSpec, Policy
+from coevo.policies.base import ActionSpec, Policy, obs_dim_of
 from coevo.pool import EvaluationPool
 from coevo.tasks.task import Task, TaskSpace
 
@@ -267,7 +267,7 @@ def _load_own_policy(form: str, spec: Mapping, base: Path, field: str, spaces: t
 
 
 def _check_fits(policy: Policy, obs_space: Any, act_space: Any, field: str) -> None:
-    obs_dim = int(np.prod(obs_space.shape))
+    obs_dim = obs_dim_of(obs_space)
     if policy.obs_dim != obs_dim:
         raise ConfigError(
             field,

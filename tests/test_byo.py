@@ -259,7 +259,8 @@ def test_eligible_parents_on_a_file_naming_torch_torchscript_and_sb3(files, tmp_
         assert "eligible" in line
 
 
-def test_eligible_parents_on_the_int_task_env_from_yaml(tmp_path):
+def _corridor_config(tmp_path):
+    """A --config-dir with task=corridor: the int-level env from a user's YAML."""
     config_dir = tmp_path / "conf"
     (config_dir / "task").mkdir(parents=True)
     (config_dir / "task" / "corridor.yaml").write_text(
@@ -274,6 +275,11 @@ def test_eligible_parents_on_the_int_task_env_from_yaml(tmp_path):
             }
         )
     )
+    return config_dir
+
+
+def test_eligible_parents_on_the_int_task_env_from_yaml(tmp_path):
+    config_dir = _corridor_config(tmp_path)
     # obs one-hot of 14 cells (Discrete, flattened as SB3 does) -> 16 -> 3 actions: "right"
     right = np.zeros(14 * 16 + 16 + 16 * 3 + 3, np.float32)
     right[-2] = 1.0
@@ -296,6 +302,49 @@ def test_eligible_parents_on_the_int_task_env_from_yaml(tmp_path):
     table = pd.read_csv(tmp_path / "run" / "eligibility.csv")
     assert list(table["outcome"]) == ["eligible", "ineligible"]
     assert '"level": 2' in table.loc[1, "task"]  # an int in the tables
+
+
+def test_sb3_and_torchscript_policies_on_discrete_observations(tmp_path):
+    """The corridor's observation is a Discrete cell: SB3 one-hots it for its MlpPolicy, as
+    coevo flattens it, so a zip trained there scores as `evaluate_policy` says, and a scripted
+    module taking the one-hot fits the env."""
+    from rllib_style_env import CorridorLevelsEnv
+
+    venv = DummyVecEnv([lambda: CorridorLevelsEnv({"start_level": 2})])
+    model = sb3.PPO("MlpPolicy", venv, n_steps=256, batch_size=64, n_epochs=2, seed=0)
+    model.learn(512)
+    model.save(tmp_path / "corridor_ppo.zip")
+    loaded = load_sb3_policy(tmp_path / "corridor_ppo.zip", "sb3")
+    cells = np.arange(14)
+    one_hot = np.eye(14, dtype=np.float32)
+    theta = np.stack([loaded.theta] * 14)
+    sb3_actions = model.predict(cells, deterministic=True)[0]
+    assert np.array_equal(loaded.policy.act(theta, one_hot), sb3_actions)
+    assert len(set(sb3_actions)) > 1  # not one action everywhere
+    torch.manual_seed(0)
+    torch.jit.script(torch.nn.Linear(14, 3)).save(str(tmp_path / "linear.pt"))
+    pairs_file = _write_pairs(
+        tmp_path,
+        [
+            {"name": "sb3", "task": {"level": 2}, "policy": "corridor_ppo.zip"},
+            {"name": "scripted", "task": {"level": 2}, "policy": {"torchscript": "linear.pt"}},
+        ],
+    )
+    done = _run(
+        f"--config-dir={_corridor_config(tmp_path)}",
+        "task=corridor",
+        f"eligible.pairs_file={pairs_file}",
+        "eligible.threshold=0.5",
+        tmp_path=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    returns = pd.read_csv(tmp_path / "run" / "returns.csv")
+    venv.seed(0)
+    expected, _ = evaluate_policy(model, venv, 3, return_episode_rewards=True)
+    np.testing.assert_allclose(
+        returns.loc[0, ["episode_0", "episode_1", "episode_2"]], expected, rtol=1e-5
+    )
+    assert returns.loc[1, ["episode_0", "episode_1", "episode_2"]].notna().all()
 
 
 @pytest.mark.parametrize(

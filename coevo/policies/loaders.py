@@ -140,7 +140,7 @@ def load_sb3_policy(
     )
     policy = TorchPolicy(
         actor,
-        int(np.prod(obs_space.shape)),
+        obs_dim_of(obs_space),
         spec,
         obs_norm=norm,
         log_std_init=float(log_std.mean()) if log_std is not None else 0.0,

@@ -4,7 +4,8 @@ The zip's policy is rebuilt with SB3, then its actor is copied into a plain torc
 (`SB3Actor`), so workers never import SB3. Mapped as SB3's `predict(deterministic=True)`
 acts, which is what `evaluate_policy` runs by default:
 
-- ActorCriticPolicy (PPO, A2C `MlpPolicy`): flattened Box observations through
+- ActorCriticPolicy (PPO, A2C `MlpPolicy`): flattened observations (Box as they are;
+  Discrete, MultiDiscrete one-hot, as SB3 preprocesses them) through
   `mlp_extractor.policy_net` (its activation included) and `action_net`; discrete actions
   by argmax of the logits; continuous by the Gaussian's mean, clipped to the bounds, or
   squashed when the policy sets `squash_output`. The Gaussian's `log_std` is kept for
@@ -12,7 +13,7 @@ acts, which is what `evaluate_policy` runs by default:
 - DQNPolicy (DQN `MlpPolicy`): argmax of `q_net`.
 - A VecNormalize file (`vecnormalize: FILE.pkl`) adds its stored observation statistics.
 
-Anything else (CNN or dict observations, gSDE, MultiDiscrete actions, other algorithms'
+Anything else (CNN or Dict observations, gSDE, MultiDiscrete actions, other algorithms'
 policies) is refused with a message naming the class.
 """
 
@@ -32,6 +33,12 @@ from coevo.errors import ConfigError
 from coevo.policies.base import ActionSpec, ObsNorm
 
 SUPPORTED = "ActorCriticPolicy (PPO/A2C MlpPolicy), DQNPolicy (DQN MlpPolicy)"
+FLAT_OBSERVATIONS = (
+    gym.spaces.Box,
+    gym.spaces.Discrete,
+    gym.spaces.MultiDiscrete,
+    gym.spaces.MultiBinary,
+)
 
 
 class SB3Actor(nn.Module):
@@ -89,11 +96,14 @@ def load_sb3(
         raise ConfigError(
             field, f"{file}: unsupported SB3 policy class {kind}; supported: {SUPPORTED}"
         )
-    if not isinstance(obs_space, gym.spaces.Box):
+    # SB3 one-hots Discrete / MultiDiscrete observations before its FlattenExtractor, as
+    # gymnasium's `flatten` (what the env slots apply) lays them out; Dict observations go
+    # through SB3's CombinedExtractor instead, which is refused below.
+    if not isinstance(obs_space, FLAT_OBSERVATIONS):
         raise ConfigError(
             field,
             f"{file}: {kind} with {type(obs_space).__name__} observations is not "
-            "supported (Box observations only)",
+            "supported (allowed: Box, Discrete, MultiDiscrete, MultiBinary)",
         )
     policy = policy_class(obs_space, act_space, lambda _: 0.0, **data.get("policy_kwargs", {}))
     policy.load_state_dict(params["policy"])

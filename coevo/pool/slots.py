@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from coevo.policies.base import obs_dim_of
 from coevo.tasks.task import Task
 
 
@@ -90,11 +91,7 @@ class GymSlots:
         self.discrete = discrete
         space = self.envs[0].observation_space
         self._flatten = observation_flattener(space)
-        self.obs_dim = (
-            int(np.prod(space.shape))
-            if self._flatten is None
-            else len(self._flatten(space.sample()))
-        )
+        self.obs_dim = obs_dim_of(space)
         # Bound methods looked up once per episode, not per step (see step_slots).
         self._step = [env.step for env in self.envs]
         self._tasks: list[Task | None] = [None] * num_slots
