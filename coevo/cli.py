@@ -6,6 +6,7 @@ import difflib
 import json
 import shutil
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -379,14 +380,17 @@ def _compose(config_name: str, overrides: list[str], hydra_config: bool = False)
 
 def _planned_dir(hydra_settings: Any, setting: str) -> Path | None:
     """The directory `setting` (run.dir or sweep.dir) will be, as Hydra resolves it (quotes,
-    `${seed}`, set in a config file); None for a timestamped one (new by construction) or
-    one that only Hydra's run can resolve (the job's name)."""
+    `${seed}`, `${now:...}` at this moment, set in a config file); None for one that only
+    Hydra's run can resolve (the job's name). A timestamp to the second is new by
+    construction; a coarser one (`${now:%Y-%m-%d}`) names the same directory all day."""
     if hydra_settings is None:
         return None
+    if not OmegaConf.has_resolver("now"):  # Hydra registers it only inside its run
+        OmegaConf.register_new_resolver("now", lambda pattern: datetime.now().strftime(pattern))
     try:
         raw = OmegaConf.to_container(hydra_settings, resolve=False)
         written = str(raw[setting.split(".")[0]][setting.split(".")[1]])
-        if "${now:" in written or "${hydra" in written:
+        if "${hydra" in written:
             return None
         value = OmegaConf.select(hydra_settings, setting)
     except Exception:  # noqa: BLE001 - an interpolation only Hydra's run can resolve

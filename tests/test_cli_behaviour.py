@@ -258,6 +258,8 @@ def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path):
         f"hydra.run.dir='{run}'",
         f"hydra.run.dir={run.parent}/ru${{oc.env:RUN_N}}2",
         f"hydra.run.dir={run.parent}/run${{seed}}",
+        # a timestamp that names the same directory again (as ${now:%Y-%m-%d} does all day)
+        f"hydra.run.dir={run.parent}/ru${{now:n2}}",
     ):
         again = cli("coevo-run", *SMALL, given, env={"RUN_N": "n"})
         assert again.returncode == 2, (given, again.stderr[-2000:])

@@ -114,6 +114,10 @@ def test_each_curriculum_trains_with_ppo(name, task, tmp_path):
             ["curriculum=dr", "curriculum.tasks_per_step=9", "optimizer.population=4"],
             "curriculum.tasks_per_step: 9 > optimizer.population 4; allowed: 1..4",
         ),
+        (
+            ["curriculum=plr", "optimizer=ars", "curriculum.tasks_per_step=9"],
+            "curriculum.tasks_per_step: 9 > optimizer.directions 8; allowed: 1..8",
+        ),
     ],
 )
 def test_a_curriculum_that_cannot_work_with_its_optimizer_stops_before_ray(

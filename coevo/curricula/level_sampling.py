@@ -174,13 +174,14 @@ class LevelSamplingCurriculum(Curriculum):
 
     @classmethod
     def check(cls, config: Any, optimizer: Any) -> None:
-        # ES (and ARS) give each task whole mirrored pairs (pair i on task i mod n): more
-        # tasks than pairs would leave some unplayed. (PPO gives every task a stream.)
-        units = getattr(optimizer.config, "population", None)
-        if isinstance(units, int) and config.tasks_per_step > units:
+        # ES and ARS give each task whole mirrored pairs (pair i on task i mod n): more
+        # tasks than pairs would leave some unplayed.
+        capacity = optimizer.task_capacity()
+        if capacity is not None and config.tasks_per_step > capacity[0]:
+            units, setting = capacity
             raise ConfigError(
                 "curriculum.tasks_per_step",
-                f"{config.tasks_per_step} > optimizer.population {units}; allowed: 1..{units}",
+                f"{config.tasks_per_step} > {setting} {units}; allowed: 1..{units}",
             )
 
     # -- what subclasses implement (only `plan` is required) -------------------------------

@@ -76,6 +76,9 @@ class AugmentedRandomSearch(Optimizer):
         ]
         return Asked(jobs, noise_seeds)
 
+    def task_capacity(self) -> tuple[int, str]:
+        return self.config.directions, "optimizer.directions"  # whole mirrored pairs per task
+
     def tell(self, theta: np.ndarray, state: ARSState, asked: Asked, results: Sequence) -> Told:
         cfg = self.config
         returns = episode_returns(results).reshape(cfg.directions, 2, cfg.episodes).mean(axis=2)

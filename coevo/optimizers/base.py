@@ -123,6 +123,12 @@ class Optimizer(ABC):
         asked = self.ask(theta, state, tasks, rng, pool.register)
         return self.tell(theta, state, asked, pool.dispatch(asked.jobs))
 
+    def task_capacity(self) -> tuple[int, str] | None:
+        """(most tasks one step can play, the setting that bounds it), e.g. ES's
+        `optimizer.population`: a curriculum asking for more is refused before the run starts.
+        None: any number (PPO gives each task a stream)."""
+        return None
+
     def steps_taken(self, state: Any) -> int:
         """Steps taken since `init_state` (population.csv's `optimizer_steps`)."""
         return int(getattr(state, "t", 0))

@@ -122,6 +122,9 @@ class EvolutionStrategy(Optimizer):
         ]
         return Asked(jobs, noise_seeds)
 
+    def task_capacity(self) -> tuple[int, str]:
+        return self.config.population, "optimizer.population"  # whole mirrored pairs per task
+
     def tell(self, theta: np.ndarray, state: ESState, asked: Asked, results: Sequence) -> Told:
         cfg = self.config
         n, k = cfg.population, cfg.episodes
