@@ -26,6 +26,17 @@ def cli(program: str, *args: object, timeout: float = 300, **kwargs) -> subproce
     )
 
 
+# PPO small enough for a test run: two streams of 128 steps, one minibatch, three epochs.
+SMALL_PPO = (
+    "optimizer=ppo",
+    "policy=actor_critic",
+    "policy.hidden=[16,16]",
+    "optimizer.n_envs=2",
+    "optimizer.n_steps=128",
+    "optimizer.batch_size=128",
+    "optimizer.n_epochs=3",
+)
+
 RUN_TABLES = ("summary.csv", "eligibility.csv", "population.csv")
 
 

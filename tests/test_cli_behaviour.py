@@ -203,18 +203,27 @@ FAILING = [
 ]
 
 
-def test_a_generation_where_every_evaluation_fails_stops_the_run_with_the_error(tmp_path):
+@pytest.mark.parametrize("in_a_row", [1, 3])
+def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(tmp_path, in_a_row):
     done = cli(
         "coevo-run",
         *FAILING,
+        "curriculum.generations=5",
+        *([] if in_a_row == 3 else [f"curriculum.failed_generations={in_a_row}"]),  # default 3
         f"hydra.run.dir={tmp_path}",
         env={"PYTHONPATH": str(Path(__file__).parent)},
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
-    assert "coevo-run: error: generation 1: all " in done.stderr
-    assert "hazard 1: the cart lost a wheel" in done.stderr
-    assert not (tmp_path / "summary.csv").exists()  # no row of NaNs
+    assert f"coevo-run: error: generation {in_a_row}: all " in done.stderr
+    assert ("in 3 generations in a row" in done.stderr) == (in_a_row == 3)
+    assert "first error: RuntimeError: hazard 1: the cart lost a wheel" in done.stderr
+    if in_a_row == 1:
+        assert not (tmp_path / "summary.csv").exists()  # no row of NaNs
+    else:  # the generations before the last are recorded, every episode failed
+        summary = pd.read_csv(tmp_path / "summary.csv")
+        assert summary["generation"].tolist() == [1, 2]
+        assert (summary["failed_episodes"] == summary["episodes"]).all()
     assert (tmp_path / "report.html").exists()
 
 

@@ -97,3 +97,31 @@ def test_a_pair_whose_env_raises_is_marked_failed_and_the_run_goes_on(backend, r
     broken = co.population.get(1)
     assert all(np.isnan(s) for s in broken.scores)
     assert co.population.get(0).steps == 2  # the healthy pair kept optimizing
+
+
+def _es_step(pool, modes, rng):
+    es = EvolutionStrategy(ESConfig(population=4), POLICY.num_params)
+    theta = POLICY.init(rng)
+    state = es.init_state(theta, rng)
+    tasks = [SPACE.task(mode=m) for m in modes]
+    return theta, state, es.step(pool, theta, state, tasks, rng)
+
+
+def test_an_es_step_with_some_failed_perturbations_is_applied_and_says_so(rng):
+    # Perturbations cycle through the tasks: half of them play the raising mode.
+    with EvaluationPool(SPACE, POLICY, "local", 1, envs_per_worker=4) as pool:
+        theta, state, told = _es_step(pool, [0, 1], rng)
+    assert told.record.failed == 4 and told.record.applied
+    assert told.record.outcome == "step_applied"
+    assert told.record.reason == "4 of 8 perturbations failed; they ranked lowest in the update"
+    assert not np.array_equal(told.theta, theta) and told.state.t == state.t + 1
+    assert told.record.mean_return == 10.0  # the healthy episodes' mean, never a NaN
+
+
+def test_an_es_step_whose_every_perturbation_failed_keeps_weights_and_state(rng):
+    with EvaluationPool(SPACE, POLICY, "local", 1, envs_per_worker=4) as pool:
+        theta, state, told = _es_step(pool, [1], rng)
+    assert not told.record.applied and told.record.outcome == "step_failed"
+    assert told.record.reason == "update skipped: all 8 perturbations failed"
+    assert np.array_equal(told.theta, theta)  # no L2 decay, no Adam step from nothing
+    assert told.state is state

@@ -5,20 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from cli_support import cli
+from cli_support import SMALL_PPO, cli
 
 pytest.importorskip("torch")
 
 PPO_DIAGNOSTICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
-SMALL_PPO = [
-    "optimizer=ppo",
-    "policy=actor_critic",
-    "policy.hidden=[16,16]",
-    "optimizer.n_envs=2",
-    "optimizer.n_steps=128",
-    "optimizer.batch_size=128",
-    "optimizer.n_epochs=3",
-]
 
 
 @pytest.mark.parametrize(

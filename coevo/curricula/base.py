@@ -30,12 +30,15 @@ if TYPE_CHECKING:
 
 
 class GenerationFailed(RuntimeError):
-    """Every evaluation of a generation failed: nothing was learned or judged, and the next
-    generation would fail the same way. Carries the first error."""
+    """Every evaluation failed in `curriculum.failed_generations` generations in a row:
+    nothing was learned or judged, most likely a broken env. Carries the last one's first
+    error."""
 
-    def __init__(self, generation: int, episodes: int, first_error: str):
+    def __init__(self, generation: int, episodes: int, first_error: str, in_a_row: int = 1):
+        run = f" (every episode failed in {in_a_row} generations in a row)" if in_a_row > 1 else ""
         super().__init__(
-            f"generation {generation}: all {episodes} episodes failed; first error: {first_error}"
+            f"generation {generation}: all {episodes} episodes failed{run}; "
+            f"first error: {first_error}"
         )
         self.generation = generation
         self.first_error = first_error
@@ -48,6 +51,12 @@ class CurriculumConfig:
 
     name: str = setting("poet", doc="registry name or package.module:Class")
     generations: int = setting(30, low=1, doc="generations to run")
+    # One generation's new tasks can all be broken by chance (a few levels drawn on a space
+    # where some tasks fail); every episode failing several generations in a row is a
+    # broken env, and the run stops rather than write rows of NaNs.
+    failed_generations: int = setting(
+        3, low=1, doc="generations in a row in which every episode failed that stop the run"
+    )
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,7 @@ class Curriculum(ABC):
         self.optimizer = optimizer
         self.seed = seed
         self.generation = 0
+        self._failed_in_a_row = 0  # generations in a row in which every episode failed
 
     @classmethod  # noqa: B027 - optional to override, like the other defaults here
     def check(cls, config: CurriculumConfig, optimizer: Optimizer) -> None:
@@ -129,7 +139,8 @@ class Curriculum(ABC):
     def step(self) -> GenerationResult:
         """One generation: `run_generation`, then the pool's figures for it in the summary.
 
-        Raises `GenerationFailed` when every episode of the generation failed."""
+        Raises `GenerationFailed` when every episode failed in `config.failed_generations`
+        generations in a row."""
         import time
 
         self.generation += 1
@@ -138,8 +149,13 @@ class Curriculum(ABC):
         result = self.run_generation()
         pool_stats = self.pool.stats_since(before)
         episodes = int(pool_stats["episodes"])
-        if episodes and pool_stats["failed_episodes"] >= episodes:
-            raise GenerationFailed(self.generation, episodes, self.pool.last_error)
+        all_failed = episodes > 0 and pool_stats["failed_episodes"] >= episodes
+        self._failed_in_a_row = self._failed_in_a_row + 1 if all_failed else 0
+        limit = getattr(self.config, "failed_generations", CurriculumConfig.failed_generations)
+        if self._failed_in_a_row >= limit:
+            raise GenerationFailed(
+                self.generation, episodes, self.pool.last_error, self._failed_in_a_row
+            )
         wall = time.perf_counter() - started
         # Env steps per second of the whole generation: a learner's update (PPO) included,
         # not only the time inside pool calls.

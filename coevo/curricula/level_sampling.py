@@ -47,7 +47,9 @@ from coevo.curricula.base import (
 )
 from coevo.curricula.training import mean_extras
 from coevo.errors import ConfigError
+from coevo.optimizers.base import StepRecord
 from coevo.pool.jobs import EpisodeJob, Stored
+from coevo.pool.results import error_line
 from coevo.settings import setting
 from coevo.tasks.task import Task
 
@@ -116,8 +118,7 @@ class Outcome:
 
     trained: list[Signal]
     scored: list[Signal]
-    step_return: float = float("nan")  # the optimizer's own mean return of its step
-    step_reason: str = ""  # the step did something unusual (e.g. a refused update): why
+    step: StepRecord | None = None  # the optimizer's record of its step, when one was taken
 
 
 def has_critic(optimizer: Any) -> bool:
@@ -153,7 +154,8 @@ def _signals(tasks: Sequence[Task], jobs: Sequence[Any], results: Sequence[Any])
         # A failed episode makes the task's return NaN: failures are never scores. (A stream
         # in which no episode ended has no return and is left out of the mean.)
         mean = float(finite.mean()) if finite.size and not errors else float("nan")
-        signals.append(Signal(task, mean, tuple(own), errors[0] if errors else ""))
+        # The error's own line, as POET's rows give it (a worker's text is a traceback).
+        signals.append(Signal(task, mean, tuple(own), error_line(errors[0]) if errors else ""))
     return signals
 
 
@@ -240,11 +242,10 @@ class LevelSamplingCurriculum(Curriculum):
             plans = [self.plan(student, decisions) for student in self.students]
             outcomes = self._execute(plans)
             for student, outcome in zip(self.students, outcomes, strict=True):
-                if outcome.step_reason:  # as POET writes it: e.g. the weights were kept
+                step = outcome.step
+                if step is not None and step.reason:  # as POET writes it: e.g. weights kept
                     decisions.append(
-                        self.decision(
-                            student, None, "optimizer", "step_failed", outcome.step_reason
-                        )
+                        self.decision(student, None, "optimizer", step.outcome, step.reason)
                     )
             followups = [
                 self.observe(student, plan, outcome, decisions)
@@ -307,21 +308,21 @@ class LevelSamplingCurriculum(Curriculum):
             self.students, plans, spans, strict=True
         ):
             trained: list[Signal] = []
-            step_return, step_reason = float("nan"), ""
+            step = None
             if asked is not None:
                 own = results[start:middle]
                 told = told_by_student[id(student)]
                 trained = _signals(plan.train, asked.jobs, own)
                 student.theta, student.state = told.theta, told.state
                 student.steps += 1
-                step_return, step_reason = told.record.mean_return, told.record.reason
+                step = told.record
                 self._step_records.append(told.record)
             scored = _signals(plan.score, jobs[middle:end], results[middle:end])
             self._tasks_played += len(trained) + len(scored)
             for signal in (*trained, *scored):
                 if np.isfinite(signal.mean_return):
                     self._generation_returns[student.index].append(signal.mean_return)
-            outcomes.append(Outcome(trained, scored, step_return, step_reason))
+            outcomes.append(Outcome(trained, scored, step))
         return outcomes
 
     def _score_jobs(self, student: Student, tasks: Sequence[Task]) -> list[Any]:

@@ -262,6 +262,8 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         self, student: Student, signal: Signal, level: Level | None
     ) -> tuple[float, str]:
         """The level's score from this signal, and a short account of it."""
+        if signal.error:  # a failed stream's arrays are zeros, not a score: never offered
+            return float("nan"), "evaluation failed, no score"
         name = self.score_used
         trajectories = signal.trajectories()
         if LevelScore(name).needs_values and not trajectories:

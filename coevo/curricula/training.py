@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from coevo.optimizers.base import Optimizer, Told
+from coevo.optimizers.base import Optimizer, StepRecord, Told
 from coevo.pool import EvaluationPool
 from coevo.tasks.task import Task
 
@@ -60,13 +60,13 @@ def train(
     tasks: Sequence[Sequence[Task]],
     steps: int,
     rng: np.random.Generator,
-    reasons: list[tuple[int, str]] | None = None,
+    reasons: list[tuple[int, StepRecord]] | None = None,
     records: list[Any] | None = None,
 ) -> float:
     """`steps` optimizer steps for each learner on its tasks, updating the learners in
     place; returns the mean return of the last step over the learners (NaN if none).
     Steps that report a reason (e.g. a refused PPO update: the learner kept its weights)
-    are appended to `reasons` as (learner index, reason); every step's record to
+    are appended to `reasons` as (learner index, record); every step's record to
     `records`."""
     mean_return = float("nan")
     for _ in range(steps):
@@ -80,7 +80,7 @@ def train(
             learner.theta, learner.state = step.theta, step.state
             learner.steps += 1
             if step.record.reason and reasons is not None:
-                reasons.append((index, step.record.reason))
+                reasons.append((index, step.record))
             if records is not None:
                 records.append(step.record)
         means = [s.record.mean_return for s in told if np.isfinite(s.record.mean_return)]

@@ -91,7 +91,8 @@ class AugmentedRandomSearch(Optimizer):
         chosen = order[: min(cfg.top, usable.size)]
         if chosen.size == 0:
             reason = f"no update: all {cfg.directions} directions failed"
-            return Told(theta, ARSState(state.t + 1), StepRecord(mean, failed, reason))
+            record = StepRecord(mean, failed, reason, applied=False)
+            return Told(theta, ARSState(state.t + 1), record)
         used = returns[chosen]
         spread = float(used.std())
         # Equal returns everywhere (e.g. every episode hits the step limit): no signal, and

@@ -54,6 +54,14 @@ class StepRecord:
     failed: int = 0  # jobs whose evaluation failed
     reason: str = ""  # why the step did what it did, when it did something unusual
     extra: dict[str, float] = field(default_factory=dict)  # optimizer-specific numbers
+    applied: bool = True  # False: the weights and state were kept (e.g. every job failed)
+
+    @property
+    def outcome(self) -> str:
+        """eligibility.csv's outcome for a step with a `reason`: `step_failed` when the
+        learner kept its weights, `step_applied` when it updated despite what the reason says
+        (e.g. some perturbations failed and were left out)."""
+        return "step_applied" if self.applied else "step_failed"
 
 
 @dataclass

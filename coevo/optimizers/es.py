@@ -130,6 +130,9 @@ class EvolutionStrategy(Optimizer):
         n, k = cfg.population, cfg.episodes
         fitness = episode_returns(results).reshape(n, 2, k).mean(axis=2)  # [n, 2]
         failed = int(np.isnan(fitness).sum())
+        if failed == fitness.size:  # nothing to rank: no step (not even the L2 decay)
+            reason = f"update skipped: all {failed} perturbations failed"
+            return Told(theta, state, StepRecord(float("nan"), failed, reason, applied=False))
         # A failed perturbation ranks lowest rather than poisoning the step.
         ranks = centred_ranks(np.where(np.isfinite(fitness), fitness, -np.inf))
         weights = ranks[:, 0] - ranks[:, 1]
@@ -138,8 +141,12 @@ class EvolutionStrategy(Optimizer):
             grad += np.float32(weight) * perturbation_noise(int(seed), theta.size)
         grad /= 2 * n
         new_theta, state = self._adam(theta, -grad + cfg.l2 * theta, state)
-        mean = float(np.nanmean(fitness)) if failed < fitness.size else float("nan")
-        reason = f"{failed} of {fitness.size} perturbations failed" if failed else ""
+        mean = float(np.nanmean(fitness))
+        reason = (
+            f"{failed} of {fitness.size} perturbations failed; they ranked lowest in the update"
+            if failed
+            else ""
+        )
         return Told(new_theta, state, StepRecord(mean, failed, reason))
 
     def _adam(

@@ -162,7 +162,8 @@ class PPO(Optimizer):
             if failed:
                 last = failed[0].strip().splitlines()[-1] if failed[0].strip() else "failed"
                 reason = f"update skipped: {len(failed)} of {len(results)} streams failed ({last})"
-                told[index] = Told(theta, state, StepRecord(mean, len(failed), reason))
+                record = StepRecord(mean, len(failed), reason, applied=False)
+                told[index] = Told(theta, state, record)
                 continue
             learning.append((index, mean))
             rollouts.append(stack(results))
@@ -191,7 +192,8 @@ class PPO(Optimizer):
 def _told(theta: np.ndarray, state: PPOState, mean: float, done: Updated) -> Told:
     """A pair's step from its update: the new weights, or the old ones and the reason."""
     if done.error:
-        return Told(theta, state, StepRecord(mean, 0, f"update refused: {done.error}"))
+        refused = StepRecord(mean, 0, f"update refused: {done.error}", applied=False)
+        return Told(theta, state, refused)
     info = done.info
     assert done.theta is not None and info is not None
     extra = {

@@ -197,10 +197,15 @@ class EvaluationPool:
         for result in results:
             errors.update({offset + i: msg for i, msg in result.errors.items()})
             offset += len(result.returns)
+        self.note_failures(errors)
+        return EvalResult(returns, lengths, errors)
+
+    def note_failures(self, errors: dict[int, str]) -> None:
+        """Count a call's failed jobs (by job index) in `failed_episodes` and keep the first
+        one's error line in `last_error`: what `GenerationFailed` reports."""
         self.stats["failed_episodes"] += len(errors)
         if errors:
             self.last_error = error_line(errors[min(errors)])
-        return EvalResult(returns, lengths, errors)
 
     def run_chunks(self, jobs: Sequence[Any], method: str = "run") -> list[Any]:
         """Cut `jobs` into chunks and run `Worker.<method>(chunk, sources)` for each on the

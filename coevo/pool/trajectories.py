@@ -221,7 +221,9 @@ def collect(
                   params_for, skeleton, out, cache)  # fmt: skip
     out.stats["trajectory_bytes"] = float(out.nbytes)
     out.stats["env_steps"] = float(horizon * (n - len(out.errors)))
-    out.stats["episodes"] = float(out.episodes_done.sum())  # episodes that ended in the rollout
+    # Episodes that ended in the rollout, a failed stream's (it ended in its error) included:
+    # as for episode jobs, where a failed episode counts as one of the call's episodes.
+    out.stats["episodes"] = float(out.episodes_done.sum() + len(out.errors))
     return out
 
 
@@ -448,6 +450,10 @@ def run_trajectory_jobs(pool: EvaluationPool, jobs: list[TrajectoryJob]) -> list
     placed = sticky_chunks(prefer, pool.num_workers, pool.envs_per_worker)
     chunks = [[jobs[i] for i in indices] for indices, _ in placed]
     answers = pool.run_placed(chunks, [worker for _, worker in placed], "collect_trajectories")
+    errors: dict[int, str] = {}
+    for (indices, _), (_, chunk) in zip(placed, answers, strict=True):
+        errors.update({indices[j]: message for j, message in chunk.errors.items()})
+    pool.note_failures(errors)  # failed streams count as failed episodes (GenerationFailed)
     streams: list[Stream | None] = [None] * len(jobs)
     for (indices, _), (worker, chunk) in zip(placed, answers, strict=True):
         for index, stream in zip(indices, streams_of(chunk), strict=True):

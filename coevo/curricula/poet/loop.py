@@ -31,7 +31,7 @@ from coevo.settings import setting
 from coevo.tasks.task import Task
 
 if TYPE_CHECKING:
-    from coevo.optimizers.base import Optimizer
+    from coevo.optimizers.base import Optimizer, StepRecord
     from coevo.pool import EvaluationPool
     from coevo.tasks.task import TaskSpace
 
@@ -130,7 +130,7 @@ class Poet(Curriculum):
         counts: dict[str, float] = {}
 
         active = self.population.active
-        step_reasons: list[tuple[int, str]] = []
+        step_reasons: list[tuple[int, StepRecord]] = []
         records: list[Any] = []
         counts["train_mean_return"] = train(
             self.pool,
@@ -143,15 +143,15 @@ class Poet(Curriculum):
             records,
         )
         counts.update(mean_extras(records))  # e.g. PPO's losses, KL and clip fraction
-        for index, reason in step_reasons:  # e.g. a refused update: the pair kept its weights
+        for index, record in step_reasons:  # e.g. a refused update: the pair kept its weights
             pair = active[index]
             decisions.append(
                 self._decision(
                     pair.task,
                     kind="parent",
                     rule="optimizer",
-                    outcome="step_failed",
-                    reason=reason,
+                    outcome=record.outcome,
+                    reason=record.reason,
                     pair_id=pair.pair_id,
                     parent_id=pair.parent_id,
                 )
