@@ -282,6 +282,7 @@ def run(
                 generation, state = checkpoint.load_latest(checkpoints, on_skip=echo)
             curriculum.load_state_dict(state["curriculum"])
             recorder.load_state_dict(state["report"], curriculum.population_frame())
+            curriculum.resume_failure_count(recorder.summary_rows)
             echo(f"resuming {run_dir} after generation {generation}")
         else:
             save_checkpoint()

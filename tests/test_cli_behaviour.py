@@ -227,6 +227,21 @@ def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(tm
     assert (tmp_path / "report.html").exists()
 
 
+def test_a_resumed_run_counts_the_failed_generations_before_its_stop(tmp_path):
+    env = {"PYTHONPATH": str(Path(__file__).parent)}
+    first = cli(
+        "coevo-run", *FAILING, "curriculum.generations=6", f"hydra.run.dir={tmp_path}", env=env
+    )
+    assert "coevo-run: error: generation 3: all " in first.stderr, first.stderr[-3000:]
+    # Checkpoints of generations 1 and 2 (both all failed): the resumed run's generation 3
+    # is the third in a row, as it was in the undisturbed run.
+    again = cli("coevo-run", f"resume={tmp_path}", env=env)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "resuming" in again.stdout and "after generation 2" in again.stdout
+    assert "coevo-run: error: generation 3: all " in again.stderr
+    assert "in 3 generations in a row" in again.stderr
+
+
 def test_pool_evaluate_raises_on_a_failed_episode_instead_of_a_silent_nan(rng):
     import sys
 

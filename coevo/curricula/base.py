@@ -14,7 +14,7 @@ curriculum reports them the same way.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -42,6 +42,12 @@ class GenerationFailed(RuntimeError):
         )
         self.generation = generation
         self.first_error = first_error
+
+
+def every_episode_failed(stats: Mapping[str, Any]) -> bool:
+    """A generation's pool figures (or its summary row): episodes ran and all failed."""
+    episodes = float(stats.get("episodes", 0) or 0)
+    return episodes > 0 and float(stats.get("failed_episodes", 0) or 0) >= episodes
 
 
 @dataclass(frozen=True)
@@ -149,8 +155,7 @@ class Curriculum(ABC):
         result = self.run_generation()
         pool_stats = self.pool.stats_since(before)
         episodes = int(pool_stats["episodes"])
-        all_failed = episodes > 0 and pool_stats["failed_episodes"] >= episodes
-        self._failed_in_a_row = self._failed_in_a_row + 1 if all_failed else 0
+        self._failed_in_a_row = self._failed_in_a_row + 1 if every_episode_failed(pool_stats) else 0
         limit = getattr(self.config, "failed_generations", CurriculumConfig.failed_generations)
         if self._failed_in_a_row >= limit:
             raise GenerationFailed(
@@ -167,6 +172,14 @@ class Curriculum(ABC):
             "wall_s": wall,
         }
         return result
+
+    def resume_failure_count(self, summaries: Sequence[Mapping[str, Any]]) -> None:
+        """After a resume: the all-failed generations in a row at the end of the recorded
+        summary rows count towards `failed_generations`, as they did before the stop."""
+        in_a_row = 0
+        for row in summaries:
+            in_a_row = in_a_row + 1 if every_episode_failed(row) else 0
+        self._failed_in_a_row = in_a_row
 
     @abstractmethod
     def run_generation(self) -> GenerationResult:
