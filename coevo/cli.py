@@ -6,6 +6,7 @@ import difflib
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -58,13 +59,34 @@ def _fail(message: str) -> NoReturn:
     sys.exit(2)
 
 
+def _logged_to(run_dir: Path) -> Callable[[str], None]:
+    """The run's console lines, printed and appended to RUN_DIR/cli.log (where Hydra's
+    logging writes the warnings): a run started in the background keeps its progress."""
+    log = run_dir / "cli.log"
+
+    def echo(line: str) -> None:
+        print(line)
+        with log.open("a", encoding="utf-8") as file:
+            file.write(line + "\n")
+
+    return echo
+
+
+def _stopped(run_dir: Path, message: str, code: int) -> NoReturn:
+    """A run that started and stopped: the reason on stderr and in its cli.log."""
+    print(message, file=sys.stderr)
+    with (run_dir / "cli.log").open("a", encoding="utf-8") as file:
+        file.write(message + "\n")
+    sys.exit(code)
+
+
 def _interrupted(error: runner.RunInterrupted) -> NoReturn:
-    print(
+    _stopped(
+        error.run_dir,
         f"interrupted after generation {error.generation}; resume with: "
         f"coevo-run resume={error.run_dir}",
-        file=sys.stderr,
+        130,
     )
-    sys.exit(130)
 
 
 # Settings that name files, as (config group, key inside it). A relative path written in a
@@ -123,15 +145,14 @@ def _run_composed(cfg: DictConfig) -> None:
         config = parse_config(raw)
         run = runner.run_eligible if config.mode == "eligible_parents" else runner.run
         # Both build the task space and policy (every config error) before Ray starts.
-        run(config, run_dir)
+        run(config, run_dir, _logged_to(run_dir))
     except (ConfigError, CheckpointError) as error:
         _drop_if_unused(run_dir)
         _fail(str(error))
     except runner.RunInterrupted as error:
         _interrupted(error)
     except GenerationFailed as error:
-        print(f"coevo-run: error: {error}", file=sys.stderr)
-        sys.exit(1)
+        _stopped(run_dir, f"coevo-run: error: {error}", 1)
 
 
 # Run directories that existed before Hydra ran (`hydra.run.dir=` of the user's own
@@ -166,14 +187,14 @@ def _resume(target: str, overrides: list[str]) -> None:
         config = runner.load_run_config(run_dir)
         config = _apply_resume_overrides(config, overrides, run_dir)
         _refuse_fewer_generations(config, run_dir, checkpoint_file)
-        runner.run(config, run_dir, resume=True, checkpoint_file=checkpoint_file)
+        echo = _logged_to(run_dir)
+        runner.run(config, run_dir, echo, resume=True, checkpoint_file=checkpoint_file)
     except (ConfigError, CheckpointError, FileNotFoundError) as error:
         _fail(str(error))
     except runner.RunInterrupted as error:
         _interrupted(error)
     except GenerationFailed as error:
-        print(f"coevo-run: error: {error}", file=sys.stderr)
-        sys.exit(1)
+        _stopped(run_dir, f"coevo-run: error: {error}", 1)
 
 
 def _refuse_fewer_generations(

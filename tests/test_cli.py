@@ -41,6 +41,10 @@ def test_default_backend_run_writes_the_run_directory(ray_run):
     ):
         assert (run_dir / name).is_file(), name
     assert len(list((run_dir / "checkpoints").glob("gen_*.pkl"))) == 3  # kept: last three
+    # The console's lines are in the run's log too (a run started in the background).
+    log = (run_dir / "cli.log").read_text().splitlines()
+    assert [line for line in log if line.startswith("gen ")] == lines
+    assert log[-1] == f"run directory: {run_dir}" and log[0].startswith("pool: ")
 
 
 def test_summary_has_a_row_per_generation(ray_run):
@@ -141,6 +145,8 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path):
     resumed = cli("coevo-run", f"resume={tmp_path / 'b'}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout and "gen   3/4" in resumed.stdout
+    log = (tmp_path / "b" / "cli.log").read_text()  # the first part's lines, then the resumed
+    assert log.index("gen   2/2") < log.index("resuming") < log.index("gen   3/4")
     for name in ("summary.csv", "eligibility.csv"):
         a = pd.read_csv(tmp_path / "a" / name)
         b = pd.read_csv(tmp_path / "b" / name)

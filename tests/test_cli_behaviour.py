@@ -218,6 +218,7 @@ def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(tm
     assert f"coevo-run: error: generation {in_a_row}: all " in done.stderr
     assert ("in 3 generations in a row" in done.stderr) == (in_a_row == 3)
     assert "first error: RuntimeError: hazard 1: the cart lost a wheel" in done.stderr
+    assert done.stderr.strip().splitlines()[-1] in (tmp_path / "cli.log").read_text()
     if in_a_row == 1:
         assert not (tmp_path / "summary.csv").exists()  # no row of NaNs
     else:  # the generations before the last are recorded, every episode failed
