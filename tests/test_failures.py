@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from coevo import ESConfig, EvolutionStrategy, Poet, PoetConfig
+from coevo.optimizers.ars import ARSConfig, AugmentedRandomSearch
 from coevo.policy import PolicySpec
 from coevo.pool import EvaluationPool
 from coevo.tasks import Param, TaskSpace
@@ -99,8 +100,8 @@ def test_a_pair_whose_env_raises_is_marked_failed_and_the_run_goes_on(backend, r
     assert co.population.get(0).steps == 2  # the healthy pair kept optimizing
 
 
-def _es_step(pool, modes, rng):
-    es = EvolutionStrategy(ESConfig(population=4), POLICY.num_params)
+def _es_step(pool, modes, rng, optimizer=None):
+    es = optimizer or EvolutionStrategy(ESConfig(population=4), POLICY.num_params)
     theta = POLICY.init(rng)
     state = es.init_state(theta, rng)
     tasks = [SPACE.task(mode=m) for m in modes]
@@ -125,3 +126,17 @@ def test_an_es_step_whose_every_perturbation_failed_keeps_weights_and_state(rng)
     assert told.record.reason == "update skipped: all 8 perturbations failed"
     assert np.array_equal(told.theta, theta)  # no L2 decay, no Adam step from nothing
     assert told.state is state
+
+
+@pytest.mark.parametrize("modes", [[0, 1], [1]])
+def test_an_ars_step_drops_failed_directions_and_keeps_weights_when_all_failed(modes, rng):
+    ars = AugmentedRandomSearch(ARSConfig(directions=4, top=4), POLICY.num_params)
+    with EvaluationPool(SPACE, POLICY, "local", 1, envs_per_worker=4) as pool:
+        theta, state, told = _es_step(pool, modes, rng, ars)
+    if modes == [1]:
+        assert told.record.reason == "no update: all 4 directions failed"
+        assert told.record.outcome == "step_failed"
+        assert np.array_equal(told.theta, theta) and told.state is state
+    else:  # directions cycle through the tasks: two of four play the raising mode
+        assert told.record.reason == "2 of 4 directions failed and were dropped"
+        assert told.record.outcome == "step_applied" and told.state.t == state.t + 1

@@ -91,8 +91,7 @@ class AugmentedRandomSearch(Optimizer):
         chosen = order[: min(cfg.top, usable.size)]
         if chosen.size == 0:
             reason = f"no update: all {cfg.directions} directions failed"
-            record = StepRecord(mean, failed, reason, applied=False)
-            return Told(theta, ARSState(state.t + 1), record)
+            return Told(theta, state, StepRecord(mean, failed, reason, applied=False))
         used = returns[chosen]
         spread = float(used.std())
         # Equal returns everywhere (e.g. every episode hits the step limit): no signal, and
