@@ -230,6 +230,28 @@ def test_a_buffer_that_new_levels_stop_filling_is_warned_of_once(pool, cartpole,
     assert "needs 4 (min_fill 0.5 x buffer_size 8)" in warned[0]
 
 
+@pytest.mark.parametrize(
+    ("name", "short", "enough", "says"),
+    [
+        # PLR⊥: replay (the only training) starts at min_fill 0.5 x 64 = 32 new levels
+        ("plr", {"generations": 7}, {"generations": 8}, "buffer_size 64 levels (32), but 7"),
+        ("accel", {"generations": 7}, {"generations": 8}, "buffer_size 64 levels (32), but 7"),
+        # ALP-GMM's first mixture after `bootstrap` tasks: DR until then
+        ("alp_gmm", {"generations": 1}, {"generations": 2}, "bootstrap tasks (8), but 1"),
+    ],
+)
+def test_a_run_too_short_for_the_curriculum_to_start_is_warned_of(
+    name, short, enough, says, pool, cartpole, caplog
+):
+    tasks = {"tasks_per_step": 4, "buffer_size": 64} if name != "alp_gmm" else {}
+    with caplog.at_level("WARNING", logger="coevo.curricula"):
+        _build(name, pool, cartpole, **tasks, **enough)
+        assert not [r for r in caplog.records if "would never start" in r.getMessage()]
+        _build(name, pool, cartpole, **tasks, **short)
+    warned = [r.getMessage() for r in caplog.records if "would never start" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].startswith(f"{name}: ") and says in warned[0]
+
+
 def test_more_tasks_per_step_than_es_pairs_is_refused(pool, cartpole):
     with pytest.raises(ConfigError, match="curriculum.tasks_per_step.*allowed: 1..4"):
         _build("dr", pool, cartpole, tasks_per_step=5)

@@ -23,6 +23,7 @@ from coevo.curricula.level_sampling import (
     Outcome,
     Plan,
     Student,
+    warn_if_run_too_short,
 )
 from coevo.errors import ConfigError
 from coevo.settings import setting
@@ -103,6 +104,13 @@ class ALPGMM(LevelSamplingCurriculum):
             }
         except ValueError as error:
             raise ConfigError("curriculum", str(error)) from None
+        warn_if_run_too_short(
+            config,
+            config.bootstrap,
+            "the teacher samples uniformly (as DR does) until its first mixture, fitted after "
+            "curriculum.bootstrap tasks",
+            "Lower curriculum.bootstrap and curriculum.fit_rate",
+        )
 
     def begin_generation(self) -> None:
         self._counts = {"random_tasks": 0, "gmm_tasks": 0, "fits": 0}

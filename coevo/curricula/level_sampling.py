@@ -121,6 +121,26 @@ class Outcome:
     step: StepRecord | None = None  # the optimizer's record of its step, when one was taken
 
 
+def warn_if_run_too_short(config: Any, needed: int, what: str, fix: str) -> None:
+    """Warn when a run's tasks (at most generations x rounds x tasks_per_step per policy)
+    are fewer than `needed` for the curriculum to start doing `what` (e.g. PLR's first
+    replay). A warning, not a refusal: a short run may be resumed with more generations."""
+    most = config.generations * config.rounds * config.tasks_per_step
+    if most < needed:
+        log.warning(
+            "%s: %s (%d), but %d generations x %d rounds x %d tasks_per_step give at most %d "
+            "tasks: it would never start. %s, or run more generations",
+            config.name,
+            what,
+            needed,
+            config.generations,
+            config.rounds,
+            config.tasks_per_step,
+            most,
+            fix,
+        )
+
+
 def has_critic(optimizer: Any) -> bool:
     """Does this optimizer's rollout come with value predictions? (See the module doc.)"""
     said = getattr(optimizer, "provides_values", None)

@@ -31,6 +31,7 @@ from coevo.curricula.level_sampling import (
     Student,
     has_critic,
     log,
+    warn_if_run_too_short,
 )
 from coevo.curricula.level_scores import (
     LevelScore,
@@ -53,8 +54,12 @@ NEW_LEVELS = ("uniform", "easy")
 @dataclass(frozen=True)
 class PLRConfig(LevelSamplingConfig):
     name: str = setting("plr", doc="registry name or package.module:Class")
+    # dcd's MiniGrid runs keep 4000 levels (level_replay_seed_buffer_size) over tens of
+    # thousands of updates; with min_fill 0.5 nothing is replayed, so nothing trained, before
+    # 2000 new levels: past the end of coevo's default 30 generations x 4 levels. 64 starts
+    # replay after 32 new levels (8 generations); set 4000 for dcd's scale.
     buffer_size: int = setting(
-        4000, low=1, doc="level buffer capacity (dcd level_replay_seed_buffer_size, MiniGrid)"
+        64, low=1, doc="level buffer capacity (dcd level_replay_seed_buffer_size: 4000)"
     )
     temperature: float = setting(
         0.3, low=0.0, open_low=True, doc="β of rank prioritisation (dcd MiniGrid PLR⊥: 0.3)"
@@ -95,6 +100,13 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
         self.score_used = _score_used(config, self.optimizer, warn=True)
+        warn_if_run_too_short(
+            config,
+            max(1, int(np.ceil(config.min_fill * config.buffer_size))),
+            f"PLR⊥ trains on replayed levels only, and replay starts once the buffer holds "
+            f"min_fill {config.min_fill:g} x buffer_size {config.buffer_size} levels",
+            "Lower curriculum.buffer_size or curriculum.min_fill",
+        )
         self.buffers: dict[int, LevelBuffer] = {
             s.index: LevelBuffer(
                 config.buffer_size,
