@@ -195,7 +195,14 @@ def test_rllib_style_class_runs_unchanged_in_the_pool():
         ),
         (
             {"name": "c", "entry_point": "no_such_package.envs:Env", "params": {"g": PENDULUM_G}},
-            "task.entry_point: cannot import module 'no_such_package.envs'",
+            "task.entry_point: cannot import module 'no_such_package.envs' of "
+            "'no_such_package.envs:Env': No module named 'no_such_package' (is the directory "
+            "holding 'no_such_package' on PYTHONPATH, or the package installed?)",
+        ),
+        (  # the package is there, its module is not: no PYTHONPATH hint
+            {"name": "c", "entry_point": "coevo.tasks.nope:Env", "params": {"g": PENDULUM_G}},
+            "task.entry_point: cannot import module 'coevo.tasks.nope' of "
+            "'coevo.tasks.nope:Env': No module named 'coevo.tasks.nope'",
         ),
         (
             {"name": "c", "entry_point": "coevo.tasks.pendulum:Nope", "params": {"g": PENDULUM_G}},

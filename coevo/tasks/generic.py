@@ -245,8 +245,16 @@ def resolve_entry_point(path: str, field: str = "task.entry_point") -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
+        # Its own package missing (not a dependency of it): most often a directory that is
+        # not on the path of this process (and of Ray's workers, which inherit PYTHONPATH).
+        top = module_name.split(".")[0]
+        hint = (
+            f" (is the directory holding '{top}' on PYTHONPATH, or the package installed?)"
+            if isinstance(error, ModuleNotFoundError) and error.name == top
+            else ""
+        )
         raise ConfigError(
-            field, f"cannot import module '{module_name}' of '{path}': {error}"
+            field, f"cannot import module '{module_name}' of '{path}': {error}{hint}"
         ) from None
     try:
         return _get_path(module, attr)
