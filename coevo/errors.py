@@ -7,3 +7,13 @@ class ConfigError(ValueError):
     def __init__(self, field: str, message: str):
         self.field = field
         super().__init__(f"{field}: {message}")
+
+
+def missing_package_hint(module_name: str, error: ImportError) -> str:
+    """ " (is ... on PYTHONPATH ...?)" when the module's own top-level package is what could
+    not be imported (not a dependency of it): most often a user's directory that is not on
+    the path of this process (Ray's workers inherit PYTHONPATH)."""
+    top = module_name.split(".")[0]
+    if isinstance(error, ModuleNotFoundError) and error.name == top:
+        return f" (is the directory holding '{top}' on PYTHONPATH, or the package installed?)"
+    return ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Generic, TypeVar
 
-from coevo.errors import ConfigError
+from coevo.errors import ConfigError, missing_package_hint
 
 T = TypeVar("T")
 
@@ -51,7 +51,10 @@ def _import(field: str, path: str) -> type:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ConfigError(field, f"cannot import '{module_name}' of '{path}': {error}") from None
+        hint = missing_package_hint(module_name, error)
+        raise ConfigError(
+            field, f"cannot import '{module_name}' of '{path}': {error}{hint}"
+        ) from None
     try:
         return getattr(module, attribute)
     except AttributeError:

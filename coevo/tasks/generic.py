@@ -23,7 +23,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from coevo.errors import ConfigError
+from coevo.errors import ConfigError, missing_package_hint
 from coevo.tasks import registry
 from coevo.tasks.protocol import TaskSettableEnv
 from coevo.tasks.task import PARAM_FIELDS, Param, TaskSpace
@@ -245,14 +245,7 @@ def resolve_entry_point(path: str, field: str = "task.entry_point") -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        # Its own package missing (not a dependency of it): most often a directory that is
-        # not on the path of this process (and of Ray's workers, which inherit PYTHONPATH).
-        top = module_name.split(".")[0]
-        hint = (
-            f" (is the directory holding '{top}' on PYTHONPATH, or the package installed?)"
-            if isinstance(error, ModuleNotFoundError) and error.name == top
-            else ""
-        )
+        hint = missing_package_hint(module_name, error)
         raise ConfigError(
             field, f"cannot import module '{module_name}' of '{path}': {error}{hint}"
         ) from None
