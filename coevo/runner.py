@@ -205,6 +205,11 @@ def _test_set(config: RunConfig, space: TaskSpace, echo: Callable[[str], None]) 
             "set test_set.threshold to measure test_mastered"
         )
         return None
+    if options.every > config.curriculum.generations:
+        echo(
+            f"test set: measured every {options.every} generations (test_set.every), so not "
+            f"in this run of {config.curriculum.generations}: test_* columns stay empty"
+        )
     test_set = make_test_set(space, options.size, options.seed, options.threshold)
     if len(test_set.tasks) < options.size:
         echo(

@@ -154,6 +154,10 @@ def test_transfer_rule_compares_with_the_best_recent_score():
     ok, reason = transfer(300.0, "policy of pair 2 (direct)", 300.0, 5)
     assert not ok and reason.startswith("kept: best transfer")
     assert not transfer(float("nan"), "x", -np.inf, 5)[0]
+    assert transfer(70.0, "policy of pair 1 (direct)", -np.inf, 5) == (
+        True,
+        "transferred: policy of pair 1 (direct) scores 70.0; the task has no score of its own yet",
+    )
 
 
 def test_transfer_must_beat_the_best_of_the_last_five_scores(

@@ -45,6 +45,19 @@ def test_a_space_with_fewer_distinct_tasks_than_the_test_set_size_says_so(tmp_pa
     ]
 
 
+def test_a_run_shorter_than_the_test_cadence_says_it_measures_nothing(cartpole):
+    seen: list[str] = []
+    short = parse_config({"curriculum": {"generations": 3}})  # test_set.every 5 by default
+    assert runner._test_set(short, cartpole, seen.append) is not None
+    assert seen == [
+        "test set: measured every 5 generations (test_set.every), so not in this run of 3: "
+        "test_* columns stay empty"
+    ]
+    seen.clear()
+    runner._test_set(parse_config({"curriculum": {"generations": 5}}), cartpole, seen.append)
+    assert seen == []
+
+
 @pytest.mark.parametrize("curriculum", CURRICULA)
 def test_every_curriculum_reports_test_mastered_at_its_cadence(tmp_path, curriculum):
     summary = _run(tmp_path, curriculum, every=2)
@@ -61,6 +74,10 @@ def test_every_curriculum_reports_test_mastered_at_its_cadence(tmp_path, curricu
     assert f"threshold), {by}" in page
     # Single-policy curricula: the tasks they played over the generations, as a figure.
     assert ("fig-levels" in page) is ("poet" not in curriculum)
+    if curriculum == "dr":  # the caption names the colours of what DR plays only
+        assert "one panel per parameter: tasks trained on (grey);" in page
+    if curriculum == "plr":
+        assert "new levels (green)" in page and "edited levels" not in page
 
 
 @pytest.mark.parametrize("curriculum", ["poet", "dr"])

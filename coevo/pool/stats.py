@@ -54,29 +54,30 @@ def is_runtime_column(name: str) -> bool:
 
 
 def generation_figures(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    """The pool's work between two snapshots, as summary.csv columns."""
-    env_steps = after["env_steps"] - before["env_steps"]
+    """The pool's work between two snapshots, as summary.csv columns (counts as integers,
+    so a column reads 3, never 3.0 in one row and 3 in the next)."""
+
+    def count(key: str) -> int:
+        return int(round(after.get(key, 0.0) - before.get(key, 0.0)))
+
+    env_steps = count("env_steps")
     pool_wall = after["wall_s"] - before["wall_s"]
     return {
-        "episodes": after["episodes"] - before["episodes"],
-        "failed_episodes": after["failed_episodes"] - before.get("failed_episodes", 0.0),
+        "episodes": count("episodes"),
+        "failed_episodes": count("failed_episodes"),
         "env_steps": env_steps,
         "steps_per_s": env_steps / pool_wall if pool_wall > 0 else 0.0,
-        "cache_hits": after["cache_hits"] - before["cache_hits"],
-        "cache_misses": after["cache_misses"] - before["cache_misses"],
-        "bytes_shipped": after["bytes_shipped"] - before["bytes_shipped"],
-        "trajectory_bytes": after.get("trajectory_bytes", 0.0)
-        - before.get("trajectory_bytes", 0.0),
+        "cache_hits": count("cache_hits"),
+        "cache_misses": count("cache_misses"),
+        "bytes_shipped": count("bytes_shipped"),
+        "trajectory_bytes": count("trajectory_bytes"),
         "worker_busy_s": after["busy_s"] - before["busy_s"],
         **{
             key: after[key] - before.get(key, 0.0)
             for key in after
             if key.startswith(PER_WORKER_PREFIX)
         },
-        "worker_restarts": after.get("worker_restarts", 0.0) - before.get("worker_restarts", 0.0),
+        "worker_restarts": count("worker_restarts"),
         # PPO streams continuing an episode: live env found in a worker's cache, or replayed
-        **{
-            key: after.get(key, 0.0) - before.get(key, 0.0)
-            for key in ("stream_cache_hits", "stream_cache_misses", "replay_steps")
-        },
+        **{key: count(key) for key in ("stream_cache_hits", "stream_cache_misses", "replay_steps")},
     }

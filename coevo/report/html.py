@@ -173,9 +173,8 @@ def _figures(
         figures.append(
             (
                 "fig-levels",
-                "Tasks the curriculum played each generation, one panel per parameter: new "
-                "levels (green), replayed levels (blue), edited levels (orange), tasks trained "
-                "on (grey); the reasons are in the eligibility table below.",
+                "Tasks the curriculum played each generation, one panel per parameter: "
+                f"{plots.rule_legend(played)}; the reasons are in the eligibility table below.",
                 plots.levels_over_generations(played, plot_dir / "levels.png"),
             )
         )

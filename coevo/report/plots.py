@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 
 def _save(fig, path: Path, layout: bool = True) -> Path:
@@ -208,6 +209,22 @@ def levels_played(eligibility: pd.DataFrame) -> pd.DataFrame:
 
 
 _RULE_COLOURS = {"new_level": "tab:green", "replay": "tab:blue", "edit": "tab:orange"}
+_RULE_WORDS = {  # rule -> (the caption's words, colour's name); others: tasks trained on
+    "new_level": ("new levels", "green"),
+    "replay": ("replayed levels", "blue"),
+    "edit": ("edited levels", "orange"),
+}
+
+
+def rule_legend(played: pd.DataFrame) -> str:
+    """The figure's colours in words, for the rules present only (DR has none of PLR's)."""
+    rules = set(played["rule"])
+    parts = [
+        f"{words} ({colour})" for rule, (words, colour) in _RULE_WORDS.items() if rule in rules
+    ]
+    if rules - set(_RULE_WORDS):
+        parts.append("tasks trained on (grey)")
+    return ", ".join(parts)
 
 
 def levels_over_generations(played: pd.DataFrame, path: Path) -> Path:
@@ -224,4 +241,5 @@ def levels_over_generations(played: pd.DataFrame, path: Path) -> Path:
         ax.set_ylabel(name, fontsize=8)
     axes[0, 0].legend(loc="upper left", fontsize=7, ncol=4)
     axes[-1, 0].set_xlabel("generation")
+    axes[-1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))  # no generation 1.25
     return _save(fig, path)

@@ -73,6 +73,11 @@ def admission(rank: int, max_admitted: int, novelty: float) -> tuple[bool, str]:
 
 def transfer(best_score: float, source: str, recent_best: float, history: int) -> tuple[bool, str]:
     """Does the best transferred policy beat the best of the task's last `history` scores?"""
+    if np.isfinite(best_score) and not np.isfinite(recent_best):
+        # e.g. a child admitted this generation: evaluated before it existed
+        return True, (
+            f"transferred: {source} scores {_fmt(best_score)}; the task has no score of its own yet"
+        )
     if np.isfinite(best_score) and best_score > recent_best:
         return True, (
             f"transferred: {source} scores {_fmt(best_score)} > best of last {history} "
