@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import shutil
@@ -19,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from coevo import hydra_configs, runner
 from coevo.checkpoint import CheckpointError, generation_of, list_checkpoints, load_latest
-from coevo.config import RunConfig, parse_config
+from coevo.config import PolicyConfig, RunConfig, TaskConfig, parse_config
 from coevo.curricula.base import GenerationFailed
 from coevo.errors import ConfigError
 from coevo.pool import EvaluationError
@@ -317,6 +318,15 @@ def _is_multirun(args: list[str]) -> bool:
     return any(arg in ("-m", "--multirun") or arg == "hydra.mode=MULTIRUN" for arg in args)
 
 
+# Settings of the sections whose group files (conf/task/*.yaml, conf/policy/*.yaml, a
+# user's own) state only some of their dataclass's fields.
+DECLARED_FIELDS = frozenset(
+    f"{section}.{f.name}"
+    for section, config_class in (("task", TaskConfig), ("policy", PolicyConfig))
+    for f in dataclasses.fields(config_class)
+)
+
+
 def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
     """Refuse an unknown key (exit 2, naming the closest valid keys) before Hydra would
     answer with its own message and exit 1; a group choice that does not exist likewise.
@@ -355,6 +365,9 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
         return args, None  # a sweep function over groups (choice, glob): Hydra expands it
     runs = _each_choice(choices) if multirun else [choices]
     mappings: set[str] = set()
+    # A section's dataclass fields that its group file leaves out (task.solved_score with
+    # conf/task/cartpole.yaml, a user's task file): settings all the same, passed as `++`.
+    unstated: set[str] = set()
     for picked in runs:
         try:
             composed = _compose(config_name, [*search, *picked])
@@ -366,8 +379,11 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
         swept = [pick for pick in picked if pick not in choices]  # this run's swept options
         for arg in values:
             key = arg.split("=", 1)[0]
-            if key not in known:
-                close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
+            if key not in known and key in DECLARED_FIELDS:
+                unstated.add(key)
+            elif key not in known:
+                candidates = sorted(set(known) | DECLARED_FIELDS)
+                close = difflib.get_close_matches(key, candidates, n=3, cutoff=0.6)
                 hint = f"; did you mean: {', '.join(close)}" if close else ""
                 where = f" with {', '.join(swept)}" if swept else ""
                 # Only an open mapping below a section (task.params, policy.kwargs) takes
@@ -376,7 +392,8 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
                 opened = any(p in mappings and "." in p for p in parents)
                 plus = f" (a key the config does not have needs Hydra's '+' prefix: +{key}=...)"
                 _fail(f"{key}: unknown key{where}{hint}{plus if opened else ''}")
-    passed = [f"++{a}" if a in values and a.split("=", 1)[0] in mappings else a for a in args]
+    add = mappings | unstated
+    passed = [f"++{a}" if a in values and a.split("=", 1)[0] in add else a for a in args]
     hydra_settings = None
     if not any(arg.split("=", 1)[0] in INSPECT_FLAGS for arg in args):
         # A single run: every override as Hydra gets it (a directory may name `${seed}`);

@@ -33,6 +33,7 @@ SMALL = [
         ("optimizer.popultion=4", "optimizer.population"),
         ("evolution.generations=2", "curriculum.generations"),
         ("pool.num_worker=1", "pool.num_workers"),
+        ("task.solved_scor=4", "task.solved_score"),  # a setting cartpole.yaml leaves out
     ],
 )
 def test_a_typo_exits_2_naming_the_closest_valid_keys(tmp_path, typo, suggestion):
@@ -429,3 +430,35 @@ def test_the_plus_prefix_is_advised_only_where_a_new_key_can_go(capsys):
         error = capsys.readouterr().err
         assert "unknown key" in error
         assert ("needs Hydra's '+' prefix" in error) is advised, error
+
+
+def test_settings_a_group_file_leaves_out_are_taken_without_a_plus():
+    """conf/task/cartpole.yaml and conf/policy/mlp.yaml state a few of their dataclass's
+    fields; the README's other settings (task.solved_score, policy.log_std_init, ...) are
+    settings all the same, not unknown keys."""
+    from coevo import hydra_configs
+    from coevo.cli import CONF_DIR, _check_overrides
+
+    args = ["task.solved_score=400", "task.task_format=dict", "policy.log_std_init=0.5"]
+    passed = _check_overrides(args)[0]
+    assert passed == [f"++{arg}" for arg in args]
+    composed = hydra_configs.compose(CONF_DIR, passed)
+    assert composed["task"]["solved_score"] == 400
+    assert composed["policy"]["log_std_init"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["policy.file=actor.pt"], "policy.file: read only by policy=torch; policy=mlp would"),
+        (
+            ["policy=actor_critic", "policy.batch_block=32"],
+            "policy.batch_block: read only by policy=torch or policy=gru or policy=lstm; "
+            "policy=actor_critic would ignore it (got 32)",
+        ),
+    ],
+)
+def test_a_policy_setting_its_kind_would_ignore_is_refused(tmp_path, overrides, message):
+    done = cli("coevo-run", "pool=local", *overrides, f"hydra.run.dir={tmp_path / 'run'}")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"coevo-run: error: {message}"), done.stderr

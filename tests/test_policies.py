@@ -92,7 +92,7 @@ def test_flat_vector_round_trips_through_the_module(rng):
     ],
 )
 def test_torch_rows_are_bit_identical_whatever_the_batch(kind, module, rng):
-    options = {"module": f"{__name__}:{module}", "hidden": (8,)}
+    options = {"module": f"{__name__}:{module}"} if kind == "torch" else {"hidden": (8,)}
     policy = make_policy(kind, BOX4, TWO, options)
     n = 150  # three blocks of 64, the last padded
     params = np.stack([policy.init(rng) for _ in range(n)])

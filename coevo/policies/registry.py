@@ -30,6 +30,18 @@ def names() -> tuple[str, ...]:
     return tuple(_BUILDERS)
 
 
+# Settings that only some built-in kinds read, and which: given to another kind they would
+# be ignored silently (policy.file=actor.pt with the default mlp). A kind a user registers
+# reads what it likes.
+_ONLY_FOR = {
+    "module": ("torch",),
+    "file": ("torch",),
+    "kwargs": ("torch", "actor_critic"),
+    "batch_block": ("torch", "gru", "lstm"),
+}
+_BUILT_IN = ("mlp", "torch", "gru", "lstm", "actor_critic")
+
+
 def make_policy(
     name: str, observation_space: gym.Space, action_space: gym.Space, options: Mapping[str, Any]
 ) -> Policy:
@@ -37,6 +49,19 @@ def make_policy(
     if name not in _BUILDERS:
         allowed = ", ".join(_BUILDERS)
         raise ConfigError("policy.name", f"unknown policy '{name}'; allowed: {allowed}")
+    if name in _BUILT_IN:
+        from coevo.config import PolicyConfig
+        from coevo.settings import defaults_of
+
+        unset = defaults_of(PolicyConfig)
+        for key, kinds in _ONLY_FOR.items():
+            given = options.get(key, unset[key])
+            if name not in kinds and given not in (None, {}, unset[key]):
+                raise ConfigError(
+                    f"policy.{key}",
+                    f"read only by policy={' or policy='.join(kinds)}; policy={name} would "
+                    f"ignore it (got {given!r})",
+                )
     return _BUILDERS[name](observation_space, action_space, options)
 
 
