@@ -99,7 +99,7 @@ def load_torch(
     kwargs: Mapping[str, Any],
     observation_space: gym.Space,
     action_space: gym.Space,
-    field: str,
+    field: str = "policy",  # names the setting in error messages
     options: Mapping[str, Any] | None = None,
 ) -> LoadedPolicy:
     """`{torch: FILE.pt, module: "package.module:Class", kwargs: {...}}`."""
@@ -116,7 +116,7 @@ def load_torchscript_policy(
     file: str | Path,
     observation_space: gym.Space,
     action_space: gym.Space,
-    field: str,
+    field: str = "policy",  # names the setting in error messages
     options: Mapping[str, Any] | None = None,
 ) -> LoadedPolicy:
     """`{torchscript: FILE.pt}`: a scripted module taking a batch of observations."""
@@ -126,7 +126,7 @@ def load_torchscript_policy(
 
 def load_sb3_policy(
     file: str | Path,
-    field: str,
+    field: str = "policy",  # names the setting in error messages
     vecnormalize: str | Path | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> LoadedPolicy:
