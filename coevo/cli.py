@@ -255,6 +255,12 @@ def _apply_resume_overrides(config: RunConfig, overrides: list[str], run_dir: Pa
         key, sep, text = override.partition("=")
         if not sep:
             _fail(f"resume: '{override}' is not KEY=VALUE")
+        if key.lstrip("+").startswith(("hydra.", "hydra/")):
+            _fail(
+                f"{key}: Hydra's settings are not taken on resume (it runs without Hydra, in "
+                f"the run's own directory {run_dir}); allowed with resume=: "
+                f"{', '.join(RESUME_OVERRIDES)}"
+            )
         if key not in RESUME_OVERRIDES and key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
             hint = f"; did you mean: {', '.join(close)}" if close else ""
@@ -372,8 +378,7 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
         try:
             composed = _compose(config_name, [*search, *picked])
         except HydraException as error:
-            text = str(error).split("\nConfig search path")[0]
-            _fail(text.replace(":\n\t", ": ").replace("\n\t", ", ").replace("\n", " "))
+            _fail(_choice_error(str(error)))
         known = _leaf_keys(composed)
         mappings |= {k for k in known if isinstance(_value_at(composed, k), dict)}
         swept = [pick for pick in picked if pick not in choices]  # this run's swept options
@@ -406,6 +411,24 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
         except Exception:  # noqa: BLE001 - only the early directory check is skipped
             hydra_settings = None
     return passed, hydra_settings
+
+
+def _choice_error(text: str) -> str:
+    """Hydra's answer to a group choice it cannot find, as one line naming the group, the
+    closest choices and the allowed ones (not the `*_defaults` nodes the presets build on)."""
+    import re
+
+    text = text.split("\nConfig search path")[0]
+    missing = re.search(r"Could not find '([^'/]+)/([^']+)'", text)
+    listed = re.search(r"Available options in '[^']+':\s*(.*)", text, re.S)
+    if not (missing and listed):
+        return text.replace(":\n\t", ": ").replace("\n\t", ", ").replace("\n", " ")
+    group, name = missing.groups()
+    options = [o.strip() for o in re.split(r"[\n\t,]+", listed.group(1)) if o.strip()]
+    allowed = [o for o in options if not o.endswith("_defaults")]
+    close = difflib.get_close_matches(name, allowed, n=3, cutoff=0.6)
+    hint = f"; did you mean: {', '.join(close)}" if close else ""
+    return f"{group}: unknown choice '{name}'{hint}; allowed: {', '.join(allowed)}"
 
 
 def _compose(config_name: str, overrides: list[str], hydra_config: bool = False) -> Any:
@@ -547,7 +570,13 @@ def report_main() -> None:
     if not (run_dir / "summary.csv").exists() and not (run_dir / "config.yaml").exists():
         print(f"coevo-report: error: {run_dir} is not a coevo run directory", file=sys.stderr)
         sys.exit(2)
-    print(write_report(run_dir, runner.task_renderer(run_dir)))
+    from coevo.report.html import ReportError
+
+    try:
+        print(write_report(run_dir, runner.task_renderer(run_dir)))
+    except ReportError as error:
+        print(f"coevo-report: error: {error}", file=sys.stderr)
+        sys.exit(2)
 
 
 def _int_option(options: dict[str, str], name: str, default: int | None, minimum: int) -> Any:
@@ -577,6 +606,9 @@ def eval_main() -> None:
     try:
         if video is not None and Path(video).suffix.lower() != ".gif":
             raise ConfigError("video", f"'{video}': only .gif is written; e.g. video=out.gif")
+        if video is not None and not Path(video).resolve().parent.is_dir():
+            # Checked before the episodes run, not when the GIF is written after them.
+            raise ConfigError("video", f"'{video}': directory {Path(video).parent} does not exist")
         pair, task, returns = replay(
             Path(sys.argv[1]),
             pair_id=_int_option(options, "pair", None, minimum=0),

@@ -289,6 +289,11 @@ def run(
             recorder.load_state_dict(state["report"], curriculum.population_frame())
             curriculum.resume_failure_count(recorder.summary_rows)
             echo(f"resuming {run_dir} after generation {generation}")
+            if generation >= total:
+                echo(
+                    f"nothing to run: the run's {total} generations are done; extend it with "
+                    f"coevo-run resume={run_dir} curriculum.generations=N (N > {total})"
+                )
         else:
             save_checkpoint()
         report_built = time.monotonic()

@@ -76,6 +76,18 @@ def test_coevo_report_works_on_a_crashed_run_with_a_torn_line(run_dir, tmp_path)
     assert 'data-generation="5"' not in table
 
 
+def test_coevo_report_names_a_table_it_cannot_read(run_dir, tmp_path):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(run_dir, damaged)
+    with open(damaged / "summary.csv", "a") as handle:
+        handle.write('garbage,"\n')  # an unterminated quote, edited in by hand
+    done = cli("coevo-report", damaged)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(
+        f"coevo-report: error: {damaged / 'summary.csv'}: cannot be read as a table (Error "
+    )
+
+
 def test_coevo_eval_prints_episode_returns_and_writes_a_gif(run_dir, tmp_path):
     gif = tmp_path / "episode.gif"
     done = cli("coevo-eval", run_dir, "pair=0", "episodes=3", f"video={gif}")
@@ -106,6 +118,7 @@ def test_coevo_eval_on_another_task_and_bad_arguments(run_dir):
         ("pair=x", "pair: must be an integer >= 0, got 'x'"),
         ("seed=-1", "seed: must be an integer >= 0, got -1"),
         ("video=out.mp4", "video: 'out.mp4': only .gif is written; e.g. video=out.gif"),
+        ("video=/no/such/dir/a.gif", "video: '/no/such/dir/a.gif': directory /no/such/dir does"),
     ]:
         bad = cli("coevo-eval", run_dir, argument)
         assert bad.returncode == 2, argument

@@ -454,4 +454,11 @@ def _read(path: Path) -> pd.DataFrame:
         text = text[: text.rfind("\n") + 1]
     if not text.strip():
         return pd.DataFrame()
-    return pd.read_csv(io.StringIO(text))
+    try:
+        return pd.read_csv(io.StringIO(text))
+    except (pd.errors.ParserError, UnicodeDecodeError) as error:  # edited or damaged by hand
+        raise ReportError(f"{path}: cannot be read as a table ({error})") from None
+
+
+class ReportError(ValueError):
+    """A run directory's table the report cannot read: the message names the file."""
