@@ -118,7 +118,7 @@ def test_coevo_eval_on_another_task_and_bad_arguments(run_dir):
         ("pair=x", "pair: must be an integer >= 0, got 'x'"),
         ("seed=-1", "seed: must be an integer >= 0, got -1"),
         ("video=out.mp4", "video: 'out.mp4': only .gif is written; e.g. video=out.gif"),
-        ("video=/no/such/dir/a.gif", "video: '/no/such/dir/a.gif': directory /no/such/dir does"),
+        ("video=/no/dir/a.gif", "video: '/no/dir/a.gif': directory /no/dir does not exist"),
     ]:
         bad = cli("coevo-eval", run_dir, argument)
         assert bad.returncode == 2, argument
