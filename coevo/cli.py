@@ -22,7 +22,7 @@ from coevo import hydra_configs, runner
 from coevo.checkpoint import CheckpointError, generation_of, list_checkpoints, load_latest
 from coevo.config import PolicyConfig, RunConfig, TaskConfig, parse_config
 from coevo.curricula.base import GenerationFailed
-from coevo.errors import ConfigError
+from coevo.errors import ConfigError, yaml_error_text
 from coevo.pool import EvaluationError
 
 
@@ -379,6 +379,10 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
             composed = _compose(config_name, [*search, *picked])
         except HydraException as error:
             _fail(_choice_error(str(error)))
+        except yaml.YAMLError as error:  # a config file of the user's own (hydra.searchpath)
+            mark = getattr(error, "problem_mark", None)
+            where = f"{mark.name}: " if mark is not None else ""
+            _fail(f"{where}invalid YAML at {yaml_error_text(error)}")
         known = _leaf_keys(composed)
         mappings |= {k for k in known if isinstance(_value_at(composed, k), dict)}
         swept = [pick for pick in picked if pick not in choices]  # this run's swept options

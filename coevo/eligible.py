@@ -39,7 +39,7 @@ import yaml
 from coevo import checkpoint
 from coevo.curricula.base import Decision
 from coevo.curricula.poet import rules
-from coevo.errors import ConfigError
+from coevo.errors import ConfigError, yaml_error_text
 from coevo.policies.base import ActionSpec, Policy, obs_dim_of
 from coevo.pool import EvaluationPool
 from coevo.tasks.task import Task, TaskSpace
@@ -67,7 +67,12 @@ def load_pairs(path: Path, space: TaskSpace, policy: Policy) -> list[GivenPair]:
     if path.suffix.lower() == ".csv":
         entries = _csv_entries(path, space)
     elif path.suffix.lower() in (".yaml", ".yml"):
-        data = yaml.safe_load(path.read_text()) or {}
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as error:
+            raise ConfigError(
+                "eligible.pairs_file", f"{path}: invalid YAML at {yaml_error_text(error)}"
+            ) from None
         entries = data.get("pairs") if isinstance(data, dict) else None
         if not isinstance(entries, list) or not entries:
             raise ConfigError("eligible.pairs_file", f"{path}: expected a non-empty 'pairs' list")
@@ -162,7 +167,13 @@ def _load_policy(
         file = (base / spec).resolve()
         if not file.is_file():
             raise ConfigError(field, f"{spec} not found (looked in {base})")
-        return None, np.load(file).astype(np.float32).ravel(), spec
+        try:  # never allow_pickle: a policy file is numbers, not code to run
+            vector = np.load(file, allow_pickle=False)
+            return None, np.asarray(vector, dtype=np.float32).ravel(), spec
+        except (ValueError, OSError, EOFError, TypeError):
+            raise ConfigError(
+                field, f"{spec}: not a numeric .npy array (np.save of the parameter vector)"
+            ) from None
     if isinstance(spec, str) and spec.endswith(".zip"):
         spec = {"sb3": spec}
     elif isinstance(spec, str) and spec.endswith(".pt"):

@@ -17,3 +17,10 @@ def missing_package_hint(module_name: str, error: ImportError) -> str:
     if isinstance(error, ModuleNotFoundError) and error.name == top:
         return f" (is the directory holding '{top}' on PYTHONPATH, or the package installed?)"
     return ""
+
+
+def yaml_error_text(error: Exception) -> str:
+    """A YAML parser's error as one line: "line L, column C: what" where it knows the place."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or " ".join(str(error).split())
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark else problem

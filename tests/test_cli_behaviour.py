@@ -471,3 +471,18 @@ def test_a_policy_setting_its_kind_would_ignore_is_refused(tmp_path, overrides, 
     done = cli("coevo-run", "pool=local", *overrides, f"hydra.run.dir={tmp_path / 'run'}")
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith(f"coevo-run: error: {message}"), done.stderr
+
+
+def test_a_yaml_error_in_the_users_own_config_is_named_not_a_traceback(tmp_path, capsys):
+    from coevo.cli import _check_overrides
+
+    (tmp_path / "task").mkdir()
+    broken = tmp_path / "task" / "pt.yaml"
+    broken.write_text("name: pt\nparams: {target: {low: 0, high: 1\n")  # a brace left open
+    with pytest.raises(SystemExit) as stop:
+        _check_overrides([f"hydra.searchpath=[file://{tmp_path}]", "task=pt"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == (
+        f"coevo-run: error: {broken}: invalid YAML at line 3, column 1: expected ',' or '}}', "
+        "but got '<stream end>'\n"
+    )

@@ -121,6 +121,8 @@ def test_a_single_policy_curriculum_writes_refused_updates_and_counts_ppo_episod
     failed = rows[rows["rule"] == "optimizer"]
     assert list(failed["generation"]) == [1, 2] and (failed["outcome"] == "step_failed").all()
     assert failed["reason"].str.startswith("update refused: exploding update").all()
+    sampled = rows[rows["rule"] == "sample"]  # the tasks played, not trained on: said so
+    assert len(sampled) == 4 and (sampled["outcome"] == "not_trained").all()
     summary = pd.read_csv(tmp_path / "summary.csv")
     # CartPole under random weights: 256 steps per stream end many episodes
     assert (summary["episodes"] > 0).all()

@@ -2,6 +2,7 @@
 
 import shutil
 
+import numpy as np
 import pandas as pd
 import pytest
 from cli_support import ROOT, SMALL_POET, cli, page_result_in_chromium
@@ -48,6 +49,41 @@ def test_eligible_parents_bad_pairs_file_names_the_field(tmp_path):
     )
     assert done.returncode == 2
     assert "pairs[0].task.gravty: unknown parameter of task space 'cartpole'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("pairs", "npy", "message"),
+    [
+        ("pairs: [1, 2\n", None, "invalid YAML at line 2, column 1: expected ',' or ']'"),
+        (
+            "pairs:\n  - {name: x, policy: bad.npy}\n",
+            b"garbage\n",
+            "pairs[0].policy: bad.npy: not a numeric .npy array",
+        ),
+        (  # pickled objects are never loaded from a policy file
+            "pairs:\n  - {name: x, policy: bad.npy}\n",
+            "pickled",
+            "pairs[0].policy: bad.npy: not a numeric .npy array",
+        ),
+    ],
+)
+def test_a_broken_pairs_file_or_policy_is_refused_by_name(tmp_path, pairs, npy, message):
+    from coevo import tasks
+    from coevo.eligible import load_pairs
+    from coevo.errors import ConfigError
+    from coevo.policy import PolicySpec
+
+    space = tasks.get("cartpole")
+    env = space.make_env()
+    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
+    if npy == "pickled":
+        np.save(tmp_path / "bad.npy", np.array([{"w": 1}], dtype=object), allow_pickle=True)
+    elif npy is not None:
+        (tmp_path / "bad.npy").write_bytes(npy)
+    (tmp_path / "pairs.yaml").write_text(pairs)
+    with pytest.raises(ConfigError) as info:
+        load_pairs(tmp_path / "pairs.yaml", space, policy)
+    assert message in str(info.value), str(info.value)
 
 
 def test_coevo_report_rebuilds_the_page_from_files(run_dir):

@@ -60,7 +60,7 @@ class DomainRandomization(LevelSamplingCurriculum):
                     student,
                     signal.task,
                     "sample",
-                    "trained",
+                    outcome.training_outcome,
                     f"uniform task from the space; training return {signal.mean_return:.4g}",
                     score=signal.mean_return,
                     error=signal.error,

@@ -120,6 +120,12 @@ class Outcome:
     scored: list[Signal]
     step: StepRecord | None = None  # the optimizer's record of its step, when one was taken
 
+    @property
+    def training_outcome(self) -> str:
+        """A training task's row outcome: `trained`, or `not_trained` when the step kept
+        the weights (every job failed, a refused update; its `optimizer` row says why)."""
+        return "not_trained" if self.step is not None and not self.step.applied else "trained"
+
 
 def warn_if_run_too_short(config: Any, needed: int, what: str, fix: str) -> None:
     """Warn when a run's tasks (at most generations x rounds x tasks_per_step per policy)
@@ -222,7 +228,7 @@ class LevelSamplingCurriculum(Curriculum):
                     student,
                     signal.task,
                     "train",
-                    "trained",
+                    outcome.training_outcome,
                     f"training return {signal.mean_return:.4g}",
                     score=signal.mean_return,
                     error=signal.error,
