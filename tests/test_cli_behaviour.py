@@ -486,3 +486,15 @@ def test_a_yaml_error_in_the_users_own_config_is_named_not_a_traceback(tmp_path,
         f"coevo-run: error: {broken}: invalid YAML at line 3, column 1: expected ',' or '}}', "
         "but got '<stream end>'\n"
     )
+
+
+def test_a_plus_on_a_key_the_config_already_has_overrides_it():
+    """The README's `+task.params.NAME...` on a space whose file already states NAME: Hydra's
+    `+` would refuse (exit 1); it is passed as `++` (add or override)."""
+    from coevo import hydra_configs
+    from coevo.cli import CONF_DIR, _check_overrides
+
+    passed = _check_overrides(["task=custom_example", "+task.params.gravity.low=5"])[0]
+    assert passed == ["task=custom_example", "++task.params.gravity.low=5"]
+    gravity = hydra_configs.compose(CONF_DIR, passed)["task"]["params"]["gravity"]
+    assert gravity["low"] == 5 and gravity["high"] == 20.0

@@ -67,6 +67,7 @@ def _rollout(env, task, seed, actions):
 def test_custom_example_maps_kwargs_and_attributes_onto_gymnasium():
     space, policy = _space(yaml.safe_load(EXAMPLE.read_text()))
     assert space.name == "pendulum_custom" and space.max_episode_steps == 200
+    assert space.solved_score == -200.0  # POET's CartPole-scale thresholds get a warning
     assert space.names == ("gravity", "mass", "max_torque")
     assert policy.act_dim == 1 and not policy.discrete
     env = space.make_env()
