@@ -618,13 +618,14 @@ def eval_main() -> None:
         if video is not None and not Path(video).resolve().parent.is_dir():
             # Checked before the episodes run, not when the GIF is written after them.
             raise ConfigError("video", f"'{video}': directory {Path(video).parent} does not exist")
-        pair, task, returns = replay(
+        pair, task, returns, generation = replay(
             Path(sys.argv[1]),
             pair_id=_int_option(options, "pair", None, minimum=0),
             task_text=options.get("task"),
             episodes=_int_option(options, "episodes", 5, minimum=1),
             seed=_int_option(options, "seed", 0, minimum=0),
             video=Path(video) if video is not None else None,
+            on_skip=lambda line: print(f"coevo-eval: warning: {line}", file=sys.stderr),
         )
     except (ConfigError, CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"coevo-eval: error: {error}", file=sys.stderr)
@@ -634,7 +635,7 @@ def eval_main() -> None:
         sys.exit(1)
     name = getattr(pair, "name", None)  # a single-policy curriculum's policy has a name
     label = f"policy {pair.pair_id} ({name})" if name else f"pair {pair.pair_id} policy"
-    print(f"{label} on {task!r}")
+    print(f"{label} on {task!r} (checkpoint of generation {generation})")
     for index, value in enumerate(returns):
         print(f"episode {index}: return {value:.2f}")
     print(f"mean {np.nanmean(returns):.2f} over {len(returns)} episodes")

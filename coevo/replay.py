@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,12 +38,13 @@ class SavedPolicy:
     task: Task
 
 
-def load_saved_run(path: Path) -> SavedRun:
-    """A run directory (its newest readable checkpoint) or one checkpoint file."""
+def load_saved_run(path: Path, on_skip: Callable[[str], None] | None = None) -> SavedRun:
+    """A run directory (its newest readable checkpoint; a damaged newer one is reported to
+    `on_skip`) or one checkpoint file."""
     path = Path(path)
     if path.is_dir():
         run_dir = path
-        generation, state = checkpoint.load_latest(path / CHECKPOINTS)
+        generation, state = checkpoint.load_latest(path / CHECKPOINTS, on_skip)
     elif path.is_file():
         run_dir = path.parent.parent  # RUN_DIR/checkpoints/gen_N.pkl
         state = checkpoint.load(path)
@@ -169,8 +171,10 @@ def replay(
     episodes: int = 5,
     seed: int = 0,
     video: Path | None = None,
-) -> tuple[Pair | SavedPolicy, Task, np.ndarray]:
-    saved = load_saved_run(path)
+    on_skip: Callable[[str], None] | None = None,
+) -> tuple[Pair | SavedPolicy, Task, np.ndarray, int]:
+    """(pair or policy, task, returns [episodes], the checkpoint's generation)."""
+    saved = load_saved_run(path, on_skip)
     space, policy_spec = prepare(saved.config)
     if saved.population is not None:
         pair = pick_pair(saved.population, pair_id)
@@ -194,4 +198,4 @@ def replay(
     if video is not None:  # first: an env that cannot render stops before the episodes run
         record_gif(space, policy_spec, pair.theta, task, seed, video)
     returns = episode_returns(space, policy_spec, pair.theta, task, episodes, seed)
-    return pair, task, returns
+    return pair, task, returns, saved.generation

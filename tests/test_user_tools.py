@@ -137,6 +137,22 @@ def test_coevo_eval_prints_episode_returns_and_writes_a_gif(run_dir, tmp_path):
         assert image.n_frames > 5 and image.size[0] >= 300
 
 
+def test_coevo_eval_says_which_checkpoint_it_read_and_why_not_the_newest(run_dir, tmp_path):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(run_dir, damaged)
+    saved = sorted((damaged / "checkpoints").glob("gen_*.pkl"))
+    newest = saved[-1]
+    data = bytearray(newest.read_bytes())
+    data[len(data) // 2] ^= 1  # one flipped bit
+    newest.write_bytes(data)
+    done = cli("coevo-eval", damaged, "pair=0", "episodes=1")
+    assert done.returncode == 0, done.stderr
+    previous = int(saved[-2].stem.split("_")[1])
+    assert f"(checkpoint of generation {previous})" in done.stdout.splitlines()[0]
+    assert done.stderr.startswith(f"coevo-eval: warning: checkpoint {newest} is unreadable")
+    assert "trying the previous checkpoint" in done.stderr
+
+
 def test_coevo_eval_on_another_task_and_bad_arguments(run_dir):
     checkpoint = sorted((run_dir / "checkpoints").glob("gen_*.pkl"))[-1]
     done = cli("coevo-eval", checkpoint, "pair=0", "task=gravity=25,force_mag=4", "episodes=2")
