@@ -31,8 +31,10 @@ def test_the_readme_api_examples_run(ray_session, capsys):
     assert out[0].startswith("eligible to reproduce: [")
     assert len(out) == 7  # one line per generation of the second and third examples
     assert namespace["returns"].shape == (8, 5)
-    # PLR: one buffer size and one decision's reason per generation
-    assert all(line.split(" ", 1)[1].startswith(("new level", "replay")) for line in out[4:])
+    # PLR: replays, buffer size and one decision's reason per generation; it replays (trains)
+    plr_lines = [line.split(" ", 2) for line in out[4:]]
+    assert all(reason.startswith(("new level", "replay")) for _, _, reason in plr_lines)
+    assert sum(int(replays) for replays, _, _ in plr_lines) > 0
     assert namespace["plr"].generation == 3
 
 
