@@ -321,7 +321,11 @@ def run(
                     # of a small run's time; `coevo-report` rebuilds it on demand.
                     write_report(run_dir, renderer)
                     report_built = time.monotonic()
-                echo(curriculum.progress_line(result, total))
+                line = curriculum.progress_line(result, total)
+                failed = int(result.summary.get("failed_episodes", 0) or 0)
+                if failed:  # the errors are in eligibility.csv; say they happened
+                    line += f" | {failed} episodes failed"
+                echo(line)
                 sys.stdout.flush()
         except KeyboardInterrupt:
             saved = checkpoint.list_checkpoints(checkpoints)

@@ -319,3 +319,48 @@ def test_an_observation_space_that_cannot_be_flattened_is_refused_by_name():
     sequence = gym.spaces.Sequence(gym.spaces.Discrete(2))
     with pytest.raises(ConfigError, match=r"policy: observation space Sequence\(.*cannot be flat"):
         make_policy("mlp", sequence, gym.spaces.Discrete(2), {})
+
+
+class OldGymEnv(gym.Env):
+    """The old gym API: reset gives the observation alone, step four values."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,))
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, new_reset: bool = False):
+        self.level, self.new_reset = 1.0, new_reset
+
+    def get_task(self):
+        return {"level": self.level}
+
+    def set_task(self, task):
+        self.level = task["level"]
+
+    def reset(self, *, seed=None, options=None):
+        obs = np.zeros(2, np.float32)
+        return (obs, {}) if self.new_reset else obs
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 1.0, False, {}
+
+
+class HalfOldGymEnv(OldGymEnv):
+    def __init__(self):
+        super().__init__(new_reset=True)
+
+
+@pytest.mark.parametrize(
+    ("entry_point", "message"),
+    [
+        ("OldGymEnv", "OldGymEnv.reset() returned ndarray, not gymnasium's (observation, info)"),
+        ("HalfOldGymEnv", "HalfOldGymEnv.step() returned 4 values, not gymnasium's 5"),
+    ],
+)
+def test_an_env_on_the_old_gym_api_is_refused_before_any_worker_starts(entry_point, message):
+    from coevo.tasks.generic import class_task_space
+
+    level = {"level": {"low": 1, "high": 5, "init": 1, "step": 1}}
+    with pytest.raises(ConfigError) as info:
+        class_task_space("old", f"{__name__}:{entry_point}", level, max_episode_steps=10)
+    assert str(info.value).startswith(f"task.entry_point: {__name__}:{message}"), info.value
+    assert "old gym API" in str(info.value)

@@ -128,6 +128,12 @@ def test_coevo_run_with_envs_that_raise_or_return_nan_or_inf_goes_on(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "gen   3/3" in done.stdout
+    # The console says when episodes failed, with the generation's count from summary.csv.
+    failed_counts = pd.read_csv(tmp_path / "summary.csv")["failed_episodes"].tolist()
+    lines = [line for line in done.stdout.splitlines() if line.startswith("gen ")]
+    for line, count in zip(lines, failed_counts, strict=True):
+        assert line.endswith(f"| {count} episodes failed") is (count > 0), line
+    assert sum(failed_counts) > 0
     rows = pd.read_csv(tmp_path / "eligibility.csv")
     hazard = rows["task"].map(lambda text: json.loads(text)["params"]["hazard"])
     expected_errors = {

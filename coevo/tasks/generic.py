@@ -332,7 +332,7 @@ def _check_task_form(env: Any, space: TaskSpace, entry_point: str) -> None:
     value = space.env_task(space.initial_task())
     try:
         env.set_task(value)
-        env.reset(seed=0)
+        reset = env.reset(seed=0)
     except Exception as error:
         raise ConfigError(
             "task.task_format",
@@ -344,6 +344,32 @@ def _check_task_form(env: Any, space: TaskSpace, entry_point: str) -> None:
                 else ""
             ),
         ) from None
+    _check_api(env, reset, entry_point)
+
+
+def _check_api(env: Any, reset: Any, entry_point: str) -> None:
+    """An env on the old gym API (reset -> obs, step -> 4 values) would fail every episode
+    in the workers; say so before any starts. (An exception inside step is the env's own
+    business: its episodes fail with it, as in a run.)"""
+    old = "an env on the old gym API: port it, or wrap it (e.g. shimmy's GymV21CompatibilityV0)"
+    if not (isinstance(reset, tuple) and len(reset) == 2):
+        raise ConfigError(
+            "task.entry_point",
+            f"{entry_point}.reset() returned {type(reset).__name__}, not gymnasium's "
+            f"(observation, info); {old}",
+        )
+    try:
+        env.action_space.seed(0)
+        result = env.step(env.action_space.sample())
+    except Exception:  # noqa: BLE001 - see above
+        return
+    if not (isinstance(result, tuple) and len(result) == 5):
+        count = len(result) if isinstance(result, tuple) else type(result).__name__
+        raise ConfigError(
+            "task.entry_point",
+            f"{entry_point}.step() returned {count} values, not gymnasium's 5 (observation, "
+            f"reward, terminated, truncated, info); {old}",
+        )
 
 
 # -- shared --------------------------------------------------------------------------------
