@@ -22,7 +22,7 @@ from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
 from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
 from coevo.report.progress import GenerationProgress
-from coevo.report.tables import ELIGIBILITY_COLUMNS
+from coevo.report.tables import ELIGIBILITY_COLUMNS, STOPPED
 from coevo.tasks.task import TaskSpace
 from coevo.tasks.test_sets import TestSet, make_test_set, measure, no_test
 
@@ -297,6 +297,8 @@ def run(
         else:
             save_checkpoint()
         report_built = time.monotonic()
+        stopped = run_dir / STOPPED
+        stopped.unlink(missing_ok=True)  # going on: an earlier stop is history (cli.log)
         test_set = _test_set(config, space, echo)
         progress = GenerationProgress()
         pool.progress = progress
@@ -330,10 +332,14 @@ def run(
         except KeyboardInterrupt:
             saved = checkpoint.list_checkpoints(checkpoints)
             done = checkpoint.generation_of(saved[-1]) if saved else 0
+            stopped.write_text(
+                f"interrupted after generation {done}; resume with: coevo-run resume={run_dir}\n"
+            )
             write_report(run_dir, renderer)
             logger.close()
             raise RunInterrupted(run_dir, done) from None
-        except GenerationFailed:
+        except GenerationFailed as error:
+            stopped.write_text(f"stopped: {error}\n")
             write_report(run_dir, renderer)
             logger.close()
             raise

@@ -85,7 +85,7 @@ def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(tmp_p
     assert last == (
         f"interrupted after generation {generation}; resume with: coevo-run resume={run}"
     )
-    assert (run / "report.html").exists()
+    assert f'<p class="stopped"><strong>{last}</strong></p>' in (run / "report.html").read_text()
     assert pd.read_csv(run / "summary.csv")["generation"].max() >= generation
 
     if backend == "ray":
@@ -93,6 +93,8 @@ def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(tmp_p
     resumed = cli("coevo-run", f"resume={run}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"after generation {generation}" in resumed.stdout
+    assert not (run / "stopped.txt").exists()  # it went on and completed
+    assert 'class="stopped"' not in (run / "report.html").read_text()
     clean = tmp_path / "clean"
     assert cli("coevo-run", *args, f"hydra.run.dir={clean}").returncode == 0
     for name, frame in run_tables(clean).items():
@@ -229,6 +231,8 @@ def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(tm
     assert ("in 3 generations in a row" in done.stderr) == (in_a_row == 3)
     assert "first error: RuntimeError: hazard 1: the cart lost a wheel" in done.stderr
     assert done.stderr.strip().splitlines()[-1] in (tmp_path / "cli.log").read_text()
+    page = (tmp_path / "report.html").read_text()  # the page says the run stopped, and why
+    assert f'<p class="stopped"><strong>stopped: generation {in_a_row}: all ' in page
     if in_a_row == 1:
         assert not (tmp_path / "summary.csv").exists()  # no row of NaNs
     else:  # the generations before the last are recorded, every episode failed
@@ -251,6 +255,7 @@ def test_a_resumed_run_counts_the_failed_generations_before_its_stop(tmp_path):
     assert "resuming" in again.stdout and "after generation 2" in again.stdout
     assert "coevo-run: error: generation 3: all " in again.stderr
     assert "in 3 generations in a row" in again.stderr
+    assert (tmp_path / "stopped.txt").read_text().startswith("stopped: generation 3: all ")
 
 
 def test_pool_evaluate_raises_on_a_failed_episode_instead_of_a_silent_nan(rng):

@@ -19,12 +19,13 @@ import pandas as pd
 import yaml
 
 from coevo.report import plots
-from coevo.report.tables import CROSS_SCORES, ELIGIBILITY, POPULATION, SUMMARY
+from coevo.report.tables import CROSS_SCORES, ELIGIBILITY, POPULATION, STOPPED, SUMMARY
 from coevo.tasks.task import TaskSpace
 
 REPORT = "report.html"
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }
+.stopped { color: #a40000; }
 table { border-collapse: collapse; font-size: 0.85em; margin-bottom: 1.5em; }
 td, th { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
 th { background: #f0f0f0; position: sticky; top: 0; }
@@ -80,6 +81,10 @@ def write_report(
     fmt = ParamFormat(space if space is not None else _space_of(config_text))
     labels = _task_labels(population, fmt)
     parts = [f"<h1>coevo run: {html.escape(run_dir.name)}</h1>"]
+    stopped = run_dir / STOPPED
+    if stopped.is_file():  # a run that ended before its last generation says why first
+        reason = stopped.read_text(encoding="utf-8", errors="replace").strip()
+        parts.append(f'<p class="stopped"><strong>{html.escape(reason)}</strong></p>')
     if summary.empty:
         parts.append("<p>No generation has finished yet.</p>")
     else:

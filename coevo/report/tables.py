@@ -17,6 +17,9 @@ import pandas as pd
 from coevo.curricula.base import Decision, GenerationResult
 
 SUMMARY = "summary.csv"
+# Why a run stopped before its last generation (a broken env, Ctrl-C): written by the
+# runner, shown at the top of report.html, removed when the run goes on or completes.
+STOPPED = "stopped.txt"
 ELIGIBILITY = "eligibility.csv"
 POPULATION = "population.csv"
 CROSS_SCORES = "cross_scores.csv"
