@@ -405,8 +405,15 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
     passed = [f"++{a}" if a in values and a.split("=", 1)[0] in add else a for a in args]
     # `+key=...` (the README's way to add a task parameter) on a key the config already has
     # is Hydra's error (exit 1); `++` adds or overrides, so `+` never fails for that reason.
+    # Not for a config group (`+group=option` adds it to the defaults; `++` is refused).
     passed = [
-        f"+{a}" if a.startswith("+") and not a.startswith("++") and "=" in a else a for a in passed
+        f"+{a}"
+        if a.startswith("+")
+        and not a.startswith("++")
+        and "=" in a
+        and a.split("=", 1)[0].lstrip("+").split("@")[0] not in groups
+        else a
+        for a in passed
     ]
     hydra_settings = None
     if not any(arg.split("=", 1)[0] in INSPECT_FLAGS for arg in args):

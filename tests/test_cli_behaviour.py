@@ -503,3 +503,16 @@ def test_a_plus_on_a_key_the_config_already_has_overrides_it():
     assert passed == ["task=custom_example", "++task.params.gravity.low=5"]
     gravity = hydra_configs.compose(CONF_DIR, passed)["task"]["params"]["gravity"]
     assert gravity["low"] == 5 and gravity["high"] == 20.0
+
+
+def test_a_plus_on_a_config_group_of_the_users_own_stays_a_plus(tmp_path):
+    """`+group=option` adds a group to the defaults list (Hydra refuses `++` there)."""
+    from coevo import hydra_configs
+    from coevo.cli import CONF_DIR, _check_overrides
+
+    (tmp_path / "extra").mkdir()
+    (tmp_path / "extra" / "five.yaml").write_text("# @package _global_\nseed: 5\n")
+    args = [f"hydra.searchpath=[file://{tmp_path}]", "+extra=five"]
+    passed = _check_overrides(args)[0]
+    assert passed == args
+    assert hydra_configs.compose(CONF_DIR, passed)["seed"] == 5
