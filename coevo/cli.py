@@ -405,13 +405,15 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
     passed = [f"++{a}" if a in values and a.split("=", 1)[0] in add else a for a in args]
     # `+key=...` (the README's way to add a task parameter) on a key the config already has
     # is Hydra's error (exit 1); `++` adds or overrides, so `+` never fails for that reason.
-    # Not for a config group (`+group=option` adds it to the defaults; `++` is refused).
+    # Not for a config group (`+group=option` adds it to the defaults; `++` is refused),
+    # nor for Hydra's own settings (left as Hydra documents them).
     passed = [
         f"+{a}"
         if a.startswith("+")
         and not a.startswith("++")
         and "=" in a
         and a.split("=", 1)[0].lstrip("+").split("@")[0] not in groups
+        and not a.lstrip("+").startswith("hydra")
         else a
         for a in passed
     ]
