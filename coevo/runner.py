@@ -240,8 +240,9 @@ def run(
 
     `resume`: continue from the newest readable checkpoint, or from `checkpoint_file` (the
     checkpoints after it are removed: the run goes on from there). Ctrl-C raises
-    `RunInterrupted` once the report is written; a generation whose every evaluation failed
-    raises `GenerationFailed` (report written too).
+    `RunInterrupted` once the report is written; `curriculum.failed_generations`
+    generations in a row whose every evaluation failed raise `GenerationFailed` (report
+    written too, with the reason in stopped.txt).
     """
     run_dir = Path(run_dir)
     if not resume:

@@ -43,6 +43,16 @@ def _buffer(**overrides) -> LevelBuffer:
     return LevelBuffer(**{**settings, **overrides})
 
 
+def test_a_failed_evaluation_of_a_level_the_buffer_holds_keeps_its_score():
+    space = _space()
+    buffer = _buffer()
+    task = space.task(x=0.2, y=1.0)
+    level, _ = buffer.offer(task, 5.0, 1)
+    again, reason = buffer.offer(task, float("nan"), 2)
+    assert again is level and level.score == 5.0
+    assert reason == f"already in buffer as L{level.level_id}; score kept at 5"
+
+
 # -- rank prioritisation ---------------------------------------------------------------------
 def test_ranks_share_the_best_rank_of_a_tie():
     assert competition_ranks([5, 3, 3, 1]).tolist() == [1, 2, 2, 4]

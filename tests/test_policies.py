@@ -259,3 +259,22 @@ def test_modules_read_by_fx_compute_what_vmap_computes(rng):
     out, _, _ = policy.network(params, obs, policy.initial_state(70))
     expected, _, _ = general.network(params, obs, general.initial_state(70))
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_torch_policy_loaded_from_a_file_starts_every_pair_from_its_weights(tmp_path, rng):
+    """`policy.file` is where training starts (every new pair or policy), not random weights;
+    later weights loaded into the module do not move that start."""
+    trained = Actor(4, 2)
+    with torch.no_grad():
+        for parameter in trained.parameters():
+            parameter.add_(1.5)
+    file = tmp_path / "actor.pt"
+    torch.save(trained.state_dict(), file)
+    policy = make_policy("torch", BOX4, TWO, {"module": f"{__name__}:Actor", "file": str(file)})
+    start = policy.init(rng)
+    assert np.array_equal(start, policy.flatten(trained))
+    assert np.array_equal(policy.init(np.random.default_rng(99)), start)  # any generator
+    policy.load_into_module(np.zeros_like(start))
+    assert np.array_equal(policy.init(rng), start)
+    fresh = make_policy("torch", BOX4, TWO, {"module": f"{__name__}:Actor"})
+    assert not np.array_equal(fresh.init(np.random.default_rng(0)), start)  # no file: random

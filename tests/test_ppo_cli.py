@@ -175,3 +175,24 @@ def test_a_resumed_ppo_run_equals_an_undisturbed_one(tmp_path):
         pd.testing.assert_frame_equal(
             got.drop(columns=runtime), expected.drop(columns=runtime), obj=name
         )
+
+
+def test_plr_replay_rows_say_when_the_step_kept_the_weights(tmp_path):
+    done = cli(
+        "coevo-run",
+        *SMALL_PPO,
+        "pool=local",
+        "curriculum=plr",
+        "curriculum.buffer_size=4",
+        "curriculum.tasks_per_step=2",
+        "curriculum.generations=6",
+        "optimizer.max_update_norm=1e-9",  # every update refused
+        "test_set.every=0",
+        f"hydra.run.dir={tmp_path}",
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = pd.read_csv(tmp_path / "eligibility.csv")
+    replayed = rows[(rows["rule"] == "replay") & rows["reason"].str.contains("positive value")]
+    assert len(replayed) > 0
+    assert replayed["reason"].str.contains("not trained on it (the step kept", regex=False).all()

@@ -151,7 +151,12 @@ class ALPGMM(LevelSamplingCurriculum):
                     "sample",
                     s.origin,
                     f"{s.reason(self.config.random_ratio)}; training return "
-                    f"{signal.mean_return:.4g}, ALP {alp:.3g}{fit_note}",
+                    f"{signal.mean_return:.4g}, ALP {alp:.3g}{fit_note}"
+                    + (
+                        ""
+                        if outcome.training_outcome == "trained"
+                        else "; not trained: the step kept the weights"
+                    ),
                     score=alp,
                     error=signal.error,
                 )

@@ -45,9 +45,14 @@ class GenerationFailed(RuntimeError):
 
 
 def every_episode_failed(stats: Mapping[str, Any]) -> bool:
-    """A generation's pool figures (or its summary row): episodes ran and all failed."""
-    episodes = float(stats.get("episodes", 0) or 0)
-    return episodes > 0 and float(stats.get("failed_episodes", 0) or 0) >= episodes
+    """A generation's pool figures (or its summary row): jobs ran and all failed. Jobs,
+    not episodes: a healthy PPO stream may end no episode in its rollout, and must not
+    leave a failed one looking like the generation's only work."""
+    jobs = stats.get("jobs")
+    if jobs is None or jobs != jobs:  # a summary row written before the column existed
+        jobs = stats.get("episodes", 0)
+    jobs = float(jobs or 0)
+    return jobs > 0 and float(stats.get("failed_episodes", 0) or 0) >= jobs
 
 
 @dataclass(frozen=True)
@@ -154,12 +159,12 @@ class Curriculum(ABC):
         before = self.pool.stats_snapshot()
         result = self.run_generation()
         pool_stats = self.pool.stats_since(before)
-        episodes = int(pool_stats["episodes"])
+        failed = int(pool_stats["failed_episodes"])  # episodes, or PPO streams
         self._failed_in_a_row = self._failed_in_a_row + 1 if every_episode_failed(pool_stats) else 0
         limit = getattr(self.config, "failed_generations", CurriculumConfig.failed_generations)
         if self._failed_in_a_row >= limit:
             raise GenerationFailed(
-                self.generation, episodes, self.pool.last_error, self._failed_in_a_row
+                self.generation, failed, self.pool.last_error, self._failed_in_a_row
             )
         wall = time.perf_counter() - started
         # Env steps per second of the whole generation: a learner's update (PPO) included,

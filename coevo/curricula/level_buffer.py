@@ -215,6 +215,10 @@ class LevelBuffer:
         if known is not None:
             known.last_sampled = self.clock
             self.rescore(known, score, mean_return)
+            if not np.isfinite(score):  # a failed evaluation: the level keeps its score
+                return known, (
+                    f"already in buffer as L{known.level_id}; score kept at {known.score:.3g}"
+                )
             return known, f"already in buffer as L{known.level_id}; score updated to {score:.3g}"
         if not np.isfinite(score):
             return None, f"not added: score {score} is not finite"

@@ -199,7 +199,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                     student,
                     pick,
                     why,
-                    f"trained on it: {how}, was {old:.3g}",
+                    f"{_trained_words(outcome)}: {how}, was {old:.3g}",
                     score=level.score,
                     error=signal.error,
                 )
@@ -347,3 +347,11 @@ def _score_used(config: PLRConfig, optimizer: Any, warn: bool) -> str:
     if warn:
         log.warning("%s: PLR scores levels by %s instead", message, config.score_fallback)
     return config.score_fallback
+
+
+def _trained_words(outcome: Outcome) -> str:
+    """A replay row's account of the step: trained on the level, or not (the step kept the
+    weights: every stream failed, a refused update; the optimizer row says why)."""
+    if outcome.step is not None and not outcome.step.applied:
+        return "not trained on it (the step kept the weights)"
+    return "trained on it"

@@ -89,8 +89,10 @@ def torch_policy_for(
     action_space: gym.Space,
     options: Mapping[str, Any] | None = None,
     source: str = "module",
+    start_from_module: bool = False,
 ) -> Policy:
-    """A TorchPolicy over `module` (an nn.Module instance) for these spaces."""
+    """A TorchPolicy over `module` (an nn.Module instance) for these spaces; with
+    `start_from_module` its current weights are every new pair's starting point."""
     from coevo.policies.torch_policy import DEFAULT_BATCH_BLOCK, TorchPolicy
 
     options = options or {}
@@ -104,6 +106,7 @@ def torch_policy_for(
         log_std_init=head["log_std_init"],
         batch_block=int(options.get("batch_block") or DEFAULT_BATCH_BLOCK),
         source=source,
+        start_from_module=start_from_module,
     )
 
 
@@ -156,7 +159,9 @@ def _torch(observation_space, action_space, options) -> Policy:
         from coevo.policies.loaders import load_state_dict_into
 
         load_state_dict_into(module, file, "policy.file")
-    return torch_policy_for(module, observation_space, action_space, options, source=path)
+    return torch_policy_for(
+        module, observation_space, action_space, options, source=path, start_from_module=bool(file)
+    )
 
 
 def _recurrent(kind: str) -> Builder:

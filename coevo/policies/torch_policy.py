@@ -45,6 +45,7 @@ class TorchPolicy(Policy):
         log_std_init: float = 0.0,
         batch_block: int = DEFAULT_BATCH_BLOCK,
         source: str = "module",
+        start_from_module: bool = False,
     ):
         if batch_block < 1:
             raise ConfigError("policy.batch_block", f"must be an integer >= 1, got {batch_block}")
@@ -57,6 +58,9 @@ class TorchPolicy(Policy):
         self.log_std_init = float(log_std_init)
         self.batch_block = int(batch_block)
         self.source = source
+        # True when the module's weights were loaded from a file (`policy.file`): new pairs
+        # and policies start from them, not from random weights.
+        self.start_from_module = bool(start_from_module)
         self.state_size = int(getattr(module, "state_size", 0) or 0)
         self.has_value = bool(getattr(module, "has_value", False))
         # TorchScript cannot be called functionally: it runs per distinct parameter vector.
@@ -84,6 +88,8 @@ class TorchPolicy(Policy):
         # Reused zero-padded inputs of the general path's last block (see `network`).
         self._pads: dict[tuple[int, ...], np.ndarray] = {}
         self._check_output()
+        # The loaded weights, taken now: later load_into_module calls change nothing here.
+        self._start = self.flatten() if self.start_from_module else None
 
     # -- flat <-> module ------------------------------------------------------------------------
     @property
@@ -141,7 +147,10 @@ class TorchPolicy(Policy):
                 named[name].copy_(value)
 
     def init_network(self, rng: np.random.Generator) -> np.ndarray:
-        """Matrices ~ N(0, 1/fan_in), vectors zero: a function of `rng` alone (not torch's)."""
+        """Matrices ~ N(0, 1/fan_in), vectors zero: a function of `rng` alone (not torch's);
+        the module's own weights when it was loaded from a file (`start_from_module`)."""
+        if self._start is not None:
+            return self._start.copy()
         parts = []
         for (_, shape), size in zip(self.shapes, self._sizes, strict=True):
             if len(shape) >= 2:

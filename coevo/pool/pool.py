@@ -91,6 +91,7 @@ class EvaluationPool:
             key: 0.0
             for key in (
                 *CHUNK_STAT_KEYS,
+                "jobs",
                 "failed_episodes",
                 "bytes_shipped",
                 "wall_s",
@@ -197,12 +198,14 @@ class EvaluationPool:
         for result in results:
             errors.update({offset + i: msg for i, msg in result.errors.items()})
             offset += len(result.returns)
-        self.note_failures(errors)
+        self.note_results(len(jobs), errors)
         return EvalResult(returns, lengths, errors)
 
-    def note_failures(self, errors: dict[int, str]) -> None:
-        """Count a call's failed jobs (by job index) in `failed_episodes` and keep the first
-        one's error line in `last_error`: what `GenerationFailed` reports."""
+    def note_results(self, jobs: int, errors: dict[int, str]) -> None:
+        """Count a call's jobs (episodes, or PPO streams) in `jobs` and its failed ones (by
+        job index) in `failed_episodes`, and keep the first one's error line in
+        `last_error`: what `GenerationFailed` compares and reports."""
+        self.stats["jobs"] += jobs
         self.stats["failed_episodes"] += len(errors)
         if errors:
             self.last_error = error_line(errors[min(errors)])

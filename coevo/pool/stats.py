@@ -63,6 +63,7 @@ def generation_figures(before: dict[str, float], after: dict[str, float]) -> dic
     env_steps = count("env_steps")
     pool_wall = after["wall_s"] - before["wall_s"]
     return {
+        "jobs": count("jobs"),  # episodes asked for, or PPO streams
         "episodes": count("episodes"),
         "failed_episodes": count("failed_episodes"),
         "env_steps": env_steps,

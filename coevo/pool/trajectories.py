@@ -453,7 +453,7 @@ def run_trajectory_jobs(pool: EvaluationPool, jobs: list[TrajectoryJob]) -> list
     errors: dict[int, str] = {}
     for (indices, _), (_, chunk) in zip(placed, answers, strict=True):
         errors.update({indices[j]: message for j, message in chunk.errors.items()})
-    pool.note_failures(errors)  # failed streams count as failed episodes (GenerationFailed)
+    pool.note_results(len(jobs), errors)  # a failed stream is a failed job (GenerationFailed)
     streams: list[Stream | None] = [None] * len(jobs)
     for (indices, _), (worker, chunk) in zip(placed, answers, strict=True):
         for index, stream in zip(indices, streams_of(chunk), strict=True):
