@@ -12,7 +12,8 @@ from coevo.tasks import Param, TaskSpace
 
 
 class Fragile:
-    """A task-settable env: `mode` 0 is fine, 1 raises mid-episode, 2 rewards NaN, 3 inf."""
+    """A task-settable env: `mode` 0 is fine, 1 raises mid-episode, 2 rewards NaN, 3 inf,
+    4 returns an observation of the wrong shape."""
 
     def __init__(self):
         self.observation_space = gym.spaces.Box(-1, 1, (2,))
@@ -35,10 +36,11 @@ class Fragile:
         if mode == 1 and self.t == 4:
             raise FloatingPointError("wheel fell off")
         reward = {2: float("nan"), 3: float("inf")}.get(mode, 1.0) if self.t == 2 else 1.0
-        return np.zeros(2, np.float32), reward, self.t >= 10, False, {}
+        shape = 3 if mode == 4 and self.t == 5 else 2  # mode 4: a wrongly shaped observation
+        return np.zeros(shape, np.float32), reward, self.t >= 10, False, {}
 
 
-SPACE = TaskSpace("fragile", (Param("mode", 0, 3, 0, 0.0),), Fragile, 50)
+SPACE = TaskSpace("fragile", (Param("mode", 0, 4, 0, 0.0),), Fragile, 50)
 POLICY = PolicySpec.for_spaces(Fragile().observation_space, Fragile().action_space, (4,))
 
 
@@ -140,3 +142,17 @@ def test_an_ars_step_drops_failed_directions_and_keeps_weights_when_all_failed(m
     else:  # directions cycle through the tasks: two of four play the raising mode
         assert told.record.reason == "2 of 4 directions failed and were dropped"
         assert told.record.outcome == "step_applied" and told.state.t == state.t + 1
+
+
+def test_an_observation_of_the_wrong_shape_fails_its_episode_only(rng):
+    theta = POLICY.init(rng)
+    with EvaluationPool(SPACE, POLICY, "local", 1, envs_per_worker=3) as pool:
+        returns, errors = pool.evaluate_detailed(
+            [(theta, SPACE.task(mode=m)) for m in (0, 4, 0)], episodes=2
+        )
+    assert returns[0].tolist() == returns[2].tolist() == [10.0, 10.0]
+    assert np.isnan(returns[1]).all() and list(errors) == [1]
+    assert errors[1] == (
+        "ValueError: step() returned an observation of shape (3,); the observation space "
+        "has 2 values"
+    )

@@ -170,14 +170,20 @@ class GymSlots:
         flatten = self._flatten
         if flatten is not None:  # not a Box: each observation flattened (Dict, Discrete, ...)
             observations = [None if ob is None else flatten(ob) for ob in observations]
+        errors = errors or {}
+        stacked = self._stack(observations, errors)
         return (
-            self._stack(observations),
+            stacked,
             np.array(rewards, dtype=np.float64),
-            np.array(done, dtype=bool),
-            errors or {},
+            np.array([d or p in errors for p, d in enumerate(done)], dtype=bool)
+            if errors
+            else np.array(done, dtype=bool),
+            errors,
         )
 
-    def _stack(self, observations: list[Any]) -> np.ndarray:
+    def _stack(self, observations: list[Any], errors: dict[int, str]) -> np.ndarray:
+        """The observations as rows; one that does not fit the observation space fails its
+        slot's episode (in `errors`), as an exception inside `step` does."""
         count = len(observations)
         try:
             stacked = np.array(observations, dtype=np.float32)
@@ -187,6 +193,13 @@ class GymSlots:
             return stacked.reshape(count, self.obs_dim)  # no copy for flat observations
         out = np.zeros((count, self.obs_dim), dtype=np.float32)
         for position, ob in enumerate(observations):
-            if ob is not None:
+            if ob is None:
+                continue
+            try:
                 out[position] = np.ravel(ob)
+            except (TypeError, ValueError):
+                errors[position] = (
+                    f"ValueError: step() returned an observation of shape {np.shape(ob)}; "
+                    f"the observation space has {self.obs_dim} values"
+                )
         return out
