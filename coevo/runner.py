@@ -17,7 +17,7 @@ from coevo import checkpoint, curricula, optimizers, tasks
 from coevo.config import RunConfig, parse_config
 from coevo.curricula.base import Curriculum, GenerationFailed
 from coevo.eligible import judge_groups, load_pairs
-from coevo.errors import ConfigError
+from coevo.errors import ConfigError, yaml_error_text
 from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
 from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
@@ -79,7 +79,14 @@ def load_run_config(run_dir: Path) -> RunConfig:
     path = Path(run_dir) / CONFIG_FILE
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: is {run_dir} a coevo run directory?")
-    return parse_config(yaml.safe_load(path.read_text()))
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ConfigError(str(path), f"invalid YAML at {yaml_error_text(error)}") from None
+    if not isinstance(raw, dict) or not raw:
+        # An empty file would read as every default: another run than the one recorded.
+        raise ConfigError(str(path), "empty or not a mapping: the run's settings are lost")
+    return parse_config(raw)
 
 
 def refuse_existing_run(run_dir: Path, setting: str = "hydra.run.dir") -> None:

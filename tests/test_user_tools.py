@@ -280,3 +280,32 @@ def test_a_relative_path_in_a_users_preset_is_relative_to_the_preset(tmp_path):
     assert "pairs eligible to reproduce" in done.stdout
     typed = cli("coevo-run", *common, "eligible.pairs_file=pairs.yaml", cwd=elsewhere)
     assert typed.returncode == 2 and "eligible.pairs_file: pairs.yaml not found" in typed.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("task: [1, \n", "invalid YAML at line 2, column 1: expected the node content"),
+        ("", "empty or not a mapping: the run's settings are lost"),
+    ],
+)
+def test_a_damaged_or_empty_run_config_is_refused_by_name(tmp_path, text, message):
+    from coevo.runner import load_run_config
+
+    (tmp_path / "config.yaml").write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_run_config(tmp_path)
+    assert str(info.value).startswith(f"{tmp_path / 'config.yaml'}: {message}")
+
+
+def test_a_scalar_for_a_task_parameter_and_a_torch_file_as_sb3_are_refused_by_name(tmp_path):
+    import torch
+
+    from coevo import tasks
+    from coevo.policies.loaders import load_sb3_policy
+
+    with pytest.raises(ConfigError, match=r"task.params.gravity: expected a mapping of low"):
+        tasks.get("cartpole").with_overrides({"gravity": 5})
+    torch.save(torch.nn.Linear(4, 2).state_dict(), tmp_path / "actor.pt")
+    with pytest.raises(ConfigError, match=r"actor.pt is not an SB3 zip \(no SB3 model data"):
+        load_sb3_policy(tmp_path / "actor.pt")

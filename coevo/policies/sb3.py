@@ -87,6 +87,8 @@ def load_sb3(
         data, params, _ = load_from_zip_file(path, device="cpu")
     except Exception as error:
         raise ConfigError(field, f"{file} is not an SB3 zip SB3 can read: {error}") from None
+    if not isinstance(data, dict) or "observation_space" not in data:  # e.g. a torch .pt
+        raise ConfigError(field, f"{file} is not an SB3 zip (no SB3 model data in it)")
     policy_class = data.get("policy_class")
     kind = getattr(policy_class, "__name__", repr(policy_class))
     obs_space, act_space = data["observation_space"], data["action_space"]

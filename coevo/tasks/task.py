@@ -228,6 +228,13 @@ class TaskSpace:
         params = {p.name: p for p in self.params}
         for name, fields in overrides.items():
             base = self.param(name)
+            if not isinstance(fields, Mapping):
+                raise ConfigError(
+                    f"task.params.{name}",
+                    f"expected a mapping of {', '.join(PARAM_FIELDS)}, got {fields!r} (e.g. "
+                    f"task.params.{name}.init={fields!r}, or task.params.{name}={{low: .., "
+                    "high: ..})",
+                )
             unknown = set(fields) - set(PARAM_FIELDS)
             if unknown:
                 raise ConfigError(
