@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import pandas as pd
@@ -87,6 +88,40 @@ def load_run_config(run_dir: Path) -> RunConfig:
         # An empty file would read as every default: another run than the one recorded.
         raise ConfigError(str(path), "empty or not a mapping: the run's settings are lost")
     return parse_config(raw)
+
+
+# Open lock files of the run directories this process runs in: the lock lasts as long as
+# the process (the OS drops it when the process ends, however it ends).
+_HELD: dict[Path, IO[str]] = {}
+LOCK_FILE = ".coevo.lock"
+
+
+def _hold_run_dir(run_dir: Path) -> None:
+    """Refuse a run directory another process is running in (a second `resume=` of a run
+    still going would append the same generations to the same tables)."""
+    import fcntl
+    import os
+
+    key = run_dir.resolve()
+    if key in _HELD:
+        return
+    handle = open(run_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held for the process's life
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise ConfigError(
+            "resume",
+            f"{run_dir} is in use: a coevo-run ({holder}) is running there; wait for it to "
+            "end or stop it first",
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    _HELD[key] = handle
 
 
 def refuse_existing_run(run_dir: Path, setting: str = "hydra.run.dir") -> None:
@@ -262,6 +297,7 @@ def run(
     optimizer.use_policy(policy)
     curricula.get(config.curriculum.name).check(config.curriculum, optimizer)
     renderer = space.metadata.get("render_png")
+    _hold_run_dir(run_dir)  # after the config checks: a refused run leaves no lock file
     # On resume too: the run's own config plus the overrides that resume allows.
     (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
     total = config.curriculum.generations

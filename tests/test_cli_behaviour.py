@@ -516,3 +516,26 @@ def test_a_plus_on_a_config_group_of_the_users_own_stays_a_plus(tmp_path):
     passed = _check_overrides(args)[0]
     assert passed == args
     assert hydra_configs.compose(CONF_DIR, passed)["seed"] == 5
+
+
+def test_resume_of_a_run_another_process_is_running_is_refused(tmp_path):
+    import fcntl
+
+    run = tmp_path / "run"
+    args = [*SMALL, "curriculum.generations=3"]
+    assert cli("coevo-run", *args, f"hydra.run.dir={run}").returncode == 0
+    assert (run / ".coevo.lock").read_text().startswith("pid ")  # the finished run's
+    with open(run / ".coevo.lock", "a+") as held:  # another process running there now
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.seek(0)
+        held.truncate()
+        held.write("pid 4242")
+        held.flush()
+        refused = cli("coevo-run", f"resume={run}", "curriculum.generations=6")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr == (
+        f"coevo-run: error: resume: {run} is in use: a coevo-run (pid 4242) is running there; "
+        "wait for it to end or stop it first\n"
+    )
+    resumed = cli("coevo-run", f"resume={run}", "curriculum.generations=6")  # lock released
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
