@@ -90,8 +90,8 @@ def load_run_config(run_dir: Path) -> RunConfig:
     return parse_config(raw)
 
 
-# Open lock files of the run directories this process runs in: the lock lasts as long as
-# the process (the OS drops it when the process ends, however it ends).
+# Open lock files of the run directories this process is running in: held until `run`
+# returns, or until the process ends however it ends (the OS drops the lock then).
 _HELD: dict[Path, IO[str]] = {}
 LOCK_FILE = ".coevo.lock"
 
@@ -277,6 +277,23 @@ def run(
     echo: Callable[[str], None] = print,
     resume: bool = False,
     checkpoint_file: Path | None = None,
+) -> Curriculum:
+    """`_run`, then the run directory's lock let go (a later resume, in this process or
+    another, may take it)."""
+    try:
+        return _run(config, run_dir, echo, resume, checkpoint_file)
+    finally:
+        held = _HELD.pop(Path(run_dir).resolve(), None)
+        if held is not None:
+            held.close()  # closing the file drops its flock
+
+
+def _run(
+    config: RunConfig,
+    run_dir: Path,
+    echo: Callable[[str], None],
+    resume: bool,
+    checkpoint_file: Path | None,
 ) -> Curriculum:
     """Run (or resume) the experiment, writing tables, checkpoints and report to `run_dir`.
 
