@@ -374,6 +374,7 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
     # A section's dataclass fields that its group file leaves out (task.solved_score with
     # conf/task/cartpole.yaml, a user's task file): settings all the same, passed as `++`.
     unstated: set[str] = set()
+    existing: set[str] = set()  # every key the composed configs have (values, not groups)
     for picked in runs:
         try:
             composed = _compose(config_name, [*search, *picked])
@@ -384,6 +385,7 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
             where = f"{mark.name}: " if mark is not None else ""
             _fail(f"{where}invalid YAML at {yaml_error_text(error)}")
         known = _leaf_keys(composed)
+        existing |= known
         mappings |= {k for k in known if isinstance(_value_at(composed, k), dict)}
         swept = [pick for pick in picked if pick not in choices]  # this run's swept options
         for arg in values:
@@ -403,18 +405,18 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
                 _fail(f"{key}: unknown key{where}{hint}{plus if opened else ''}")
     add = mappings | unstated
     passed = [f"++{a}" if a in values and a.split("=", 1)[0] in add else a for a in args]
+
     # `+key=...` (the README's way to add a task parameter) on a key the config already has
     # is Hydra's error (exit 1); `++` adds or overrides, so `+` never fails for that reason.
-    # Not for a config group (`+group=option` adds it to the defaults; `++` is refused),
-    # nor for Hydra's own settings (left as Hydra documents them).
+    # Only for a key the composed config already has as a value: never a config group
+    # (`+group=option` adds it to the defaults; Hydra refuses `++` there, nested groups and
+    # pkg:// search paths included), nor Hydra's own settings.
+    def already_there(arg: str) -> bool:
+        key = arg.split("=", 1)[0].lstrip("+")
+        return "/" not in key and "@" not in key and key in existing and key not in groups
+
     passed = [
-        f"+{a}"
-        if a.startswith("+")
-        and not a.startswith("++")
-        and "=" in a
-        and a.split("=", 1)[0].lstrip("+").split("@")[0] not in groups
-        and not a.lstrip("+").startswith("hydra")
-        else a
+        f"+{a}" if a.startswith("+") and not a.startswith("++") and already_there(a) else a
         for a in passed
     ]
     hydra_settings = None

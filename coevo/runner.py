@@ -96,7 +96,7 @@ _HELD: dict[Path, IO[str]] = {}
 LOCK_FILE = ".coevo.lock"
 
 
-def _hold_run_dir(run_dir: Path) -> None:
+def _hold_run_dir(run_dir: Path, setting: str) -> None:
     """Refuse a run directory another process is running in (a second `resume=` of a run
     still going would append the same generations to the same tables)."""
     import fcntl
@@ -108,15 +108,18 @@ def _hold_run_dir(run_dir: Path) -> None:
     handle = open(run_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held for the process's life
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except BlockingIOError:  # held: another process runs there
         handle.seek(0)
         holder = handle.read().strip() or "another process"
         handle.close()
         raise ConfigError(
-            "resume",
+            setting,
             f"{run_dir} is in use: a coevo-run ({holder}) is running there; wait for it to "
             "end or stop it first",
         ) from None
+    except OSError:  # a file system without locks (some NFS, FUSE mounts): run unguarded
+        handle.close()
+        return
     handle.seek(0)
     handle.truncate()
     handle.write(f"pid {os.getpid()}")
@@ -314,7 +317,8 @@ def _run(
     optimizer.use_policy(policy)
     curricula.get(config.curriculum.name).check(config.curriculum, optimizer)
     renderer = space.metadata.get("render_png")
-    _hold_run_dir(run_dir)  # after the config checks: a refused run leaves no lock file
+    # After the config checks: a refused run leaves no lock file.
+    _hold_run_dir(run_dir, "resume" if resume else "hydra.run.dir")
     # On resume too: the run's own config plus the overrides that resume allows.
     (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
     total = config.curriculum.generations

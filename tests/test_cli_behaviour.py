@@ -466,9 +466,9 @@ def test_settings_a_group_file_leaves_out_are_taken_without_a_plus():
     [
         (["policy.file=actor.pt"], "policy.file: read only by policy=torch; policy=mlp would"),
         (
-            ["policy=actor_critic", "policy.batch_block=32"],
-            "policy.batch_block: read only by policy=torch or policy=gru or policy=lstm; "
-            "policy=actor_critic would ignore it (got 32)",
+            ["policy=gru", "policy.kwargs={width: 8}"],
+            "policy.kwargs: read only by policy=torch or policy=actor_critic; policy=gru "
+            "would ignore it (got {'width': 8})",
         ),
     ],
 )
@@ -539,3 +539,15 @@ def test_resume_of_a_run_another_process_is_running_is_refused(tmp_path):
     )
     resumed = cli("coevo-run", f"resume={run}", "curriculum.generations=6")  # lock released
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+
+
+def test_a_plus_on_a_nested_config_group_stays_a_plus(tmp_path):
+    from coevo import hydra_configs
+    from coevo.cli import CONF_DIR, _check_overrides
+
+    (tmp_path / "extras" / "noise").mkdir(parents=True)
+    (tmp_path / "extras" / "noise" / "a.yaml").write_text("# @package _global_\nseed: 7\n")
+    args = [f"hydra.searchpath=[file://{tmp_path}]", "+extras/noise=a"]
+    passed = _check_overrides(args)[0]
+    assert passed == args
+    assert hydra_configs.compose(CONF_DIR, passed)["seed"] == 7

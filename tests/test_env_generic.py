@@ -344,6 +344,24 @@ class OldGymEnv(gym.Env):
         return np.zeros(2, np.float32), 1.0, False, {}
 
 
+class ListReturningEnv(OldGymEnv):
+    """Valid enough: the workers unpack lists as they unpack tuples."""
+
+    def reset(self, *, seed=None, options=None):
+        return [np.zeros(2, np.float32), {}]
+
+    def step(self, action):
+        return [np.zeros(2, np.float32), 1.0, False, False, {}]
+
+
+def test_an_env_returning_lists_is_taken():
+    from coevo.tasks.generic import class_task_space
+
+    level = {"level": {"low": 1, "high": 5, "init": 1, "step": 1}}
+    space = class_task_space("lists", f"{__name__}:ListReturningEnv", level, max_episode_steps=10)
+    assert space.name == "lists"
+
+
 class HalfOldGymEnv(OldGymEnv):
     def __init__(self):
         super().__init__(new_reset=True)

@@ -32,12 +32,12 @@ def names() -> tuple[str, ...]:
 
 # Settings that only some built-in kinds read, and which: given to another kind they would
 # be ignored silently (policy.file=actor.pt with the default mlp). A kind a user registers
-# reads what it likes.
+# reads what it likes. (batch_block, a tuning knob, is not checked: older runs' configs
+# carry it with any kind.)
 _ONLY_FOR = {
     "module": ("torch",),
     "file": ("torch",),
     "kwargs": ("torch", "actor_critic"),
-    "batch_block": ("torch", "gru", "lstm"),
 }
 _BUILT_IN = ("mlp", "torch", "gru", "lstm", "actor_critic")
 

@@ -352,7 +352,7 @@ def _check_api(env: Any, reset: Any, entry_point: str) -> None:
     in the workers; say so before any starts. (An exception inside step is the env's own
     business: its episodes fail with it, as in a run.)"""
     old = "an env on the old gym API: port it, or wrap it (e.g. shimmy's GymV21CompatibilityV0)"
-    if not (isinstance(reset, tuple) and len(reset) == 2):
+    if not (isinstance(reset, tuple | list) and len(reset) == 2):  # the workers unpack it
         raise ConfigError(
             "task.entry_point",
             f"{entry_point}.reset() returned {type(reset).__name__}, not gymnasium's "
@@ -363,8 +363,8 @@ def _check_api(env: Any, reset: Any, entry_point: str) -> None:
         result = env.step(env.action_space.sample())
     except Exception:  # noqa: BLE001 - see above
         return
-    if not (isinstance(result, tuple) and len(result) == 5):
-        count = len(result) if isinstance(result, tuple) else type(result).__name__
+    if not (isinstance(result, tuple | list) and len(result) == 5):
+        count = len(result) if isinstance(result, tuple | list) else type(result).__name__
         raise ConfigError(
             "task.entry_point",
             f"{entry_point}.step() returned {count} values, not gymnasium's 5 (observation, "
