@@ -278,3 +278,8 @@ def test_a_torch_policy_loaded_from_a_file_starts_every_pair_from_its_weights(tm
     assert np.array_equal(policy.init(rng), start)
     fresh = make_policy("torch", BOX4, TWO, {"module": f"{__name__}:Actor"})
     assert not np.array_equal(fresh.init(np.random.default_rng(0)), start)  # no file: random
+
+
+def test_a_torch_module_without_parameters_is_refused_by_name():
+    with pytest.raises(ConfigError, match=r"policy.module: torch.nn:Identity has no parameters"):
+        make_policy("torch", BOX4, TWO, {"module": "torch.nn:Identity"})

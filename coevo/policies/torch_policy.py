@@ -73,6 +73,10 @@ class TorchPolicy(Policy):
         self.shapes: tuple[tuple[str, tuple[int, ...]], ...] = tuple(
             (name, tuple(p.shape)) for name, p in module.named_parameters()
         )
+        if not self.shapes:
+            raise ConfigError(
+                "policy.module", f"{source} has no parameters: nothing to optimize or load"
+            )
         self._sizes = tuple(int(np.prod(shape)) for _, shape in self.shapes)
         self._batched: Any = None
         self._vmappable: bool | None = None
