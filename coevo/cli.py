@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 import hydra
 import numpy as np
@@ -60,13 +60,14 @@ def _fail(message: str) -> NoReturn:
     sys.exit(2)
 
 
-def _logged_to(run_dir: Path) -> Callable[[str], None]:
-    """The run's console lines, printed and appended to RUN_DIR/cli.log (where Hydra's
-    logging writes the warnings): a run started in the background keeps its progress."""
+def _logged_to(run_dir: Path, stream: TextIO | None = None) -> Callable[[str], None]:
+    """The run's console lines, printed (stdout unless `stream`) and appended to
+    RUN_DIR/cli.log (where Hydra's logging writes the warnings): a run started in the
+    background keeps its progress."""
     log = run_dir / "cli.log"
 
     def echo(line: str) -> None:
-        print(line)
+        print(line, file=stream or sys.stdout)
         with log.open("a", encoding="utf-8") as file:
             file.write(line + "\n")
 
@@ -75,9 +76,7 @@ def _logged_to(run_dir: Path) -> Callable[[str], None]:
 
 def _stopped(run_dir: Path, message: str, code: int) -> NoReturn:
     """A run that started and stopped: the reason on stderr and in its cli.log."""
-    print(message, file=sys.stderr)
-    with (run_dir / "cli.log").open("a", encoding="utf-8") as file:
-        file.write(message + "\n")
+    _logged_to(run_dir, sys.stderr)(message)
     sys.exit(code)
 
 

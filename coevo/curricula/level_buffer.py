@@ -118,6 +118,12 @@ class Pick:
         )
 
 
+def levels_for_replay(min_fill: float, capacity: int) -> int:
+    """Levels a buffer must hold before its first replay: `min_fill` of its capacity, and at
+    least one."""
+    return max(1, int(np.ceil(min_fill * capacity)))
+
+
 @dataclass
 class LevelBuffer:
     """The PLR⊥ buffer with its sampling clock; see the module docstring for the rules."""
@@ -165,14 +171,14 @@ class LevelBuffer:
 
     def replay_ready(self) -> bool:
         """Enough levels to replay: at least `min_fill` of capacity, and never zero."""
-        return len(self.levels) > 0 and len(self.levels) >= self.min_fill * self.capacity
+        return len(self.levels) >= levels_for_replay(self.min_fill, self.capacity)
 
     def decide_replay(self, rng: np.random.Generator) -> tuple[bool, str]:
         """Replay (True) or a new level (False), with the reason. Draws once either way, so
         the generator's sequence does not depend on the buffer's fill."""
         draw = float(rng.random())
         if not self.replay_ready():
-            need = max(1, int(np.ceil(self.min_fill * self.capacity)))
+            need = levels_for_replay(self.min_fill, self.capacity)
             return False, (
                 f"new level: buffer holds {len(self.levels)} of {self.capacity}, replay needs "
                 f"{need} (min_fill {self.min_fill:g})"

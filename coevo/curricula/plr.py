@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from coevo.curricula.base import Decision
-from coevo.curricula.level_buffer import Level, LevelBuffer, Pick
+from coevo.curricula.level_buffer import Level, LevelBuffer, Pick, levels_for_replay
 from coevo.curricula.level_sampling import (
     LevelSamplingConfig,
     LevelSamplingCurriculum,
@@ -102,7 +102,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         self.score_used = _score_used(config, self.optimizer, warn=True)
         warn_if_run_too_short(
             config,
-            max(1, int(np.ceil(config.min_fill * config.buffer_size))),
+            levels_for_replay(config.min_fill, config.buffer_size),
             f"PLR⊥ trains on replayed levels only, and replay starts once the buffer holds "
             f"min_fill {config.min_fill:g} x buffer_size {config.buffer_size} levels",
             "Lower curriculum.buffer_size or curriculum.min_fill",
@@ -213,7 +213,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         stalled = 0 if added or buffer.replay_ready() else self._stalled[student.index] + 1
         self._stalled[student.index] = stalled
         if stalled == STALLED_BATCHES:
-            need = max(1, int(np.ceil(buffer.min_fill * buffer.capacity)))
+            need = levels_for_replay(buffer.min_fill, buffer.capacity)
             log.warning(
                 "%s: the level buffer has held %d levels for %d new-level batches in a row "
                 "(no new one); replay, and so training, needs %d (min_fill %g x buffer_size "

@@ -50,13 +50,9 @@ def make_policy(
         allowed = ", ".join(_BUILDERS)
         raise ConfigError("policy.name", f"unknown policy '{name}'; allowed: {allowed}")
     if name in _BUILT_IN:
-        from coevo.config import PolicyConfig
-        from coevo.settings import defaults_of
-
-        unset = defaults_of(PolicyConfig)
         for key, kinds in _ONLY_FOR.items():
-            given = options.get(key, unset[key])
-            if name not in kinds and given not in (None, {}, unset[key]):
+            given = options.get(key)  # unset: None (module, file) or {} (kwargs)
+            if name not in kinds and given not in (None, {}):
                 raise ConfigError(
                     f"policy.{key}",
                     f"read only by policy={' or policy='.join(kinds)}; policy={name} would "

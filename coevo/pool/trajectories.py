@@ -451,11 +451,9 @@ def run_trajectory_jobs(pool: EvaluationPool, jobs: list[TrajectoryJob]) -> list
     chunks = [[jobs[i] for i in indices] for indices, _ in placed]
     answers = pool.run_placed(chunks, [worker for _, worker in placed], "collect_trajectories")
     errors: dict[int, str] = {}
-    for (indices, _), (_, chunk) in zip(placed, answers, strict=True):
-        errors.update({indices[j]: message for j, message in chunk.errors.items()})
-    pool.note_results(len(jobs), errors)  # a failed stream is a failed job (GenerationFailed)
     streams: list[Stream | None] = [None] * len(jobs)
     for (indices, _), (worker, chunk) in zip(placed, answers, strict=True):
+        errors.update({indices[j]: message for j, message in chunk.errors.items()})
         for index, stream in zip(indices, streams_of(chunk), strict=True):
             streams[index] = stream
             job = jobs[index]
@@ -463,6 +461,7 @@ def run_trajectory_jobs(pool: EvaluationPool, jobs: list[TrajectoryJob]) -> list
                 homes.pop((job.task, job.continuation.key), None)  # it moved on
             if stream.continuation is not None:
                 homes[(job.task, stream.continuation.key)] = worker
+    pool.note_results(len(jobs), errors)  # a failed stream is a failed job (GenerationFailed)
     while len(homes) > STREAM_HOMES:
         del homes[next(iter(homes))]
     return streams  # type: ignore[return-value]
