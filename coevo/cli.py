@@ -367,7 +367,10 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
             (choices if key.split("@")[0] in groups else values).append(arg)
     multirun = _is_multirun(args)
     if multirun and any("(" in arg.split("=", 1)[1] for arg in choices):
-        return args, None  # a sweep function over groups (choice, glob): Hydra expands it
+        # A sweep function over groups (choice, glob): Hydra expands and checks it. The
+        # sections' dataclass fields a group file may leave out go as `++` all the same.
+        unstated = [a for a in values if a.split("=", 1)[0] in DECLARED_FIELDS]
+        return [f"++{a}" if a in unstated else a for a in args], None
     runs = _each_choice(choices) if multirun else [choices]
     mappings: set[str] = set()
     # A section's dataclass fields that its group file leaves out (task.solved_score with

@@ -362,6 +362,9 @@ def test_a_multirun_sweep_over_groups_is_checked_option_by_option(capsys):
     # A sweep function over a group is Hydra's to expand and check.
     swept = ["-m", "optimizer=choice(es,ars)", "optimizer.directions=4"]
     assert _check_overrides(swept) == (swept, None)
+    # ... a task setting the group files leave out still goes as `++` (Hydra refused it).
+    swept = ["-m", "task=choice(cartpole,pendulum)", "task.solved_score=100"]
+    assert _check_overrides(swept) == ([*swept[:2], "++task.solved_score=100"], None)
 
 
 def test_a_sweep_directory_whose_job_directory_holds_a_run_is_refused(tmp_path):
