@@ -154,6 +154,7 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     assert extended.returncode == 0, extended.stderr[-3000:]
     assert "after generation 3" in extended.stdout and "gen   5/5" in extended.stdout
     assert "env calls cut at 60 s, workers recycled above 4000 MB" in extended.stdout
+    assert "Token authentication" not in extended.stderr  # Ray's notice of its own default
     written = (short / "config.yaml").read_text()
     assert "generations: 5" in written
     assert "episode_timeout_s: 60" in written and "worker_memory_mb: 4000" in written

@@ -101,6 +101,20 @@ class RayWorker(Worker):
         return rollouts.slot_token[slot], int(rollouts.slot_job[slot]), seconds
 
 
+def _quiet_default_token_notice() -> None:
+    """Ray turns on token authentication for a cluster it starts and warns that it did, at
+    the end of every run's output; the cluster stays protected, without the notice. (Setting
+    RAY_AUTH_MODE here instead is too late: Ray has read it at import.)"""
+    logger = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    if not any(isinstance(f, _DefaultTokenNotice) for f in logger.filters):
+        logger.addFilter(_DefaultTokenNotice())
+
+
+class _DefaultTokenNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Token authentication is enabled")
+
+
 class RayWorkers:
     def __init__(
         self,
@@ -127,6 +141,7 @@ class RayWorkers:
             if address:
                 ray.init(address=address, logging_level="WARNING")
             else:
+                _quiet_default_token_notice()
                 ray.init(
                     num_cpus=os.cpu_count() or 1,
                     include_dashboard=False,
