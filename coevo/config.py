@@ -7,9 +7,7 @@ Every error names the dotted field and what is allowed, e.g.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
-import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,12 +21,14 @@ from coevo.optimizers.base import OptimizerConfig
 from coevo.optimizers.es import ESConfig
 from coevo.pool.limits import WorkerLimits
 from coevo.pool.pool import Backend
-from coevo.settings import Rule, rule_of, setting
+from coevo.settings import Checked, Rule, checked_value, rule_of, setting
 from coevo.tasks.test_sets import TestSetConfig
 
 
 @dataclass(frozen=True)
-class TaskConfig:
+class TaskConfig(Checked):
+    section = "task"
+
     name: str = setting("cartpole", doc="a registered task space (coevo/tasks/registry.py)")
     # A registered space: per-parameter overrides of low/high/init/step/round_to. A generic
     # space (env_id or entry_point): each parameter's full schema, plus `kwarg` or `attr`
@@ -50,8 +50,10 @@ class TaskConfig:
 
 
 @dataclass(frozen=True)
-class PolicyConfig:
+class PolicyConfig(Checked):
     """Which policy kind (coevo/policies/registry.py) and its options."""
+
+    section = "policy"
 
     name: str = setting("mlp", doc="mlp, torch, gru, lstm, or a kind a user registered")
     hidden: tuple[int, ...] = setting(
@@ -77,8 +79,14 @@ class PolicyConfig:
     )
 
 
+# pool.address: "auto" (the cluster `ray start` last started here) or a head's HOST:PORT.
+_ADDRESS = re.compile(r"^(auto|(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5})$")
+
+
 @dataclass(frozen=True)
-class PoolConfig:
+class PoolConfig(Checked):
+    section = "pool"
+
     backend: str = setting("ray", choices=tuple(b.value for b in Backend))
     num_workers: int = setting(2, low=1)
     envs_per_worker: int = setting(64, low=1)
@@ -93,10 +101,22 @@ class PoolConfig:
         None, low=0.0, open_low=True, doc="a worker above this after a chunk: recycled"
     )
 
+    def check(self) -> None:
+        address = self.address
+        if address is not None and not _ADDRESS.match(address):
+            raise ConfigError(
+                "pool.address",
+                f"must be 'auto' or HOST:PORT of a Ray cluster's head (null: an embedded Ray), "
+                f"got {address!r}",
+            )
+        WorkerLimits(self.episode_timeout_s, self.worker_memory_mb).check_backend(self.backend)
+
 
 @dataclass(frozen=True)
-class EligibleConfig:
+class EligibleConfig(Checked):
     """mode=eligible_parents: evaluate the pairs of a file, K episodes each."""
+
+    section = "eligible"
 
     pairs_file: str | None = setting(None, doc="YAML or CSV of tasks and policy paths")
     episodes: int = setting(5, low=1)
@@ -104,7 +124,7 @@ class EligibleConfig:
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig(Checked):
     mode: str = setting("coevolve", choices=("coevolve", "eligible_parents"))
     logger: str = setting("none", choices=("none", "tensorboard"), doc="summary.csv scalars")
     seed: int = setting(0, low=0)
@@ -121,9 +141,11 @@ class RunConfig:
     # Rebuild report.html at most this often (0: every generation).
     report_every_s: float = setting(30.0, low=0.0)
 
-
-# pool.address: "auto" (the cluster `ray start` last started here) or a head's HOST:PORT.
-_ADDRESS = re.compile(r"^(auto|(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5})$")
+    def check(self) -> None:
+        if self.mode == "eligible_parents" and not self.eligible.pairs_file:
+            raise ConfigError(
+                "eligible.pairs_file", "required with mode=eligible_parents (a YAML or CSV file)"
+            )
 
 
 def parse_config(raw: Mapping[str, Any]) -> RunConfig:
@@ -131,21 +153,9 @@ def parse_config(raw: Mapping[str, Any]) -> RunConfig:
     config = _build(RunConfig, raw, "")
     for section in (config.optimizer, config.curriculum):
         check = getattr(section, "check", None)
-        if check is not None:  # a plug-in's checks across its fields
+        # A plug-in's checks across its fields (a `Checked` config ran them when built).
+        if check is not None and not isinstance(section, Checked):
             check()
-    address = config.pool.address
-    if address is not None and not _ADDRESS.match(address):
-        raise ConfigError(
-            "pool.address",
-            f"must be 'auto' or HOST:PORT of a Ray cluster's head (null: an embedded Ray), "
-            f"got {address!r}",
-        )
-    pool = config.pool
-    WorkerLimits(pool.episode_timeout_s, pool.worker_memory_mb).check_backend(pool.backend)
-    if config.mode == "eligible_parents" and not config.eligible.pairs_file:
-        raise ConfigError(
-            "eligible.pairs_file", "required with mode=eligible_parents (a YAML or CSV file)"
-        )
     return config
 
 
@@ -223,62 +233,5 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
         if dataclasses.is_dataclass(hint):
             values[name] = _build(hint, value, f"{path}.")
         else:
-            values[name] = _coerce(path, value, hint, rule_of(fields[name]))
+            values[name] = checked_value(path, value, hint, rule_of(fields[name]))
     return cls(**values)
-
-
-_NO_RULE = Rule()
-
-
-def _coerce(path: str, value: Any, hint: Any, rule: Rule = _NO_RULE) -> Any:
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _coerce(path, value, inner[0], rule)
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(path, f"must be true or false, got {value!r}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            if not (isinstance(value, float) and value.is_integer()):
-                raise ConfigError(path, f"must be an integer{rule.range_text()}, got {value!r}")
-            value = int(value)
-        _check_range(path, value, rule)
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(path, f"must be a number{rule.range_text()}, got {value!r}")
-        if not math.isfinite(value):  # NaN would pass every comparison below
-            raise ConfigError(path, f"must be a finite number{rule.range_text()}, got {value!r}")
-        _check_range(path, float(value), rule)
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise ConfigError(path, f"must be a string, got {value!r}")
-        if rule.choices is not None and value not in rule.choices:
-            raise ConfigError(path, f"unknown value '{value}'; allowed: {', '.join(rule.choices)}")
-        return value
-    if origin is tuple:
-        if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
-            raise ConfigError(path, f"must be a list of positive integers, got {value!r}")
-        items = []
-        for index, item in enumerate(value):
-            if isinstance(item, bool) or not isinstance(item, int) or item < 1:
-                raise ConfigError(f"{path}[{index}]", f"must be a positive integer, got {item!r}")
-            items.append(item)
-        return tuple(items)
-    if hint is dict or origin is dict:
-        if not isinstance(value, Mapping):
-            raise ConfigError(path, f"must be a mapping, got {value!r}")
-        return {str(k): (dict(v) if isinstance(v, Mapping) else v) for k, v in value.items()}
-    return value
-
-
-def _check_range(path: str, value: float, rule: Rule) -> None:
-    if not rule.in_range(value):
-        kind = "an integer" if isinstance(value, int) else "a number"
-        raise ConfigError(path, f"must be {kind}{rule.range_text()}, got {value!r}")

@@ -8,9 +8,15 @@ field; `coevo.config` validates any such dataclass by reading this metadata.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import functools
+import math
+import types
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from coevo.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -91,3 +97,101 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
+
+
+_NO_RULE = Rule()
+
+
+def checked_value(path: str, value: Any, hint: Any, rule: Rule = _NO_RULE) -> Any:
+    """`value` for a field of type `hint` at dotted `path`, as its rule allows: numbers of
+    an int field as int, lists as tuples; a ConfigError naming `path` and what is allowed
+    otherwise."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return checked_value(path, value, inner[0], rule)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(path, f"must be true or false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if not (isinstance(value, float) and value.is_integer()):
+                raise ConfigError(path, f"must be an integer{rule.range_text()}, got {value!r}")
+            value = int(value)
+        _check_range(path, value, rule)
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(path, f"must be a number{rule.range_text()}, got {value!r}")
+        if not math.isfinite(value):  # NaN would pass every comparison below
+            raise ConfigError(path, f"must be a finite number{rule.range_text()}, got {value!r}")
+        _check_range(path, float(value), rule)
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(path, f"must be a string, got {value!r}")
+        if rule.choices is not None and value not in rule.choices:
+            raise ConfigError(path, f"unknown value '{value}'; allowed: {', '.join(rule.choices)}")
+        return value
+    if origin is tuple:
+        if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+            raise ConfigError(path, f"must be a list of positive integers, got {value!r}")
+        items = []
+        for index, item in enumerate(value):
+            if isinstance(item, bool) or not isinstance(item, int) or item < 1:
+                raise ConfigError(f"{path}[{index}]", f"must be a positive integer, got {item!r}")
+            items.append(item)
+        return tuple(items)
+    if hint is dict or origin is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(path, f"must be a mapping, got {value!r}")
+        return {str(k): (dict(v) if isinstance(v, Mapping) else v) for k, v in value.items()}
+    return value
+
+
+def _check_range(path: str, value: float, rule: Rule) -> None:
+    if not rule.in_range(value):
+        kind = "an integer" if isinstance(value, int) else "a number"
+        raise ConfigError(path, f"must be {kind}{rule.range_text()}, got {value!r}")
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls)
+    except NameError:  # an annotation only a type checker can resolve: nothing to check
+        return {}
+
+
+def check_fields(config: Any, section: str = "") -> None:
+    """Check every field of a config dataclass instance against its `setting` rule (values
+    put in their field's type: 3 for an int field given 3.0); nested config sections check
+    themselves when built. Errors name `section.field`."""
+    hints = _hints(type(config))
+    for item in dataclasses.fields(config):
+        value = getattr(config, item.name)
+        if item.name not in hints or dataclasses.is_dataclass(value):
+            continue
+        path = f"{section}.{item.name}" if section else item.name
+        checked = checked_value(path, value, hints[item.name], rule_of(item))
+        if checked is not value:
+            object.__setattr__(config, item.name, checked)  # frozen dataclasses too
+
+
+class Checked:
+    """Base of config dataclasses: fields are checked against their rules when an instance
+    is built, from Python (`ESConfig(population=-3)`) as from Hydra's config, and then the
+    checks across fields (`check()`, when the class has one). `section` names the config
+    section in errors (optimizer.population)."""
+
+    section = ""
+
+    def __post_init__(self) -> None:
+        check_fields(self, self.section)
+        check = getattr(self, "check", None)
+        if check is not None:
+            check()

@@ -286,3 +286,67 @@ def test_coevo_run_refuses_every_case_with_exit_code_2_before_ray_starts(tmp_pat
         prefix = f"coevo-run: error: {field}: " if field else "coevo-run: error: "
         assert stderr.startswith(prefix), (override, stderr)
         assert message in stderr, (override, stderr)
+
+
+def _section_class(path: str, plugin: tuple[str, str] | None) -> type:
+    """The config dataclass holding the field at `path` (a plug-in's own, or a section's)."""
+    section = path.rpartition(".")[0]
+    if plugin is not None:
+        return PLUGIN_SECTIONS[plugin[0]].get(plugin[1]).config_class
+    if section in PLUGIN_SECTIONS:  # its `name`: the default plug-in's class
+        return type(getattr(RunConfig(), section))
+    return dict(_sections())[section]
+
+
+# The cases of one field's value (not unknown keys, whole sections or names to resolve).
+FIELD_CASES = [
+    case
+    for case in CASES
+    if case[2] in {path for path, _ in FIELDS}
+    and not case[3].startswith(("unknown optimizer", "unknown curriculum"))
+    and not case[0].endswith("-not-a-mapping")
+]
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "message", "value", "plugin"),
+    [case[1:6] for case in FIELD_CASES],
+    ids=[case[0] for case in FIELD_CASES],
+)
+def test_configs_built_from_python_refuse_what_the_config_file_would(
+    raw, field, message, value, plugin
+):
+    """`ESConfig(population=-3)` in a user's script: the same error as from coevo-run, when
+    the config is built (not later, inside numpy)."""
+    config_class = _section_class(field, plugin)
+    with pytest.raises(ConfigError) as info:
+        given = raw
+        for key in field.split("."):
+            given = given[key]
+        config_class(**{field.rpartition(".")[2]: given})
+    assert info.value.field == field
+    assert str(info.value).startswith(f"{field}: {message}"), str(info.value)
+    if value is not None:
+        assert str(info.value).endswith(f"got {value!r}"), str(info.value)
+
+
+def test_configs_built_from_python_check_across_fields_and_take_typed_values():
+    from coevo.config import PoolConfig
+    from coevo.optimizers.es import ESConfig
+
+    with pytest.raises(ConfigError, match=r"^optimizer.sigma_min: must be <= optimizer.sigma"):
+        ESConfig(sigma=0.1, sigma_min=0.5)
+    with pytest.raises(ConfigError, match=r"^pool.address: must be 'auto' or HOST:PORT"):
+        PoolConfig(address="10.0.0.1")
+    with pytest.raises(ConfigError, match=r"^pool.episode_timeout_s: only the ray backend"):
+        PoolConfig(backend="local", episode_timeout_s=5.0)
+    with pytest.raises(ConfigError, match=r"^eligible.pairs_file: required with mode="):
+        RunConfig(mode="eligible_parents")
+    config = ESConfig(population=10.0, lr=1)
+    assert (type(config.population), type(config.lr)) == (int, float)
+    # Every config class builds from its defaults.
+    for registry in PLUGIN_SECTIONS.values():
+        for name in registry.names():
+            registry.get(name).config_class()
+    for _, section_class in _sections():
+        section_class()

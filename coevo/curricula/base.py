@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from coevo.settings import setting
+from coevo.settings import Checked, setting
 
 if TYPE_CHECKING:
     from coevo.optimizers.base import Optimizer
@@ -56,9 +56,11 @@ def every_episode_failed(stats: Mapping[str, Any]) -> bool:
 
 
 @dataclass(frozen=True)
-class CurriculumConfig:
+class CurriculumConfig(Checked):
     """Base of every curriculum's config: `name` picks the implementation (a registry name
     or "package.module:Class"); `generations` is how many `step()`s a run takes."""
+
+    section = "curriculum"
 
     name: str = setting("poet", doc="registry name or package.module:Class")
     generations: int = setting(30, low=1, doc="generations to run")

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from coevo.settings import setting
+from coevo.settings import Checked, setting
 from coevo.tasks.task import Task
 
 # `register(theta) -> key`: puts a parameter vector in the pool's weight store once per
@@ -30,9 +30,12 @@ Register = Callable[[np.ndarray], str]
 
 
 @dataclass(frozen=True)
-class OptimizerConfig:
+class OptimizerConfig(Checked):
     """Base of every optimizer's config: `name` picks the implementation (a registry name
-    or "package.module:Class"). Subclasses add their fields with `setting(...)` ranges."""
+    or "package.module:Class"). Subclasses add their fields with `setting(...)` ranges,
+    checked when an instance is built, and checks across fields in `check()`."""
+
+    section = "optimizer"
 
     name: str = setting("es", doc="registry name or package.module:Class")
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from coevo.errors import ConfigError
-from coevo.settings import setting
+from coevo.settings import Checked, setting
 from coevo.tasks.task import Task, TaskSpace
 
 DEFAULT_SIZE = 100
@@ -36,8 +36,10 @@ SUMMARY_COLUMNS = ("test_mastered", "test_mean_return", "test_episodes", "test_e
 
 
 @dataclass(frozen=True)
-class TestSetConfig:
+class TestSetConfig(Checked):
     """The run's held-out test set and how often the curriculum's policies are scored on it."""
+
+    section = "test_set"
 
     # Only multiples of N: a run extended on resume must keep the tables of one run straight
     # through, so the last generation gets no extra test.
