@@ -15,7 +15,7 @@ PPO_DIAGNOSTICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fr
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        (["optimizer=ppo"], "policy.name: optimizer ppo needs policy=actor_critic"),
+        (["optimizer=ppo", "policy=mlp"], "policy.name: optimizer ppo needs policy=actor_critic"),
         (
             ["optimizer=ppo", "policy=actor_critic", "optimizer.batch_size=1"],
             "optimizer.batch_size",
@@ -196,3 +196,40 @@ def test_plr_replay_rows_say_when_the_step_kept_the_weights(tmp_path):
     replayed = rows[(rows["rule"] == "replay") & rows["reason"].str.contains("positive value")]
     assert len(replayed) > 0
     assert replayed["reason"].str.contains("not trained on it (the step kept", regex=False).all()
+
+
+def test_optimizer_ppo_picks_its_actor_critic_policy_unless_one_is_named():
+    from coevo import hydra_configs
+    from coevo.cli import CONF_DIR
+
+    hydra_configs.register()
+    picked = {
+        "optimizer=ppo": "actor_critic",
+        "optimizer=ppo policy=gru": "gru",
+        "policy=gru optimizer=ppo": "gru",
+        "optimizer=es": "mlp",
+    }
+    for command, policy in picked.items():
+        assert hydra_configs.compose(CONF_DIR, command.split())["policy"]["name"] == policy
+
+
+def test_a_rollout_in_which_no_episode_ends_says_why_it_has_no_training_return(tmp_path):
+    """n_steps shorter than every episode: the training return is NaN, and the rows and a
+    single warning say why (they said nothing)."""
+    done = cli(
+        "coevo-run",
+        *SMALL_PPO,
+        "optimizer.n_steps=4",  # CartPole's episodes last at least 8 steps
+        "pool=local",
+        "curriculum=dr",
+        "curriculum.generations=2",
+        "test_set.every=0",
+        f"hydra.run.dir={tmp_path}",
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    why = "no episode ended within the rollout's optimizer.n_steps=4 steps per stream"
+    assert (done.stdout + done.stderr).count(why) == 1, done.stdout + done.stderr[-3000:]
+    steps = pd.read_csv(tmp_path / "eligibility.csv").query("rule == 'optimizer'")
+    assert list(steps["generation"]) == [1, 2]
+    assert steps["reason"].str.startswith(why).all()

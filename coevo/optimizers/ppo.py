@@ -15,6 +15,7 @@ head and its layout. gSDE (SB3's `use_sde` / `sde_sample_freq`) is set on that p
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -32,6 +33,8 @@ from coevo.pool.jobs import Stored
 from coevo.pool.trajectories import Stream, TrajectoryJob
 from coevo.settings import setting
 from coevo.tasks.task import Task
+
+log = logging.getLogger(__name__)
 
 LEARNER_PLACES = ("driver", "ray")
 
@@ -181,12 +184,26 @@ class PPO(Optimizer):
         for (index, mean), done in zip(learning, updated, strict=True):
             theta, state, asked, results = items[index]
             step = _told(theta, state, mean, done)
+            if np.isnan(mean) and not done.error:
+                step = replace(step, record=replace(step.record, reason=self._no_episode_ended()))
             if not done.error:  # the streams go on where this rollout left them
                 step = replace(step, state=with_stream_ends(step.state, asked.jobs, results))
             told[index] = step
         done = [step for step in told if step is not None]
         assert len(done) == len(items)
         return done
+
+    def _no_episode_ended(self) -> str:
+        """Why a rollout has no training return: no stream's episode ended within n_steps
+        (they go on in the next rollout). Warned of once: every row would say it."""
+        reason = (
+            f"no episode ended within the rollout's optimizer.n_steps={self.config.n_steps} "
+            "steps per stream: no training return (the episodes go on in the next rollout)"
+        )
+        if not getattr(self, "_warned_no_return", False):
+            self._warned_no_return = True
+            log.warning("ppo: %s; a larger optimizer.n_steps gives one", reason)
+        return reason
 
 
 def _told(theta: np.ndarray, state: PPOState, mean: float, done: Updated) -> Told:
