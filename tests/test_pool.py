@@ -180,3 +180,23 @@ def test_unregistered_weights_are_refused(cartpole, cartpole_policy):
             pool.run([EpisodeJob(Stored("missing"), cartpole.initial_task(), 0)])
         with pytest.raises(ValueError, match=r"shape \(3,\), policy needs \(114,\)"):
             pool.register(np.zeros(3))
+
+
+def test_a_policy_built_for_other_spaces_is_refused_by_name():
+    """A CartPole policy on Pendulum's pool failed every episode with numpy's broadcast
+    error; the pool refuses it when built, saying both sides' spaces."""
+    from coevo import make_policy, tasks
+
+    cartpole = tasks.get("cartpole").make_env()
+    policy = make_policy("mlp", cartpole.observation_space, cartpole.action_space, {})
+    with pytest.raises(ConfigError) as refused:
+        EvaluationPool(tasks.get("pendulum"), policy, backend="local")
+    assert str(refused.value) == (
+        "policy: built for observations of 4 values and 2 discrete actions; the env of task "
+        "space 'pendulum' has observations of 3 values and a 1-dimensional Box action"
+    )
+    with EvaluationPool(tasks.get("cartpole"), policy, backend="local") as pool:
+        theta = policy.init(np.random.default_rng(0))
+        for episodes in (0, -1, 1.5, True):
+            with pytest.raises(ValueError, match="episodes must be a positive integer, got"):
+                pool.evaluate([(theta, tasks.get("cartpole").initial_task())], episodes)

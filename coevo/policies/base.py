@@ -207,6 +207,21 @@ class Policy(ABC):
         extra = np.full(self.action.extra_params, self.log_std_init, dtype=np.float32)
         return np.concatenate([network, extra]).astype(np.float32)
 
+    def check_fits(self, observation_space: gym.Space, action_space: gym.Space, env: str) -> None:
+        """Refuse spaces the policy was not built for (by name, before any episode: inside
+        the workers it failed every episode with numpy's broadcast error)."""
+        try:
+            actions = ActionSpec.for_space(action_space)
+        except ConfigError:  # a space only a user's own policy kind knows how to act in
+            return
+        given = (obs_dim_of(observation_space), actions.discrete, actions.size)
+        if given != (self.obs_dim, self.discrete, self.act_dim):
+            raise ConfigError(
+                "policy",
+                f"built for {_spaces_text(self.obs_dim, self.discrete, self.act_dim)}; "
+                f"the env of {env} has {_spaces_text(*given)}",
+            )
+
     def signature(self) -> object:
         """Equal for policies that may share one worker skeleton (only parameters differ)."""
         return self
@@ -290,3 +305,8 @@ class Policy(ABC):
 
 def flat_size(shapes: Sequence[tuple[int, ...]]) -> int:
     return int(sum(int(np.prod(s)) for s in shapes))
+
+
+def _spaces_text(obs_dim: int, discrete: bool, act_dim: int) -> str:
+    actions = f"{act_dim} discrete actions" if discrete else f"a {act_dim}-dimensional Box action"
+    return f"observations of {obs_dim} values and {actions}"

@@ -83,6 +83,13 @@ class EvaluationPool:
         # Checked before Ray starts; coevo/pool/limits.py says what each limit does.
         self.limits = WorkerLimits(episode_timeout_s, worker_memory_mb)
         self.limits.check_backend(self.backend.value)
+        env = space.make_env()  # one, in this process: the policy must fit its spaces
+        try:
+            policy.check_fits(env.observation_space, env.action_space, f"task space '{space.name}'")
+        finally:
+            close = getattr(env, "close", None)  # a task-settable class need not have one
+            if close is not None:
+                close()
         self.space = space
         self.policy = policy
         self.num_workers = num_workers
@@ -314,6 +321,8 @@ class EvaluationPool:
         seed: int = 0,
     ) -> tuple[np.ndarray, dict[int, str]]:
         """`evaluate`, plus for each pair with a failed episode its first error's last line."""
+        if isinstance(episodes, bool) or not isinstance(episodes, int | np.integer) or episodes < 1:
+            raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
         jobs = []
         for theta, task in pairs:
             key = self.register(theta)
