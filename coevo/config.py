@@ -19,7 +19,7 @@ from coevo.curricula.poet import PoetConfig
 from coevo.errors import ConfigError
 from coevo.optimizers.base import OptimizerConfig
 from coevo.optimizers.es import ESConfig
-from coevo.pool.limits import WorkerLimits
+from coevo.pool.limits import WorkerLimits, limit_setting
 from coevo.pool.pool import Backend
 from coevo.settings import Checked, Rule, checked_value, rule_of, setting
 from coevo.tasks.test_sets import TestSetConfig
@@ -94,12 +94,8 @@ class PoolConfig(Checked):
         None, doc='an existing Ray cluster ("auto" or host:port); null: an embedded Ray'
     )
     # Ray backend only (coevo/pool/limits.py); null: no limit.
-    episode_timeout_s: float | None = setting(
-        None, low=0.0, open_low=True, doc="an env call longer than this: worker replaced"
-    )
-    worker_memory_mb: float | None = setting(
-        None, low=0.0, open_low=True, doc="a worker above this after a chunk: recycled"
-    )
+    episode_timeout_s: float | None = limit_setting("an env call longer than this: worker replaced")
+    worker_memory_mb: float | None = limit_setting("a worker above this after a chunk: recycled")
 
     def check(self) -> None:
         address = self.address

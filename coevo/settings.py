@@ -174,10 +174,18 @@ def check_fields(config: Any, section: str = "") -> None:
     hints = _hints(type(config))
     for item in dataclasses.fields(config):
         value = getattr(config, item.name)
-        if item.name not in hints or dataclasses.is_dataclass(value):
-            continue
         path = f"{section}.{item.name}" if section else item.name
-        checked = checked_value(path, value, hints[item.name], rule_of(item))
+        hint = hints.get(item.name)
+        if hint is None:
+            continue
+        if dataclasses.is_dataclass(hint):  # a nested section: it checked itself when built
+            if not dataclasses.is_dataclass(value) or isinstance(value, type):
+                # RunConfig(pool={...}) would otherwise pass unchecked and fail later
+                raise ConfigError(
+                    path, f"must be a config section such as {hint.__name__}(...), got {value!r}"
+                )
+            continue
+        checked = checked_value(path, value, hint, rule_of(item))
         if checked is not value:
             object.__setattr__(config, item.name, checked)  # frozen dataclasses too
 
@@ -195,3 +203,19 @@ class Checked:
         check = getattr(self, "check", None)
         if check is not None:
             check()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A subclass's own __post_init__ (a user's plug-in config) would replace the one
+        # above and skip the checks: run them first, so it sees checked values.
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__post_init__")
+        if own is None or getattr(own, "_runs_checks", False):
+            return
+
+        @functools.wraps(own)
+        def __post_init__(self: Checked, *init_vars: Any) -> None:
+            Checked.__post_init__(self)
+            own(self, *init_vars)
+
+        __post_init__._runs_checks = True  # type: ignore[attr-defined]
+        cls.__post_init__ = __post_init__  # type: ignore[method-assign]

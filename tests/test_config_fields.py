@@ -350,3 +350,105 @@ def test_configs_built_from_python_check_across_fields_and_take_typed_values():
             registry.get(name).config_class()
     for _, section_class in _sections():
         section_class()
+
+
+def _examples() -> list[tuple[type, str, Any, str]]:
+    from coevo.config import PolicyConfig, PoolConfig
+    from coevo.curricula.accel import ACCELConfig
+    from coevo.curricula.plr import PLRConfig
+    from coevo.curricula.poet.loop import EnhancedPoetConfig
+    from coevo.optimizers.es import ESConfig
+    from coevo.optimizers.ppo import PPOConfig
+
+    return [
+        (ESConfig, "population", -3, "must be an integer >= 1, got -3"),
+        (PPOConfig, "n_steps", 0, "must be an integer >= 1, got 0"),
+        (PLRConfig, "buffer_size", 0, "must be an integer >= 1, got 0"),
+        (ACCELConfig, "buffer_size", -1, "must be an integer >= 1, got -1"),  # inherited
+        (EnhancedPoetConfig, "novelty", "x", "unknown value 'x'; allowed: params, pata_ec"),
+        (PoolConfig, "num_workers", 0, "must be an integer >= 1, got 0"),
+        (PolicyConfig, "activation", "gelu", "unknown value 'gelu'; allowed: tanh, relu"),
+    ]
+
+
+def test_configs_built_from_python_name_the_field_and_what_is_allowed():
+    """The usual mistakes in a script are refused when the config is built, with the text
+    coevo-run gives for the same value (the parametrized test above covers every field;
+    these read as examples)."""
+    for cls, name, value, allowed in _examples():
+        message = f"{cls.section}.{name}: {allowed}"
+        with pytest.raises(ConfigError) as built:
+            cls(**{name: value})
+        assert (built.value.field, str(built.value)) == (f"{cls.section}.{name}", message)
+        section = {name: value}
+        if "name" in cls.__dataclass_fields__:  # a plug-in: coevo-run picks it by name
+            section["name"] = cls().name
+        with pytest.raises(ConfigError) as parsed:
+            parse_config({cls.section: section})
+        assert str(parsed.value) == message
+
+
+def test_a_section_given_as_a_mapping_is_refused_when_built_from_python():
+    """RunConfig(pool={...}) was taken as it came: its values unchecked, failing later."""
+    with pytest.raises(ConfigError, match=r"^pool: must be a config section such as PoolConfig"):
+        RunConfig(pool={"num_workers": 0})
+    with pytest.raises(ConfigError, match=r"^optimizer: must be a config section such as Opt"):
+        RunConfig(optimizer="es")
+
+
+def test_a_plugin_config_with_its_own_post_init_is_checked_too():
+    """A user's config whose own __post_init__ (not calling super) would have replaced the
+    one that checks; the checks run first, so its __post_init__ sees checked values."""
+    from coevo.optimizers.base import OptimizerConfig
+    from coevo.settings import setting
+
+    seen = []
+
+    @dataclasses.dataclass(frozen=True)
+    class HillConfig(OptimizerConfig):
+        name: str = setting("hill")
+        tries: int = setting(3, low=1)
+
+        def __post_init__(self) -> None:
+            seen.append(self.tries)
+
+    with pytest.raises(ConfigError, match=r"^optimizer.tries: must be an integer >= 1, got 0$"):
+        HillConfig(tries=0)
+    assert HillConfig(tries=4.0).tries == 4 and seen == [4]
+
+
+def test_worker_limits_refuse_as_pool_config_does():
+    """The limits the pool enforces and pool.* in the run config share one rule and text."""
+    from coevo.config import PoolConfig
+    from coevo.pool.limits import WorkerLimits
+
+    for name in ("episode_timeout_s", "worker_memory_mb"):
+        messages = []
+        for build in (WorkerLimits, PoolConfig):
+            with pytest.raises(ConfigError) as info:
+                build(**{name: 0})
+            messages.append(str(info.value))
+        assert messages == [f"pool.{name}: must be a number > 0, got 0.0"] * 2
+    assert WorkerLimits() == WorkerLimits(None, None)
+
+
+def test_every_config_class_of_coevo_builds_from_its_defaults():
+    """Each `Checked` dataclass in coevo (bases, plug-ins, sections, the worker limits)."""
+    import coevo.pool.limits  # noqa: F401
+    from coevo.settings import Checked
+
+    for registry in PLUGIN_SECTIONS.values():  # plug-in modules load when first asked for
+        for name in registry.names():
+            registry.get(name)
+    found, todo = [], [Checked]
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        if dataclasses.is_dataclass(cls) and cls.__module__.startswith("coevo."):
+            found.append(cls)
+    for cls in found:
+        cls()
+    names = {cls.__name__ for cls in found}
+    assert {"ESConfig", "PPOConfig", "ACCELConfig", "EnhancedPoetConfig", "WorkerLimits"} <= names
+    assert {"ARSConfig", "PLRConfig", "DRConfig", "ALPGMMConfig", "LevelSamplingConfig"} <= names
+    assert {"RunConfig", "TestSetConfig", "OptimizerConfig", "CurriculumConfig"} <= names

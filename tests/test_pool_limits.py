@@ -112,9 +112,11 @@ def test_a_worker_over_its_memory_limit_is_recycled_with_results_unchanged(by_va
 
 
 def test_limits_are_checked_by_name_and_refused_by_the_local_backend():
-    with pytest.raises(ConfigError, match=r"pool.episode_timeout_s: must be a positive"):
+    with pytest.raises(ConfigError, match=r"pool.episode_timeout_s: must be a number > 0, got 0"):
         WorkerLimits(episode_timeout_s=0)
-    with pytest.raises(ConfigError, match=r"pool.worker_memory_mb: must be a positive"):
+    with pytest.raises(
+        ConfigError, match=r"pool.worker_memory_mb: must be a number > 0, got .lots"
+    ):
         WorkerLimits(worker_memory_mb="lots")
     with pytest.raises(ConfigError, match=r"pool.episode_timeout_s: only the ray backend"):
         EvaluationPool(SPACE, POLICY, "local", 1, episode_timeout_s=5.0)

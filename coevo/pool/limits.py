@@ -32,25 +32,25 @@ import numpy as np
 from coevo.errors import ConfigError
 from coevo.pool.jobs import EpisodeJob
 from coevo.pool.worker import ChunkResult
+from coevo.settings import Checked, setting
 
-_UNITS = {"episode_timeout_s": "seconds", "worker_memory_mb": "MB"}
+_NAMES = ("episode_timeout_s", "worker_memory_mb")
+
+
+def limit_setting(doc: str = "") -> Any:
+    """A limit's field: a positive number, or None (no limit). PoolConfig's fields use it
+    too, so `pool.X` is refused with one rule and one message from Python and from Hydra."""
+    return setting(None, low=0.0, open_low=True, doc=doc)
 
 
 @dataclass(frozen=True)
-class WorkerLimits:
+class WorkerLimits(Checked):
     """`pool.episode_timeout_s` and `pool.worker_memory_mb`; None: no limit."""
 
-    episode_timeout_s: float | None = None
-    worker_memory_mb: float | None = None
+    section = "pool"
 
-    def __post_init__(self) -> None:
-        for name, unit in _UNITS.items():
-            value = getattr(self, name)
-            number = isinstance(value, int | float) and not isinstance(value, bool)
-            if value is not None and not (number and value > 0):
-                raise ConfigError(
-                    f"pool.{name}", f"must be a positive number of {unit} or null, got {value!r}"
-                )
+    episode_timeout_s: float | None = limit_setting()
+    worker_memory_mb: float | None = limit_setting()
 
     @property
     def any(self) -> bool:
@@ -59,7 +59,7 @@ class WorkerLimits:
     def check_backend(self, backend: str) -> None:
         if backend != "local":
             return
-        for name in _UNITS:
+        for name in _NAMES:
             if getattr(self, name) is not None:
                 raise ConfigError(
                     f"pool.{name}",
