@@ -19,11 +19,12 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from coevo import hydra_configs, runner
-from coevo.checkpoint import CheckpointError, generation_of, list_checkpoints, load_latest
+from coevo.checkpoint import CheckpointError
 from coevo.config import PolicyConfig, RunConfig, TaskConfig, parse_config
 from coevo.curricula.base import GenerationFailed
 from coevo.errors import ConfigError, yaml_error_text
 from coevo.pool import EvaluationError
+from coevo.resume_rules import RESUME_OVERRIDES, allowed_on_resume
 
 
 def _conf_dir() -> Path:
@@ -38,21 +39,6 @@ CONF_DIR = _conf_dir()
 # `${conf:PATH}` in a preset: PATH relative to coevo's conf/ directory, wherever coevo is
 # installed and whatever the working directory (e.g. the example pairs file).
 OmegaConf.register_new_resolver("conf", lambda path: str((CONF_DIR / path).resolve()), replace=True)
-# What `resume=` may change: none of these changes a result (generations only adds more;
-# the results are the same whatever the backend and number of workers; the worker limits only
-# act on an env call that hangs or a worker that leaks, which would otherwise stop the run).
-RESUME_OVERRIDES = (
-    "curriculum.generations",
-    "report_every_s",
-    "checkpoints_kept",
-    "logger",
-    "pool.backend",
-    "pool.num_workers",
-    "pool.envs_per_worker",
-    "pool.address",
-    "pool.episode_timeout_s",
-    "pool.worker_memory_mb",
-)
 
 
 def _fail(message: str) -> NoReturn:
@@ -186,7 +172,6 @@ def _resume(target: str, overrides: list[str]) -> None:
     try:
         config = runner.load_run_config(run_dir)
         config = _apply_resume_overrides(config, overrides, run_dir)
-        _refuse_fewer_generations(config, run_dir, checkpoint_file)
         echo = _logged_to(run_dir)
         runner.run(config, run_dir, echo, resume=True, checkpoint_file=checkpoint_file)
     except (ConfigError, CheckpointError, FileNotFoundError) as error:
@@ -195,25 +180,6 @@ def _resume(target: str, overrides: list[str]) -> None:
         _interrupted(error)
     except GenerationFailed as error:
         _stopped(run_dir, f"coevo-run: error: {error}", 1)
-
-
-def _refuse_fewer_generations(
-    config: RunConfig, run_dir: Path, checkpoint_file: Path | None
-) -> None:
-    """A resumed run goes on from its checkpoint: a generation count below the checkpoint's
-    would run nothing and leave a config.yaml that contradicts the tables."""
-    saved = [checkpoint_file] if checkpoint_file else list_checkpoints(run_dir / runner.CHECKPOINTS)
-    if not saved:
-        return
-    done = generation_of(saved[-1])
-    wanted = config.curriculum.generations
-    if wanted < done and checkpoint_file is None:  # the newest may be unreadable: resume's own
-        done = load_latest(run_dir / runner.CHECKPOINTS)[0]
-    if wanted < done:
-        _fail(
-            f"curriculum.generations: {wanted} is fewer than the {done} generations the "
-            f"checkpoint holds; allowed: {done} or more (resume goes on from generation {done})"
-        )
 
 
 def _pool_preset(name: str, run_dir: Path) -> list[str]:
@@ -260,11 +226,11 @@ def _apply_resume_overrides(config: RunConfig, overrides: list[str], run_dir: Pa
                 f"the run's own directory {run_dir}); allowed with resume=: "
                 f"{', '.join(RESUME_OVERRIDES)}"
             )
-        if key not in RESUME_OVERRIDES and key not in known:
+        if not allowed_on_resume(key) and key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
             hint = f"; did you mean: {', '.join(close)}" if close else ""
             _fail(f"{key}: unknown key{hint}")
-        if key not in RESUME_OVERRIDES:
+        if not allowed_on_resume(key):
             _fail(
                 f"{key}: cannot be changed on resume (the run would no longer be the run it "
                 f"was); allowed with resume=: {', '.join(RESUME_OVERRIDES)}"

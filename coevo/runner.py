@@ -15,6 +15,7 @@ import pandas as pd
 import yaml
 
 from coevo import checkpoint, curricula, optimizers, tasks
+from coevo.checkpoint import CheckpointError
 from coevo.config import RunConfig, parse_config
 from coevo.curricula.base import Curriculum, GenerationFailed
 from coevo.eligible import judge_groups, load_pairs
@@ -24,6 +25,7 @@ from coevo.pool import Backend, EvaluationPool
 from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
 from coevo.report.progress import GenerationProgress
 from coevo.report.tables import ELIGIBILITY_COLUMNS, STOPPED
+from coevo.resume_rules import check_resume_config
 from coevo.tasks.task import TaskSpace
 from coevo.tasks.test_sets import TestSet, make_test_set, measure, no_test
 
@@ -135,7 +137,8 @@ def refuse_existing_run(run_dir: Path, setting: str = "hydra.run.dir") -> None:
         found.remove(CHECKPOINTS)  # a folder of that name with no checkpoint in it
     if found:
         way_out = (
-            f"continue it with `coevo-run resume={run_dir}`, or start this one in another directory"
+            f"continue it with `coevo-run resume={run_dir}` (from Python: runner.run(None, "
+            "run_dir, resume=True)), or start this one in another directory"
             if (run_dir / CONFIG_FILE).is_file()
             else "start this one in another directory"
         )
@@ -162,10 +165,10 @@ def run_eligible(
     """mode=eligible_parents: evaluate the file's pairs on the pool and report who passes."""
     run_dir = Path(run_dir)
     refuse_existing_run(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     space, policy = prepare(config)
     options = config.eligible
     pairs = load_pairs(Path(options.pairs_file), space, policy)
+    run_dir.mkdir(parents=True, exist_ok=True)  # after the checks: a refused run leaves none
     (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
     started = time.perf_counter()
     # One pool per policy architecture in the file (most files have one).
@@ -264,6 +267,40 @@ def _test_set(config: RunConfig, space: TaskSpace, echo: Callable[[str], None]) 
     return test_set
 
 
+def _write_config(run_dir: Path, config: RunConfig) -> None:
+    (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+
+
+def _saved_state(
+    config: RunConfig,
+    run_dir: Path,
+    checkpoint_file: Path | None,
+    echo: Callable[[str], None],
+) -> tuple[int, dict, Path]:
+    """(generation, state, file) a resume goes on from, once `config` is checked against
+    the run's recorded one and its generation count against the checkpoint's."""
+    recorded = run_dir / CONFIG_FILE
+    if recorded.is_file():
+        check_resume_config(
+            config_to_dict(load_run_config(run_dir)), config_to_dict(config), run_dir
+        )
+    checkpoints = run_dir / CHECKPOINTS
+    if checkpoint_file is not None:
+        state = checkpoint.load(checkpoint_file)
+        generation, source = checkpoint.generation_of(checkpoint_file), Path(checkpoint_file)
+    else:
+        generation, state = checkpoint.load_latest(checkpoints, on_skip=echo)
+        source = checkpoint.checkpoint_path(checkpoints, generation)
+    wanted = config.curriculum.generations
+    if wanted < generation:  # it would run nothing, and config.yaml would contradict the tables
+        raise ConfigError(
+            "curriculum.generations",
+            f"{wanted} is fewer than the {generation} generations the checkpoint holds; "
+            f"allowed: {generation} or more (resume goes on from generation {generation})",
+        )
+    return generation, state, source
+
+
 class RunInterrupted(Exception):
     """The run was interrupted (Ctrl-C) after `generation` finished generations; the report
     is written and the run can be resumed from its last checkpoint."""
@@ -275,14 +312,17 @@ class RunInterrupted(Exception):
 
 
 def run(
-    config: RunConfig,
+    config: RunConfig | None,
     run_dir: Path,
     echo: Callable[[str], None] = print,
     resume: bool = False,
     checkpoint_file: Path | None = None,
 ) -> Curriculum:
-    """`_run`, then the run directory's lock let go (a later resume, in this process or
-    another, may take it)."""
+    """Run `config` in `run_dir` (mode=coevolve; `run_eligible` runs mode=eligible_parents),
+    or with `resume` continue the run there: `config` None takes the run's own config.yaml;
+    a config given must equal it but for what resume may change
+    (`resume_rules.RESUME_OVERRIDES`). The run directory's lock is let go at the end (a later
+    resume, in this process or another, may take it)."""
     try:
         return _run(config, run_dir, echo, resume, checkpoint_file)
     finally:
@@ -292,7 +332,7 @@ def run(
 
 
 def _run(
-    config: RunConfig,
+    config: RunConfig | None,
     run_dir: Path,
     echo: Callable[[str], None],
     resume: bool,
@@ -307,9 +347,18 @@ def _run(
     written too, with the reason in stopped.txt).
     """
     run_dir = Path(run_dir)
+    if config is None:
+        if not resume:
+            raise ConfigError("config", "required for a new run (None resumes: resume=True)")
+        config = load_run_config(run_dir)
+    if config.mode != "coevolve":
+        raise ConfigError(
+            "mode",
+            f"runner.run runs mode=coevolve; mode={config.mode} is run by "
+            "runner.run_eligible(config, run_dir)",
+        )
     if not resume:
         refuse_existing_run(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     space, policy = prepare(config)
     # The optimizer must fit the policy (e.g. ppo needs a value head), and the curriculum
     # the optimizer (e.g. PLR's value scores): known before Ray starts.
@@ -317,10 +366,13 @@ def _run(
     optimizer.use_policy(policy)
     curricula.get(config.curriculum.name).check(config.curriculum, optimizer)
     renderer = space.metadata.get("render_png")
-    # After the config checks: a refused run leaves no lock file.
+    # Read (and checked against the run's own config) before anything is written or started.
+    saved = _saved_state(config, run_dir, checkpoint_file, echo) if resume else None
+    # After the config checks: a refused run leaves no directory and no lock file.
+    run_dir.mkdir(parents=True, exist_ok=True)
     _hold_run_dir(run_dir, "resume" if resume else "hydra.run.dir")
-    # On resume too: the run's own config plus the overrides that resume allows.
-    (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    if saved is None:
+        _write_config(run_dir, config)
     total = config.curriculum.generations
     logger = ScalarLogger(run_dir, config.logger)
     for line in scale_warnings(config, space):
@@ -341,18 +393,27 @@ def _run(
             }
             checkpoint.save(checkpoints, curriculum.generation, state, config.checkpoints_kept)
 
-        if resume:
+        if saved is not None:
+            generation, state, source = saved
+            try:
+                curriculum.load_state_dict(state["curriculum"])
+            except Exception as error:  # noqa: BLE001 - a user curriculum may raise anything
+                raise CheckpointError(
+                    f"{source}: its state does not load into curriculum "
+                    f"'{config.curriculum.name}' ({type(error).__name__}: {error}); the run "
+                    "directory is unchanged"
+                ) from error
+            # The runner owns the count (a plug-in's state_dict may leave it out): a resumed
+            # run goes on numbering from the checkpoint's generation.
+            curriculum.generation = generation
+            recorder.load_state_dict(state["report"], curriculum.population_frame())
+            curriculum.resume_failure_count(recorder.summary_rows)
             if checkpoint_file is not None:
-                state = checkpoint.load(checkpoint_file)
-                generation = int(state["curriculum"]["generation"])
                 for later in checkpoint.list_checkpoints(checkpoints):
                     if later.name > checkpoint.checkpoint_path(checkpoints, generation).name:
                         later.unlink()  # another future: resume must not fall back on it
-            else:
-                generation, state = checkpoint.load_latest(checkpoints, on_skip=echo)
-            curriculum.load_state_dict(state["curriculum"])
-            recorder.load_state_dict(state["report"], curriculum.population_frame())
-            curriculum.resume_failure_count(recorder.summary_rows)
+            # The run's own config plus the overrides that resume allows, once it goes on.
+            _write_config(run_dir, config)
             echo(f"resuming {run_dir} after generation {generation}")
             if generation >= total:
                 echo(

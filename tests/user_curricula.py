@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from coevo.curricula.base import Decision
+from coevo.curricula.dr import DomainRandomization, DRConfig
 from coevo.curricula.level_sampling import (
     LevelSamplingConfig,
     LevelSamplingCurriculum,
@@ -91,3 +92,23 @@ class NearbyTasks(LevelSamplingCurriculum):
 
     def load_curriculum_state(self, state: dict[str, Any]) -> None:
         self.hard = {int(index): list(tasks) for index, tasks in state["hard"].items()}
+
+
+@dataclass(frozen=True)
+class ForgetfulDRConfig(DRConfig):
+    name: str = setting("user_curricula:ForgetfulDR")
+
+
+class ForgetfulDR(DomainRandomization):
+    """Domain randomisation whose state leaves out the generation count, as a plug-in
+    written from the state_dict/load_state_dict contract alone may: the runner restores it."""
+
+    config_class = ForgetfulDRConfig
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        del state["generation"]
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict({**state, "generation": 0})

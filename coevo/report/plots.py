@@ -44,12 +44,14 @@ def population_curves(summary: pd.DataFrame, path: Path) -> Path:
     if "admitted" in summary:
         pairs.bar(gens, summary["admitted"], alpha=0.3, label="admitted this generation")
     pairs.set_ylabel("pairs / tasks")
-    pairs.legend(loc="upper left", fontsize=8)
+    if pairs.get_legend_handles_labels()[0]:  # a plug-in curriculum may have none of these
+        pairs.legend(loc="upper left", fontsize=8)
     for column in ("best_score", "median_score"):
         if column in summary:
             scores.plot(gens, summary[column], label=column.replace("_", " "), marker=".")
     scores.set_ylabel("score")
-    scores.legend(loc="lower right", fontsize=8)
+    if scores.get_legend_handles_labels()[0]:
+        scores.legend(loc="lower right", fontsize=8)
     speed.plot(gens, summary["steps_per_s"], marker=".", color="tab:gray")
     speed.set_ylabel("env steps / s")
     speed.set_xlabel("generation")

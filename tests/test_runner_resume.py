@@ -1,0 +1,129 @@
+"""Resuming from Python (`runner.run(..., resume=True)`) keeps to the same rules as
+`coevo-run resume=`: the run's own config, a refusal that leaves the directory as it was,
+and the generation count the checkpoint holds."""
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from cli_support import run_tables
+
+from coevo import runner
+from coevo.checkpoint import CheckpointError
+from coevo.config import parse_config
+from coevo.errors import ConfigError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # user_curricula, as a user's module
+
+RAW = {
+    "pool": {"backend": "local", "num_workers": 1},
+    "seed": 3,
+    "report_every_s": 0,
+    "curriculum": {"name": "dr", "generations": 2, "tasks_per_step": 2},
+    "optimizer": {"name": "es", "population": 8},
+}
+
+
+def quiet(_line: str) -> None:
+    pass
+
+
+def _snapshot(run_dir: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(run_dir)): p.read_bytes()
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file() and p.name != runner.LOCK_FILE
+    }
+
+
+def test_a_resume_from_python_that_changes_the_run_is_refused_and_changes_nothing(tmp_path):
+    run = tmp_path / "run"
+    runner.run(parse_config(RAW), run, quiet)
+    before = _snapshot(run)
+
+    changed = {**RAW, "seed": 99, "optimizer": {"name": "es", "population": 2}}
+    with pytest.raises(ConfigError) as refused:
+        runner.run(parse_config(changed), run, quiet, resume=True)
+    assert str(refused.value).startswith(
+        "optimizer.population: cannot be changed on resume: the run in "
+    )
+    assert "has 8, this config 2; also changed: seed" in str(refused.value)
+    assert "runner.run(None, run_dir, resume=True)" in str(refused.value)
+
+    other = {**RAW, "curriculum": {"name": "plr", "generations": 4}}
+    with pytest.raises(ConfigError) as refused:  # the curriculum's name first, not its fields
+        runner.run(parse_config(other), run, quiet, resume=True)
+    assert str(refused.value).startswith(
+        "curriculum.name: cannot be changed on resume: the run in "
+    )
+    assert "has 'dr', this config 'plr'" in str(refused.value)
+
+    fewer = {**RAW, "curriculum": {**RAW["curriculum"], "generations": 1}}
+    with pytest.raises(ConfigError, match="curriculum.generations: 1 is fewer than the 2 "):
+        runner.run(parse_config(fewer), run, quiet, resume=True)
+    assert _snapshot(run) == before  # config.yaml, tables and checkpoints untouched
+
+
+def test_resume_from_python_with_the_runs_own_config_extends_it_like_a_longer_run(tmp_path):
+    run, longer = tmp_path / "run", tmp_path / "longer"
+    runner.run(parse_config(RAW), run, quiet)
+    three = {**RAW, "curriculum": {**RAW["curriculum"], "generations": 3}}
+    runner.run(parse_config(three), longer, quiet)
+
+    own = runner.load_run_config(run)  # an allowed change: more generations, another backend
+    extended = dataclasses.replace(
+        own, curriculum=dataclasses.replace(own.curriculum, generations=3)
+    )
+    runner.run(extended, run, quiet, resume=True)
+    for name, frame in run_tables(longer).items():
+        pd.testing.assert_frame_equal(run_tables(run)[name], frame, obj=name)
+    lines = []
+    runner.run(None, run, lines.append, resume=True)  # None: the run's own config.yaml
+    assert any("nothing to run: the run's 3 generations are done" in line for line in lines)
+
+
+def test_a_state_that_does_not_load_is_refused_before_the_run_directory_changes(tmp_path):
+    run = tmp_path / "run"
+    runner.run(parse_config(RAW), run, quiet)
+    (run / runner.CONFIG_FILE).unlink()  # nothing to compare with: the state itself refuses
+    before = _snapshot(run)
+    other = parse_config({**RAW, "curriculum": {"name": "plr", "generations": 4}})
+    with pytest.raises(CheckpointError) as refused:
+        runner.run(other, run, quiet, resume=True)
+    assert "gen_000002.pkl: its state does not load into curriculum 'plr' (KeyError" in str(
+        refused.value
+    )
+    assert "the run directory is unchanged" in str(refused.value)
+    assert _snapshot(run) == before
+
+
+def test_the_runner_restores_the_generation_a_plugin_state_leaves_out(tmp_path):
+    raw = {**RAW, "curriculum": {"name": "user_curricula:ForgetfulDR", "generations": 4}}
+    clean, stopped = tmp_path / "clean", tmp_path / "stopped"
+    runner.run(parse_config(raw), clean, quiet)
+
+    def stop_after_two(line: str) -> None:
+        if line.startswith("gen   2/"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(runner.RunInterrupted):
+        runner.run(parse_config(raw), stopped, stop_after_two)
+    runner.run(None, stopped, quiet, resume=True)
+    summary = pd.read_csv(stopped / "summary.csv")
+    assert summary["generation"].tolist() == [1, 2, 3, 4]  # not 1, 2, 1, 2, 3, 4
+    for name, frame in run_tables(clean).items():
+        pd.testing.assert_frame_equal(run_tables(stopped)[name], frame, obj=name)
+
+
+def test_run_refuses_the_eligible_mode_and_a_refused_run_leaves_no_directory(tmp_path):
+    eligible = parse_config({**RAW, "mode": "eligible_parents", "eligible": {"pairs_file": "x"}})
+    with pytest.raises(ConfigError, match=r"mode: runner.run runs mode=coevolve; .*run_eligible"):
+        runner.run(eligible, tmp_path / "eligible", quiet)
+    unknown_task = parse_config({**RAW, "task": {"name": "cartpol"}})
+    with pytest.raises(ConfigError, match="task.name: unknown task space 'cartpol'"):
+        runner.run(unknown_task, tmp_path / "typo", quiet)
+    with pytest.raises(ConfigError, match="config: required for a new run"):
+        runner.run(None, tmp_path / "none", quiet)
+    assert list(tmp_path.iterdir()) == []
