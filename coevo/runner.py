@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import sys
 import time
 from collections.abc import Callable
@@ -323,12 +324,31 @@ def run(
     a config given must equal it but for what resume may change
     (`resume_rules.RESUME_OVERRIDES`). The run directory's lock is let go at the end (a later
     resume, in this process or another, may take it)."""
+    forward = _EchoWarnings(echo)
+    coevo_log = logging.getLogger("coevo")
+    propagated, coevo_log.propagate = coevo_log.propagate, False  # echo shows them: not twice
+    coevo_log.addHandler(forward)
     try:
         return _run(config, run_dir, echo, resume, checkpoint_file)
     finally:
+        coevo_log.removeHandler(forward)
+        coevo_log.propagate = propagated
         held = _HELD.pop(Path(run_dir).resolve(), None)
         if held is not None:
             held.close()  # closing the file drops its flock
+
+
+class _EchoWarnings(logging.Handler):
+    """coevo's warnings during a run (e.g. PLR's score fallback, a PPO rollout without an
+    ended episode) go where its progress lines go: a caller that captures `echo` gets them,
+    and `coevo-run` writes them to the console and RUN_DIR/cli.log, resumed runs too."""
+
+    def __init__(self, echo: Callable[[str], None]):
+        super().__init__(logging.WARNING)
+        self.echo = echo
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.echo(f"warning: {record.getMessage()}")
 
 
 def _run(

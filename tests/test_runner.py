@@ -1,4 +1,4 @@
-"""Resuming from Python (`runner.run(..., resume=True)`) keeps to the same rules as
+"""The runner from Python. Resuming (`runner.run(..., resume=True)`) keeps to the same rules as
 `coevo-run resume=`: the run's own config, a refusal that leaves the directory as it was,
 and the generation count the checkpoint holds."""
 
@@ -127,3 +127,17 @@ def test_run_refuses_the_eligible_mode_and_a_refused_run_leaves_no_directory(tmp
     with pytest.raises(ConfigError, match="config: required for a new run"):
         runner.run(None, tmp_path / "none", quiet)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_runs_warnings_reach_echo_once(tmp_path, capfd):
+    """coevo's logging warnings during a run go to `echo` (a caller's log gets them), not
+    a second time to the console."""
+    raw = {**RAW, "curriculum": {"name": "plr", "generations": 1, "score": "positive_value_loss"}}
+    lines = []
+    runner.run(parse_config(raw), tmp_path / "run", lines.append)
+    warned = [line for line in lines if line.startswith("warning: positive_value_loss")]
+    assert len(warned) == 1
+    assert "needs the value predictions" in warned[0]
+    assert "PLR scores levels by return_regret instead" in warned[0]
+    out, err = capfd.readouterr()
+    assert "positive_value_loss" not in out + err
