@@ -16,6 +16,7 @@ from coevo.errors import ConfigError
 from coevo.pool import EvaluationPool
 from coevo.runner import prepare
 from coevo.tasks.generic import GymTaskEnv
+from coevo.tasks.protocol import PendingTaskMixin
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "conf" / "task" / "custom_example.yaml"
@@ -382,3 +383,56 @@ def test_an_env_on_the_old_gym_api_is_refused_before_any_worker_starts(entry_poi
         class_task_space("old", f"{__name__}:{entry_point}", level, max_episode_steps=10)
     assert str(info.value).startswith(f"task.entry_point: {__name__}:{message}"), info.value
     assert "old gym API" in str(info.value)
+
+
+class MixinLevels(PendingTaskMixin, gym.Env):
+    """A user's env on coevo's own mixin: an int level it builds a range from, a float noise."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self):
+        self._task = {"level": 2, "noise": 0.0}
+        self.applied: list[dict] = []
+
+    def _apply_task(self, task):
+        self.applied.append(dict(task))
+        self.cells = list(range(task["level"]))  # a float level raises TypeError here
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed, options=options)
+        self.position = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.position += 1 if action == 1 else -1
+        done = self.position >= len(self.cells)
+        return np.array([self.position / 10], np.float32), float(done), done, False, {}
+
+
+def test_the_pending_task_mixin_keeps_an_int_parameter_an_int(rng):
+    """`type: int` stays an int in an env built on coevo's PendingTaskMixin (set_task made
+    every value a float, so class_task_space refused this env, blaming task_format)."""
+    from coevo.policies import make_policy
+    from coevo.tasks.generic import class_task_space
+
+    params = {
+        "level": {"low": 1, "high": 5, "init": 2, "step": 1, "type": "int"},
+        "noise": {"low": 0.0, "high": 1.0, "init": 0.0, "step": 0.1},
+    }
+    space = class_task_space("mix", MixinLevels, params, max_episode_steps=20)
+    env = space.make_env()
+    env.set_task(space.env_task(space.task(level=3, noise=0.5)))  # what a worker gives it
+    env.reset(seed=0)
+    env.set_task({"level": np.int64(4), "noise": np.float32(0.25)})  # numpy values too
+    env.reset(seed=0)
+    assert [{k: type(v) for k, v in task.items()} for task in env.applied] == [
+        {"level": int, "noise": float}
+    ] * 2
+    assert env.get_task() == {"level": 4, "noise": 0.25} and env.cells == [0, 1, 2, 3]
+    policy = make_policy("mlp", env.observation_space, env.action_space, {"hidden": [4]})
+    with EvaluationPool(space, policy, "local", 1) as pool:
+        returns, errors = pool.evaluate_detailed(
+            [(policy.init(rng), space.task(level=4, noise=0.5))], episodes=2, seed=0
+        )
+    assert errors == {} and np.isfinite(returns).all()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from coevo.tasks.task import canonical_number
+
 
 @runtime_checkable
 class TaskSettableEnv(Protocol):
@@ -12,9 +14,9 @@ class TaskSettableEnv(Protocol):
     `set_task` takes effect at the next `reset`, so an episode never changes task midway.
     """
 
-    def get_task(self) -> dict[str, float]: ...
+    def get_task(self) -> dict[str, int | float]: ...
 
-    def set_task(self, task: dict[str, float]) -> None: ...
+    def set_task(self, task: dict[str, int | float]) -> None: ...
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any: ...
 
@@ -26,17 +28,20 @@ class PendingTaskMixin:
 
     List it before the gymnasium env class (`class TaskCartPole(PendingTaskMixin,
     CartPoleEnv)`) and implement `_apply_task(task)`; its `reset` applies the pending task
-    and then calls the env's own reset.
+    and then calls the env's own reset. Values keep their kind: ints (a `type: int`
+    parameter) stay ints, anything else becomes a float.
     """
 
-    _task: dict[str, float]
-    _pending_task: dict[str, float] | None = None
+    _task: dict[str, int | float]
+    _pending_task: dict[str, int | float] | None = None
 
-    def get_task(self) -> dict[str, float]:
+    def get_task(self) -> dict[str, int | float]:
         return dict(self._pending_task if self._pending_task is not None else self._task)
 
-    def set_task(self, task: dict[str, float]) -> None:
-        self._pending_task = {k: float(v) for k, v in task.items()}
+    def set_task(self, task: dict[str, int | float]) -> None:
+        # A `type: int` parameter's value stays an int (an env may index or range() with
+        # it), every other value becomes a float, as in `Task`.
+        self._pending_task = {k: canonical_number(v) for k, v in task.items()}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any:
         self._apply_pending_task()
@@ -48,5 +53,5 @@ class PendingTaskMixin:
             self._pending_task = None
             self._apply_task(self._task)
 
-    def _apply_task(self, task: dict[str, float]) -> None:
+    def _apply_task(self, task: dict[str, int | float]) -> None:
         raise NotImplementedError

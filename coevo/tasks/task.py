@@ -21,8 +21,9 @@ import numpy as np
 from coevo.errors import ConfigError
 
 
-def _canonical(value: Any) -> int | float:
-    """Ints (Python or numpy) stay ints, anything else becomes a float."""
+def canonical_number(value: Any) -> int | float:
+    """Ints (Python or numpy) stay ints, anything else becomes a float: a task value as
+    tasks and envs hold it (`type: int` parameters stay ints everywhere)."""
     if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
         return int(value)
     return float(value)
@@ -41,7 +42,7 @@ class Task:
 
     def __post_init__(self) -> None:
         object.__setattr__(
-            self, "params", tuple(sorted((str(k), _canonical(v)) for k, v in self.params))
+            self, "params", tuple(sorted((str(k), canonical_number(v)) for k, v in self.params))
         )
 
     def __getitem__(self, name: str) -> int | float:
