@@ -333,3 +333,35 @@ def test_plr_counts_a_level_already_in_its_buffer_as_rescored_not_added(cartpole
     assert sum(r.summary["levels_rejected"] for r in results) == sum(
         d.outcome == "rejected" for d in new
     )
+
+
+@pytest.mark.parametrize("curriculum", ["dr", "poet"])
+def test_a_space_other_than_the_pools_is_refused_when_built(curriculum, pool, cartpole):
+    """DR on pendulum with a CartPole pool stepped with every episode failing and raised a
+    KeyError at generation 3; now the shared base refuses it, naming both spaces. The same
+    registered space fetched again (another object) is the same space."""
+    from coevo import tasks
+    from coevo.curricula.poet import Poet, PoetConfig
+
+    def build(space):
+        optimizer = EvolutionStrategy(ESConfig(population=4), pool.policy.num_params)
+        if curriculum == "poet":
+            return Poet(PoetConfig(), space=space, pool=pool, optimizer=optimizer)
+        return DomainRandomization(
+            DRConfig(tasks_per_step=2), space=space, pool=pool, optimizer=optimizer
+        )
+
+    again = tasks.get("cartpole")
+    assert again is not cartpole
+    build(again)
+    with pytest.raises(
+        ConfigError,
+        match=r"^space: the curriculum's task space is not the pool's: 'pendulum' \(gravity, "
+        r"mass, length\) here, 'cartpole' \(pole_length, .*\) in the pool",
+    ):
+        build(tasks.get("pendulum"))
+    narrower = tasks.get("cartpole", {"gravity": {"high": 20.0}})
+    with pytest.raises(
+        ConfigError, match=r"^space: .* gravity \[2, 20\] init 9.8 .* here, gravity \[2, 30\] "
+    ):
+        build(narrower)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from coevo.errors import ConfigError
 from coevo.settings import Checked, setting
 
 if TYPE_CHECKING:
@@ -135,6 +136,7 @@ class Curriculum(ABC):
         seed: int = 0,
     ):
         self.check(config, optimizer)
+        self.check_parts(space, pool)
         self.config = config
         self.space = space
         self.pool = pool
@@ -147,6 +149,19 @@ class Curriculum(ABC):
     def check(cls, config: CurriculumConfig, optimizer: Optimizer) -> None:
         """Refuse (ConfigError) a config that cannot work with this optimizer: called by the
         runner before any pool starts, and by the constructor. Default: nothing to check."""
+
+    @staticmethod
+    def check_parts(space: TaskSpace, pool: EvaluationPool) -> None:
+        """Refuse (ConfigError) parts that cannot work together: a pool built on another task
+        space runs the curriculum's tasks on the wrong env (every episode failed, then a
+        KeyError some generations later)."""
+        if not space.same_tasks_as(pool.space):
+            mine, pools = space.difference_from(pool.space) or ("?", "?")
+            raise ConfigError(
+                "space",
+                f"the curriculum's task space is not the pool's: {mine} here, {pools} in the "
+                "pool; build the pool and the curriculum on the same space",
+            )
 
     # -- the protocol ------------------------------------------------------------------------
     def step(self) -> GenerationResult:

@@ -305,6 +305,38 @@ class TaskSpace:
     def distance(self, a: Task, b: Task) -> float:
         return float(np.linalg.norm(self.encode(a) - self.encode(b)))
 
+    def same_tasks_as(self, other: TaskSpace) -> bool:
+        """Do both spaces describe the same tasks: one name, the same parameters (bounds,
+        init, step, rounding, type) and intervals? Not `==`: `tasks.get` builds a new space
+        per call, and a config-built space's env factory may compare by identity only."""
+        return self is other or (
+            self.name == other.name
+            and self.params == other.params
+            and self.ordered == other.ordered
+        )
+
+    def difference_from(self, other: TaskSpace) -> tuple[str, str] | None:
+        """What `same_tasks_as` found different, as (this space's side, the other's), for
+        messages; None when nothing."""
+        if self.name != other.name:
+            return (
+                f"'{self.name}' ({', '.join(self.names)})",
+                f"'{other.name}' ({', '.join(other.names)})",
+            )
+        if self.names != other.names:
+            return f"parameters {', '.join(self.names)}", f"{', '.join(other.names)}"
+        for mine, theirs in zip(self.params, other.params, strict=True):
+            if mine != theirs:
+                return _param_text(mine), _param_text(theirs)
+        if self.ordered != other.ordered:
+            return f"intervals {self.ordered}", f"{other.ordered}"
+        return None
+
+
+def _param_text(p: Param) -> str:
+    rounding = f" round_to {p.round_to:g}" if p.round_to else ""
+    return f"{p.name} [{p.low:g}, {p.high:g}] init {p.init:g} step {p.step:g}{rounding} {p.type}"
+
 
 def _as_float(name: str, key: str, value: Any) -> float | None:
     if key == "round_to" and value is None:
