@@ -365,3 +365,28 @@ def test_a_space_other_than_the_pools_is_refused_when_built(curriculum, pool, ca
         ConfigError, match=r"^space: .* gravity \[2, 20\] init 9.8 .* here, gravity \[2, 30\] "
     ):
         build(narrower)
+
+
+@pytest.mark.parametrize("optimizer", ["es", "ars", "ppo"])
+@pytest.mark.parametrize("curriculum", ["dr", "poet"])
+def test_an_optimizer_built_for_another_parameter_count_is_refused(
+    curriculum, optimizer, pool, cartpole
+):
+    """EvolutionStrategy(ESConfig(population=4), 10) with a 114-parameter policy failed at
+    the first step with numpy's broadcast error; the shared base refuses it when built."""
+    from coevo import optimizers
+    from coevo.curricula.poet import Poet, PoetConfig
+
+    cls = optimizers.get(optimizer)
+    wrong = cls(cls.config_class(), 10)
+    needed = pool.policy.num_params
+    with pytest.raises(
+        ConfigError,
+        match=rf"^optimizer: built for 10 parameters; the pool's policy has {needed} \(",
+    ):
+        if curriculum == "poet":
+            Poet(PoetConfig(), space=cartpole, pool=pool, optimizer=wrong)
+        else:
+            DomainRandomization(
+                DRConfig(tasks_per_step=2), space=cartpole, pool=pool, optimizer=wrong
+            )

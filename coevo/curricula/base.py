@@ -136,7 +136,7 @@ class Curriculum(ABC):
         seed: int = 0,
     ):
         self.check(config, optimizer)
-        self.check_parts(space, pool)
+        self.check_parts(space, pool, optimizer)
         self.config = config
         self.space = space
         self.pool = pool
@@ -151,16 +151,26 @@ class Curriculum(ABC):
         runner before any pool starts, and by the constructor. Default: nothing to check."""
 
     @staticmethod
-    def check_parts(space: TaskSpace, pool: EvaluationPool) -> None:
+    def check_parts(space: TaskSpace, pool: EvaluationPool, optimizer: Optimizer) -> None:
         """Refuse (ConfigError) parts that cannot work together: a pool built on another task
         space runs the curriculum's tasks on the wrong env (every episode failed, then a
-        KeyError some generations later)."""
+        KeyError some generations later); an optimizer built for another parameter count
+        fails its first step inside numpy."""
         if not space.same_tasks_as(pool.space):
             mine, pools = space.difference_from(pool.space) or ("?", "?")
             raise ConfigError(
                 "space",
                 f"the curriculum's task space is not the pool's: {mine} here, {pools} in the "
                 "pool; build the pool and the curriculum on the same space",
+            )
+        # Optimizer.__init__ keeps num_params; a plug-in that skips it is not checked here.
+        built_for = getattr(optimizer, "num_params", None)
+        needed = pool.policy.num_params
+        if built_for is not None and built_for != needed:
+            raise ConfigError(
+                "optimizer",
+                f"built for {built_for} parameters; the pool's policy has {needed} (build it "
+                "with pool.policy.num_params)",
             )
 
     # -- the protocol ------------------------------------------------------------------------
