@@ -7,6 +7,7 @@ user's class outside coevo works without registering it.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import Generic, TypeVar
 
 from coevo.errors import ConfigError, missing_package_hint
@@ -44,6 +45,22 @@ class Registry(Generic[T]):
                 f"'{name}' is not a {self.base.__module__}.{self.base.__qualname__} subclass",
             )
         return target
+
+
+def require_config(owner: type, config: object) -> None:
+    """TypeError unless `config` is an instance of `owner.config_class` (or a subclass): a
+    plug-in's settings are read as attributes of that class, and another object (a dict,
+    another plug-in's config) would fail later with an AttributeError far from the cause."""
+    expected = owner.config_class  # type: ignore[attr-defined]
+    if isinstance(config, expected):
+        return
+    wanted = expected.__name__
+    article = "an" if wanted[:1] in "AEIOU" else "a"
+    hint = f"; from a mapping: {wanted}(**values)" if isinstance(config, Mapping) else ""
+    raise TypeError(
+        f"{owner.__name__} needs {article} {wanted} (or a subclass), got "
+        f"{type(config).__name__}{hint}"
+    )
 
 
 def _import(field: str, path: str) -> type:

@@ -390,3 +390,56 @@ def test_an_optimizer_built_for_another_parameter_count_is_refused(
             DomainRandomization(
                 DRConfig(tasks_per_step=2), space=cartpole, pool=pool, optimizer=wrong
             )
+
+
+@pytest.mark.parametrize("name", ["poet", "enhanced_poet", "dr", "plr", "accel", "alp_gmm"])
+def test_a_config_of_another_class_is_refused_naming_the_one_needed(name, pool, cartpole):
+    """Poet({"generations": 3}) and Poet(DRConfig()) raised AttributeError 'novelty'."""
+    from coevo import curricula
+
+    cls = curricula.get(name)
+    wanted = cls.config_class.__name__
+    article = "an" if wanted[0] in "AE" else "a"
+    optimizer = EvolutionStrategy(ESConfig(population=4), pool.policy.num_params)
+    other = DRConfig() if name != "dr" else PLRConfig()
+    for config, got in (({"generations": 3}, "dict"), (other, type(other).__name__)):
+        with pytest.raises(TypeError) as info:
+            cls(config, space=cartpole, pool=pool, optimizer=optimizer)
+        message = str(info.value)
+        assert message.startswith(f"{cls.__name__} needs {article} {wanted} (or a subclass), ")
+        assert f"got {got}" in message
+    with pytest.raises(TypeError, match=rf"got dict; from a mapping: {wanted}\(\*\*values\)$"):
+        cls({"generations": 3}, space=cartpole, pool=pool, optimizer=optimizer)
+
+
+def test_a_state_of_another_curriculum_is_refused_and_an_old_state_still_loads(pool, cartpole):
+    """DomainRandomization.load_state_dict(poet.state_dict()) raised KeyError 'students'.
+    States now say their kind; one saved before they did (no 'kind') loads as it did."""
+    from coevo.curricula.poet import EnhancedPoet, EnhancedPoetConfig, Poet, PoetConfig
+
+    optimizer = EvolutionStrategy(ESConfig(population=4), pool.policy.num_params)
+    poet = Poet(PoetConfig(), space=cartpole, pool=pool, optimizer=optimizer)
+    dr = _build("dr", pool, cartpole)
+    with pytest.raises(
+        ConfigError,
+        match=r"^state: saved by a Poet curriculum; this is a DomainRandomization: load a "
+        r"state_dict\(\) of the same curriculum$",
+    ):
+        dr.load_state_dict(poet.state_dict())
+    with pytest.raises(ConfigError, match=r"^state: saved by a DomainRandomization curriculum"):
+        _build("plr", pool, cartpole).load_state_dict(dr.state_dict())
+    # Enhanced POET is POET's loop: POET's state is its own.
+    enhanced = EnhancedPoet(EnhancedPoetConfig(), space=cartpole, pool=pool, optimizer=optimizer)
+    enhanced.load_state_dict(poet.state_dict())
+
+    whole = _build("dr", pool, cartpole)
+    expected = _rows(whole.run())
+    first = _build("dr", pool, cartpole)
+    head = first.run(2)
+    old = pickle.loads(pickle.dumps(first.state_dict()))
+    assert old.pop("kind") == "DomainRandomization"
+    second = _build("dr", pool, cartpole)
+    second.load_state_dict(old)
+    got = _rows(head + second.run())
+    pd.testing.assert_frame_equal(got[0], expected[0])
+    pd.testing.assert_frame_equal(got[1], expected[1])

@@ -94,6 +94,22 @@ def test_the_registry_finds_names_and_import_paths():
         optimizers.get("coevo.optimizers.es:ESConfig")
 
 
+@pytest.mark.parametrize("name", ["es", "ars", "ppo"])
+def test_a_config_of_another_class_is_refused_naming_the_one_needed(name):
+    """EvolutionStrategy({"population": 4}, 100) was accepted and failed later."""
+    cls = optimizers.get(name)
+    wanted = cls.config_class.__name__
+    article = "an" if wanted[0] in "AE" else "a"
+    other = ARSConfig() if name != "ars" else ESConfig()
+    for config, got in (({"population": 4}, "dict"), (other, type(other).__name__)):
+        with pytest.raises(TypeError) as info:
+            cls(config, 100)
+        assert str(info.value).startswith(
+            f"{cls.__name__} needs {article} {wanted} (or a subclass), got {got}"
+        )
+    cls(cls.config_class(), 100)  # its own config, as before
+
+
 @dataclass(frozen=True)
 class SquareJob:
     """A job kind the pool does not know by itself: the square of a number."""

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from coevo.errors import ConfigError
+from coevo.plugins import require_config
 from coevo.settings import Checked, setting
 
 if TYPE_CHECKING:
@@ -135,6 +136,7 @@ class Curriculum(ABC):
         optimizer: Optimizer,
         seed: int = 0,
     ):
+        require_config(type(self), config)
         self.check(config, optimizer)
         self.check_parts(space, pool, optimizer)
         self.config = config
@@ -220,10 +222,31 @@ class Curriculum(ABC):
 
     @abstractmethod
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue exactly: generation, RNG states, population."""
+        """Everything needed to continue exactly: generation, RNG states, population.
+        (coevo's curricula add their `kind` with `tagged_state`.)"""
 
     @abstractmethod
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from `state_dict()`'s output (coevo's curricula first `check_state`)."""
+
+    def tagged_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """`state` with this curriculum's kind (its class name), for `check_state`."""
+        return {"kind": type(self).__name__, **state}
+
+    def check_state(self, state: Mapping[str, Any]) -> None:
+        """Refuse a state saved by another curriculum (it failed later with a KeyError on
+        some missing part). A state of a class this one derives from is accepted (POET's in
+        Enhanced POET: the same state); one without a kind (saved before states carried it)
+        is trusted, as it was."""
+        if not isinstance(state, Mapping):
+            raise TypeError(f"state must be a dict from state_dict(), got {type(state).__name__}")
+        kind = state.get("kind")
+        if kind is not None and kind not in {c.__name__ for c in type(self).__mro__}:
+            raise ConfigError(
+                "state",
+                f"saved by a {kind} curriculum; this is a {type(self).__name__}: load a "
+                "state_dict() of the same curriculum",
+            )
 
     @abstractmethod
     def population_frame(self) -> pd.DataFrame:

@@ -413,22 +413,25 @@ class LevelSamplingCurriculum(Curriculum):
         return PoliciesForTesting({s.name: s.theta for s in self.students}, best_of=False)
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "generation": self.generation,
-            "students": [
-                {
-                    "theta": s.theta,
-                    "state": s.state,
-                    "rng": s.rng.bit_generator.state,
-                    "steps": s.steps,
-                }
-                for s in self.students
-            ],
-            "last_returns": dict(self._last_returns),
-            "curriculum": self.curriculum_state(),
-        }
+        return self.tagged_state(
+            {
+                "generation": self.generation,
+                "students": [
+                    {
+                        "theta": s.theta,
+                        "state": s.state,
+                        "rng": s.rng.bit_generator.state,
+                        "steps": s.steps,
+                    }
+                    for s in self.students
+                ],
+                "last_returns": dict(self._last_returns),
+                "curriculum": self.curriculum_state(),
+            }
+        )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.check_state(state)
         self.generation = state["generation"]
         for student, saved in zip(self.students, state["students"], strict=True):
             student.theta = saved["theta"]

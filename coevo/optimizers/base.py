@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from coevo.plugins import require_config
 from coevo.settings import Checked, setting
 from coevo.tasks.task import Task
 
@@ -85,6 +86,7 @@ class Optimizer(ABC):
     config_class: ClassVar[type[OptimizerConfig]] = OptimizerConfig
 
     def __init__(self, config: OptimizerConfig, num_params: int):
+        require_config(type(self), config)
         self.config = config
         self.num_params = num_params
 

@@ -505,13 +505,16 @@ class Poet(Curriculum):
 
     # -- checkpointing ---------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "generation": self.generation,
-            "rng": self.rng.bit_generator.state,
-            "population": self.population,
-        }
+        return self.tagged_state(
+            {
+                "generation": self.generation,
+                "rng": self.rng.bit_generator.state,
+                "population": self.population,
+            }
+        )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.check_state(state)
         self.generation = state["generation"]
         self.rng.bit_generator.state = state["rng"]
         self.population = state["population"]
