@@ -2,8 +2,10 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from coevo import ESConfig, EvolutionStrategy, Poet, PoetConfig, tasks
+from coevo.errors import ConfigError
 from coevo.pool import EvaluationPool
 from coevo.pool.stats import is_runtime_column
 
@@ -131,11 +133,14 @@ def test_children_identical_to_existing_tasks_are_dropped(
 
 def test_capacity_moves_the_oldest_pairs_to_the_archive(cartpole, cartpole_policy, cartpole_solver):
     config = dataclasses.replace(
-        SMALL, optimizer_steps=0, transfer_every=0, max_children=0, max_active=2
+        SMALL, optimizer_steps=0, transfer_every=0, max_children=0, max_active=3
     )
     initial = [cartpole.task(gravity=g) for g in (9.8, 11.0, 12.0)]
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
         co = _make(cartpole, cartpole_policy, pool, config, initial_tasks=initial)
+        # One pair too many: more initial tasks than max_active are refused, so the
+        # capacity is lowered once the three pairs exist.
+        co.config = dataclasses.replace(config, max_active=2)
         result = co.step()
     assert [p.pair_id for p in co.population.active] == [1, 2]
     assert [p.pair_id for p in co.population.archive] == [0]
@@ -160,3 +165,38 @@ def test_transfer_gives_a_task_the_better_policy(cartpole, cartpole_policy, cart
     assert transfers[1].outcome == "transferred"
     assert transfers[1].reason.startswith("transferred: policy of pair 0 (direct) scores 500.0 >")
     np.testing.assert_array_equal(co.population.active[1].theta, cartpole_solver)
+
+
+def test_initial_tasks_that_a_run_would_quietly_change_are_refused(cartpole, cartpole_policy):
+    """4 initial tasks with max_active 2 made 4 active pairs, duplicates made pairs on one
+    task, and [] fell back to the default task; each is now refused, naming the counts."""
+    config = dataclasses.replace(SMALL, max_active=2)
+    given = [cartpole.task(gravity=g) for g in (5.0, 9.8, 15.0, 20.0)]
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+
+        def make(initial, config=config):
+            return _make(cartpole, cartpole_policy, pool, config, initial_tasks=initial)
+
+        with pytest.raises(
+            ConfigError, match=r"^initial_tasks: 4 tasks > curriculum.max_active 2; allowed: 1..2"
+        ):
+            make(given)
+        with pytest.raises(
+            ConfigError,
+            match=r"^initial_tasks: 3 tasks but 2 distinct \(Task\(cartpole: .*\) 2 times\); "
+            "give distinct tasks",
+        ):
+            make([given[0], given[1], given[0]])
+        with pytest.raises(ConfigError, match=r"^initial_tasks: 3 tasks but 1 distinct"):
+            make([given[0]] * 3)  # the duplicates are what to fix first, not the count
+        with pytest.raises(ConfigError, match=r"^initial_tasks: empty; give at least one task"):
+            make([])
+        with pytest.raises(TypeError, match=r"got Task \(one task: initial_tasks=\[task\]\)"):
+            make(given[0])
+        with pytest.raises(
+            ConfigError, match=r"^curriculum.initial_pairs: must be <= curriculum.max_active"
+        ):
+            dataclasses.replace(config, initial_pairs=3)
+        co = make(tuple(given[:2]))  # at most max_active distinct tasks: one pair each
+        assert [p.task for p in co.population.active] == given[:2]
+        assert len(make(None, dataclasses.replace(config, initial_pairs=2)).population.active) == 2

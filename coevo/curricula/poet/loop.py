@@ -8,6 +8,8 @@ becomes a `Decision` row.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +66,11 @@ class PoetConfig(CurriculumConfig):
     solved_threshold: float | None = setting(None, doc="null: the task space's solved score")
 
     def check(self) -> None:
+        if self.initial_pairs > self.max_active:  # they would all stay active until archived
+            raise ConfigError(
+                "curriculum.initial_pairs",
+                f"must be <= curriculum.max_active ({self.max_active}), got {self.initial_pairs}",
+            )
         if self.mc_lower > self.mc_upper:
             raise ConfigError(
                 "curriculum.mc_lower",
@@ -116,11 +123,53 @@ class Poet(Curriculum):
         self.scores = ScoreCache()
         self._errors: dict[int, str] = {}  # pair id -> why its last evaluation failed
         self.population = Population()
-        tasks = initial_tasks or [space.initial_task()] * config.initial_pairs
-        for task in tasks:
-            space.check(task)
+        for task in self._initial_tasks(initial_tasks):
             theta = pool.policy.init(self.rng)
             self.population.add(task, theta, optimizer.init_state(theta, self.rng), None, 0)
+
+    def _initial_tasks(self, given: Iterable[Task] | None) -> list[Task]:
+        """The first pairs' tasks: `initial_pairs` pairs on the space's initial task, or one
+        pair per task given (then `initial_pairs` is unused). Given tasks are refused where
+        a run would quietly change them: an empty list (it fell back to the default), more
+        than `max_active` (all stayed active until the first reproduction), duplicates (POET
+        drops a child whose task a pair already has)."""
+        cfg = self.config
+        if given is None:
+            return [self.space.initial_task()] * cfg.initial_pairs
+        if isinstance(given, Task | str | Mapping) or not isinstance(given, Iterable):
+            raise TypeError(
+                f"initial_tasks must be a list of Tasks, got {type(given).__name__}"
+                + (" (one task: initial_tasks=[task])" if isinstance(given, Task) else "")
+            )
+        tasks = list(given)
+        for index, task in enumerate(tasks):
+            if not isinstance(task, Task):
+                raise TypeError(
+                    f"initial_tasks[{index}] must be a Task (e.g. space.task(...)), got "
+                    f"{type(task).__name__}"
+                )
+            self.space.check(task)
+        if not tasks:
+            raise ConfigError(
+                "initial_tasks",
+                "empty; give at least one task, or leave it out for curriculum.initial_pairs "
+                "pairs on the space's initial task",
+            )
+        counts = Counter(tasks)
+        if len(counts) < len(tasks):
+            task, times = counts.most_common(1)[0]
+            raise ConfigError(
+                "initial_tasks",
+                f"{len(tasks)} tasks but {len(counts)} distinct ({task!r} {times} times); "
+                "give distinct tasks: POET drops a child whose task a pair already has",
+            )
+        if len(tasks) > cfg.max_active:
+            raise ConfigError(
+                "initial_tasks",
+                f"{len(tasks)} tasks > curriculum.max_active {cfg.max_active}; allowed: 1.."
+                f"{cfg.max_active} (one active pair per task)",
+            )
+        return tasks
 
     # -- one generation --------------------------------------------------------------------
     def run_generation(self) -> GenerationResult:
