@@ -4,6 +4,7 @@ and why, their tables, and exact continuation from a state_dict."""
 from __future__ import annotations
 
 import pickle
+import re
 from pathlib import Path
 
 import numpy as np
@@ -443,3 +444,44 @@ def test_a_state_of_another_curriculum_is_refused_and_an_old_state_still_loads(p
     got = _rows(head + second.run())
     pd.testing.assert_frame_equal(got[0], expected[0])
     pd.testing.assert_frame_equal(got[1], expected[1])
+
+
+class FirstTaskOnly(EvolutionStrategy):
+    """An optimizer that plays only the first of the tasks it is given and declares no
+    task_capacity() (as the docs' HillClimber once did)."""
+
+    def ask(self, theta, state, tasks, rng, register):
+        return super().ask(theta, state, tasks[:1], rng, register)
+
+    def task_capacity(self):
+        return None
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_a_training_task_the_optimizer_put_no_job_on_is_not_played(name, pool, cartpole):
+    """DR wrote 'trained' rows with return NaN and counted tasks_trained 4 for 3 tasks no
+    episode ran on (PLR and ALP-GMM would have scored or recorded them); now such a task
+    has one 'not_played' row and counts nowhere."""
+    cls, config = TINY[name]
+    optimizer = FirstTaskOnly(ESConfig(population=4), pool.policy.num_params)
+    curriculum = cls(config, space=cartpole, pool=pool, optimizer=optimizer, seed=3)
+    results = curriculum.run()
+    decisions = [d for r in results for d in r.decisions]
+    trained_nan = [d for d in decisions if d.outcome == "trained" and not np.isfinite(d.score)]
+    assert trained_nan == []
+    unplayed = [d for d in decisions if d.outcome == "not_played"]
+    assert unplayed, "each step's tasks after the first should have a not_played row"
+    for row in unplayed:
+        assert row.rule == "optimizer" and re.match(
+            r"no episodes: the optimizer put no job on this task \(its jobs went to 1 of the "
+            rf"step's [2-{config.tasks_per_step}] tasks; .* declares Optimizer.task_capacity\(\)",
+            row.reason,
+        )
+    # No other row names an unplayed task of its generation.
+    for row in unplayed:
+        same = [d for d in decisions if (d.generation, d.task_id) == (row.generation, row.task_id)]
+        assert same == [row]
+    if name == "dr":
+        assert [r.summary["tasks_trained"] for r in results] == [1] * len(results)
+        assert all(len(h) == len(results) for h in curriculum.history.values())
+    assert all(r.summary["tasks"] >= 1 for r in results if r.summary["optimizer_steps"])

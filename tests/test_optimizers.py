@@ -197,3 +197,37 @@ def test_ars_state_checkpoints_and_resumes_exactly(tmp_path):
     assert "after generation 1" in resumed.stdout
     for name, frame in tables.items():
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), frame, obj=name)
+
+
+def test_the_docs_hill_climber_declares_that_it_plays_one_task_per_step(cartpole, cartpole_policy):
+    """docs/architecture.md's example optimizer puts every try on tasks[0]; without
+    task_capacity() DR's default 4 tasks per step left 3 unplayed. As a model to copy it
+    now says so: more tasks per step are refused, one task per step trains."""
+    import sys
+    import types
+    from pathlib import Path
+
+    from coevo.curricula.dr import DomainRandomization, DRConfig
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text()
+    source = docs.split("```python\n# mypkg/hill.py\n", 1)[1].split("```", 1)[0]
+    module = types.ModuleType("docs_hill")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    try:
+        exec(compile(source, "docs/architecture.md: mypkg/hill.py", "exec"), module.__dict__)
+        with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+            hill = module.HillClimber(module.HillConfig(tries=4), pool.policy.num_params)
+            with pytest.raises(
+                ConfigError,
+                match=r"^curriculum.tasks_per_step: 4 > HillClimber's tasks per step 1; "
+                r"allowed: 1..1$",
+            ):
+                DomainRandomization(DRConfig(), space=cartpole, pool=pool, optimizer=hill)
+            dr = DomainRandomization(
+                DRConfig(tasks_per_step=1, generations=2), space=cartpole, pool=pool, optimizer=hill
+            )
+            decisions = [d for r in dr.run() for d in r.decisions]
+    finally:
+        del sys.modules[module.__name__]
+    assert [d.outcome for d in decisions] == ["trained", "trained"]
+    assert all(np.isfinite(d.score) for d in decisions)

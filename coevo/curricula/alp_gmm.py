@@ -130,7 +130,9 @@ class ALPGMM(LevelSamplingCurriculum):
         by_task = {signal.task: signal for signal in outcome.trained}
         sampled: list[Sampled] = plan.note
         for s in sampled:
-            signal = by_task[s.task]
+            signal = by_task.get(s.task)
+            if signal is None:  # no job on it: its row says so (Outcome.unplayed)
+                continue
             fitted_before = teacher.mixture
             alp = teacher.record(s.task, signal.mean_return)
             if np.isfinite(alp):

@@ -114,11 +114,17 @@ class Plan:
 
 @dataclass
 class Outcome:
-    """What came back for a plan: per-task signals of training and of scoring."""
+    """What came back for a plan: per-task signals of training and of scoring.
+
+    `trained` holds only the training tasks the optimizer put jobs on; `unplayed` the others
+    (an optimizer that plays fewer tasks than it is given, e.g. all its jobs on the first):
+    the base writes their rows ("not_played"), and they are not trained, scored or counted.
+    """
 
     trained: list[Signal]
     scored: list[Signal]
     step: StepRecord | None = None  # the optimizer's record of its step, when one was taken
+    unplayed: list[Task] = field(default_factory=list)
 
     @property
     def training_outcome(self) -> str:
@@ -273,6 +279,7 @@ class LevelSamplingCurriculum(Curriculum):
                     decisions.append(
                         self.decision(student, None, "optimizer", step.outcome, step.reason)
                     )
+                decisions.extend(self._unplayed_rows(student, outcome))
             followups = [
                 self.observe(student, plan, outcome, decisions)
                 for student, plan, outcome in zip(self.students, plans, outcomes, strict=True)
@@ -302,6 +309,23 @@ class LevelSamplingCurriculum(Curriculum):
 
     def begin_generation(self) -> None:
         """Reset per-generation counters (subclasses extend)."""
+
+    def _unplayed_rows(self, student: Student, outcome: Outcome) -> list[Decision]:
+        """A row per training task the optimizer put no job on: NaN is no training return,
+        and the task was not trained on (it read "trained, return nan")."""
+        if not outcome.unplayed:
+            return []
+        played = len(outcome.trained)
+        total = played + len(outcome.unplayed)
+        reason = (
+            f"no episodes: the optimizer put no job on this task (its jobs went to {played} of "
+            f"the step's {total} tasks; an optimizer that plays fewer tasks per step declares "
+            "Optimizer.task_capacity(), so that a larger curriculum.tasks_per_step is refused)"
+        )
+        return [
+            self.decision(student, task, "optimizer", "not_played", reason)
+            for task in outcome.unplayed
+        ]
 
     def _execute(self, plans: list[Plan]) -> list[Outcome]:
         """Every student's optimizer jobs and evaluation jobs in one pool call."""
@@ -334,11 +358,14 @@ class LevelSamplingCurriculum(Curriculum):
             self.students, plans, spans, strict=True
         ):
             trained: list[Signal] = []
+            unplayed: list[Task] = []
             step = None
             if asked is not None:
                 own = results[start:middle]
                 told = told_by_student[id(student)]
-                trained = _signals(plan.train, asked.jobs, own)
+                played = {job.task for job in asked.jobs}
+                unplayed = [task for task in dict.fromkeys(plan.train) if task not in played]
+                trained = _signals([task for task in plan.train if task in played], asked.jobs, own)
                 student.theta, student.state = told.theta, told.state
                 student.steps += 1
                 step = told.record
@@ -348,7 +375,7 @@ class LevelSamplingCurriculum(Curriculum):
             for signal in (*trained, *scored):
                 if np.isfinite(signal.mean_return):
                     self._generation_returns[student.index].append(signal.mean_return)
-            outcomes.append(Outcome(trained, scored, step))
+            outcomes.append(Outcome(trained, scored, step, unplayed))
         return outcomes
 
     def _score_jobs(self, student: Student, tasks: Sequence[Task]) -> list[Any]:

@@ -184,6 +184,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         by_task = {signal.task: signal for signal in outcome.trained}
         self._note_returns(student, outcome.trained)
         seen: set[int] = set()
+        picks = [pick for pick in picks if pick.level.task in by_task]  # unplayed: see Outcome
         for pick in picks:
             level = pick.level
             signal = by_task[level.task]
