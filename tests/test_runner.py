@@ -92,9 +92,10 @@ def test_a_state_that_does_not_load_is_refused_before_the_run_directory_changes(
     other = parse_config({**RAW, "curriculum": {"name": "plr", "generations": 4}})
     with pytest.raises(CheckpointError) as refused:
         runner.run(other, run, quiet, resume=True)
-    assert "gen_000002.pkl: its state does not load into curriculum 'plr' (KeyError" in str(
-        refused.value
-    )
+    assert (
+        "gen_000002.pkl: its state does not load into curriculum 'plr' (ConfigError: state: "
+        "saved by a DomainRandomization curriculum; this is a PrioritizedLevelReplay"
+    ) in str(refused.value)
     assert "the run directory is unchanged" in str(refused.value)
     assert _snapshot(run) == before
 
