@@ -78,7 +78,7 @@ def _interrupted(error: runner.RunInterrupted) -> NoReturn:
 # Settings that name files, as (config group, key inside it). A relative path written in a
 # config file is relative to that file (a preset travels with its files); one given on the
 # command line stays relative to the working directory.
-PATH_SETTINGS = (("eligible", "pairs_file"), ("policy", "file"))
+PATH_SETTINGS = (("eligible", "pairs_file"), ("policy", "file"), ("policy", "start_from"))
 
 
 def _config_file(group: str, choice: str) -> Path | None:

@@ -77,6 +77,11 @@ class PolicyConfig(Checked):
     batch_block: int = setting(
         64, low=1, doc="torch kinds: rows per fixed-shape forward (part of the policy)"
     )
+    start_from: str | None = setting(
+        None,
+        doc="parameters new policies start from: a .npy vector, or a run directory / "
+        "checkpoint file [#NAME of one of its policies]; null: the policy's own init",
+    )
 
 
 # pool.address: "auto" (the cluster `ray start` last started here) or a head's HOST:PORT.

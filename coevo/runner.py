@@ -27,6 +27,7 @@ from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_
 from coevo.report.progress import GenerationProgress
 from coevo.report.tables import ELIGIBILITY_COLUMNS, STOPPED
 from coevo.resume_rules import check_resume_config
+from coevo.start_policy import load_start_theta
 from coevo.tasks.task import TaskSpace
 from coevo.tasks.test_sets import TestSet, make_test_set, measure, no_test
 
@@ -215,11 +216,18 @@ def run_eligible(
     return frame
 
 
-def build(config: RunConfig, space: TaskSpace, pool: EvaluationPool) -> Curriculum:
+def build(
+    config: RunConfig,
+    space: TaskSpace,
+    pool: EvaluationPool,
+    initial_theta: np.ndarray | None = None,
+) -> Curriculum:
     """The run's curriculum with its optimizer, as the config names them."""
     optimizer = optimizers.build(config.optimizer, pool.policy.num_params)
     optimizer.use_policy(pool.policy)
-    return curricula.build(config.curriculum, space, pool, optimizer, seed=config.seed)
+    return curricula.build(
+        config.curriculum, space, pool, optimizer, seed=config.seed, initial_theta=initial_theta
+    )
 
 
 def scale_warnings(config: RunConfig, space: TaskSpace) -> list[str]:
@@ -388,6 +396,9 @@ def _run(
     renderer = space.metadata.get("render_png")
     # Read (and checked against the run's own config) before anything is written or started.
     saved = _saved_state(config, run_dir, checkpoint_file, echo) if resume else None
+    # A resumed run's policies come from its checkpoint: the start file is not read again.
+    start = config.policy.start_from
+    initial_theta = load_start_theta(start, policy) if start and saved is None else None
     # After the config checks: a refused run leaves no directory and no lock file.
     run_dir.mkdir(parents=True, exist_ok=True)
     _hold_run_dir(run_dir, "resume" if resume else "hydra.run.dir")
@@ -399,7 +410,7 @@ def _run(
         echo(line)
     with _pool(config, space, policy) as pool:
         echo(describe_pool(pool))
-        curriculum = build(config, space, pool)
+        curriculum = build(config, space, pool, initial_theta)
         recorder = RunRecorder(run_dir)
         checkpoints = run_dir / CHECKPOINTS
 

@@ -18,6 +18,8 @@ from coevo.curricula.base import (
 from coevo.plugins import Registry
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from coevo.optimizers.base import Optimizer
     from coevo.pool import EvaluationPool
     from coevo.tasks.task import TaskSpace
@@ -55,9 +57,12 @@ def build(
     pool: EvaluationPool,
     optimizer: Optimizer,
     seed: int = 0,
+    initial_theta: np.ndarray | None = None,
 ) -> Curriculum:
-    """The curriculum that `config.name` names, built with `config`."""
-    return get(config.name)(config, space=space, pool=pool, optimizer=optimizer, seed=seed)
+    """The curriculum that `config.name` names, built with `config`; its new policies start
+    from `initial_theta` when given (a plug-in that does not take it is built without)."""
+    start = {} if initial_theta is None else {"initial_theta": initial_theta}
+    return get(config.name)(config, space=space, pool=pool, optimizer=optimizer, seed=seed, **start)
 
 
 __all__ = [

@@ -24,6 +24,7 @@ import pandas as pd
 from coevo.errors import ConfigError
 from coevo.plugins import require_config
 from coevo.settings import Checked, setting
+from coevo.start_policy import checked_theta
 
 if TYPE_CHECKING:
     from coevo.optimizers.base import Optimizer
@@ -135,6 +136,7 @@ class Curriculum(ABC):
         pool: EvaluationPool,
         optimizer: Optimizer,
         seed: int = 0,
+        initial_theta: np.ndarray | None = None,
     ):
         require_config(type(self), config)
         self.check(config, optimizer)
@@ -144,8 +146,20 @@ class Curriculum(ABC):
         self.pool = pool
         self.optimizer = optimizer
         self.seed = seed
+        self.initial_theta = (
+            None
+            if initial_theta is None
+            else checked_theta(initial_theta, pool.policy, "initial_theta")
+        )
         self.generation = 0
         self._failed_in_a_row = 0  # generations in a row in which every episode failed
+
+    def new_theta(self, rng: np.random.Generator) -> np.ndarray:
+        """A new policy's starting parameters: a copy of `initial_theta` (a policy trained
+        before: `policy.start_from`) when given, else the policy's own random init."""
+        if self.initial_theta is not None:
+            return self.initial_theta.copy()
+        return self.pool.policy.init(rng)
 
     @classmethod  # noqa: B027 - optional to override, like the other defaults here
     def check(cls, config: CurriculumConfig, optimizer: Optimizer) -> None:

@@ -197,12 +197,19 @@ class LevelSamplingCurriculum(Curriculum):
     config_class = LevelSamplingConfig
     config: LevelSamplingConfig
 
-    def __init__(self, config, *, space, pool, optimizer, seed: int = 0):
-        super().__init__(config, space=space, pool=pool, optimizer=optimizer, seed=seed)
+    def __init__(self, config, *, space, pool, optimizer, seed: int = 0, initial_theta=None):
+        super().__init__(
+            config,
+            space=space,
+            pool=pool,
+            optimizer=optimizer,
+            seed=seed,
+            initial_theta=initial_theta,
+        )
         self.students: list[Student] = []
         for index in range(config.policies):
             rng = np.random.default_rng([seed, index])
-            theta = pool.policy.init(rng)
+            theta = self.new_theta(rng)
             self.students.append(Student(index, theta, optimizer.init_state(theta, rng), rng))
         self._last_returns: dict[int, float] = {}
 

@@ -111,8 +111,16 @@ class Poet(Curriculum):
         optimizer: Optimizer,
         seed: int = 0,
         initial_tasks: list[Task] | None = None,
+        initial_theta: np.ndarray | None = None,
     ):
-        super().__init__(config, space=space, pool=pool, optimizer=optimizer, seed=seed)
+        super().__init__(
+            config,
+            space=space,
+            pool=pool,
+            optimizer=optimizer,
+            seed=seed,
+            initial_theta=initial_theta,
+        )
         self.characterization = Characterization(config.novelty)
         self.solved_threshold = (
             config.solved_threshold if config.solved_threshold is not None else space.solved_score
@@ -124,7 +132,7 @@ class Poet(Curriculum):
         self._errors: dict[int, str] = {}  # pair id -> why its last evaluation failed
         self.population = Population()
         for task in self._initial_tasks(initial_tasks):
-            theta = pool.policy.init(self.rng)
+            theta = self.new_theta(self.rng)
             self.population.add(task, theta, optimizer.init_state(theta, self.rng), None, 0)
 
     def _initial_tasks(self, given: Iterable[Task] | None) -> list[Task]:

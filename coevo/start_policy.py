@@ -1,0 +1,84 @@
+"""`policy.start_from`: the parameters a run's new policies start from, instead of the
+policy's own random init (fine-tuning a policy trained before, by coevo or elsewhere).
+
+Forms: a `.npy` file holding the flat parameter vector (`np.save(path, theta)`, e.g. a
+`LoadedPolicy.theta` of an SB3 or torch policy), or a coevo run directory / checkpoint file,
+optionally with `#NAME` to pick one of its policies (the names `coevo-eval` lists).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from coevo import checkpoint
+from coevo.errors import ConfigError
+from coevo.policies import Policy
+
+FIELD = "policy.start_from"
+
+
+def load_start_theta(spec: str, policy: Policy, field: str = FIELD) -> np.ndarray:
+    """The parameter vector `spec` names, checked to fit `policy` (length, finite)."""
+    where, _, name = spec.partition("#")
+    path = Path(where)
+    if where.endswith(".npy"):
+        if name:
+            raise ConfigError(field, f"{spec}: #NAME picks a policy of a checkpoint, not a .npy")
+        theta = _npy(path, field)
+        source = str(path)
+    else:
+        theta, source = _from_checkpoint(path, name, field)
+    return checked_theta(theta, policy, f"{field} ({source})")
+
+
+def checked_theta(theta: object, policy: Policy, field: str) -> np.ndarray:
+    """`theta` as the float32 vector `policy` takes, or ConfigError naming what is off."""
+    vector = np.asarray(theta, dtype=np.float32).ravel()
+    if vector.size != policy.num_params:
+        raise ConfigError(
+            field,
+            f"has {vector.size} parameters; the run's policy has {policy.num_params} (start "
+            "from a policy of the same kind and layer sizes)",
+        )
+    bad = int((~np.isfinite(vector)).sum())
+    if bad:
+        raise ConfigError(field, f"{bad} of its {vector.size} parameters are not finite")
+    return vector
+
+
+def _npy(path: Path, field: str) -> np.ndarray:
+    if not path.is_file():
+        raise ConfigError(field, f"{path} not found")
+    try:  # never allow_pickle: a parameter file is numbers, not code to run
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError, TypeError):
+        raise ConfigError(
+            field, f"{path}: not a numeric .npy array (np.save of the parameter vector)"
+        ) from None
+
+
+def _from_checkpoint(path: Path, name: str, field: str) -> tuple[np.ndarray, str]:
+    if path.is_dir():
+        _, state = checkpoint.load_latest(path / "checkpoints")
+    elif path.is_file():
+        state = checkpoint.load(path)
+    else:
+        raise ConfigError(
+            field, f"{path} not found (a .npy file, a run directory or a checkpoint file)"
+        )
+    policies = dict(state.get("policies") or {})
+    if not policies:
+        raise ConfigError(field, f"{path} holds no policies (a checkpoint of coevo-run?)")
+    if not name:
+        if len(policies) > 1:
+            raise ConfigError(
+                field,
+                f"{path} holds {len(policies)} policies; pick one with #NAME, one of: "
+                + ", ".join(policies),
+            )
+        name = next(iter(policies))
+    if name not in policies:
+        raise ConfigError(field, f"no policy '{name}' in {path}; known: {', '.join(policies)}")
+    return policies[name], f"{path}#{name}"
