@@ -5,7 +5,15 @@ import pandas as pd
 import pytest
 
 from coevo.errors import ConfigError
-from coevo.pool import EpisodeJob, EvaluationPool, Perturbed, Stored, Worker, perturbation_noise
+from coevo.pool import (
+    EpisodeJob,
+    EvaluationError,
+    EvaluationPool,
+    Perturbed,
+    Stored,
+    Worker,
+    perturbation_noise,
+)
 from coevo.tasks import Param, TaskSpace
 
 
@@ -200,3 +208,43 @@ def test_a_policy_built_for_other_spaces_is_refused_by_name():
         for episodes in (0, -1, 1.5, True):
             with pytest.raises(ValueError, match="episodes must be a positive integer, got"):
                 pool.evaluate([(theta, tasks.get("cartpole").initial_task())], episodes)
+
+
+def test_non_finite_parameters_fail_their_evaluations_and_never_score(
+    cartpole, cartpole_policy, workload
+):
+    """A NaN vector scored ~10 on CartPole (argmax over NaN logits picks action 0); now
+    each of its episodes fails with the count of non-finite values, the others run as
+    before, and a cached version fails again on the next call."""
+    theta, task = workload[0]
+    nan, inf = np.full_like(theta, np.nan), theta.copy()
+    inf[[3, 7]] = [np.inf, -np.inf]
+    size = cartpole_policy.num_params
+    pairs = [(nan, task), (theta, task), (inf, task)]
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1, envs_per_worker=4) as pool:
+        alone = pool.evaluate([(theta, task)], episodes=2, seed=3)
+        for _ in range(2):  # loaded, then from the workers' cache
+            returns, errors = pool.evaluate_detailed(pairs, episodes=2, seed=3)
+            assert np.isnan(returns[[0, 2]]).all()
+            np.testing.assert_array_equal(returns[1], alone[0])
+            assert errors == {
+                0: f"ValueError: policy parameters contain {size} non-finite values "
+                f"(nan/inf) of {size}",
+                2: f"ValueError: policy parameters contain 2 non-finite values (nan/inf) of {size}",
+            }
+        with pytest.raises(EvaluationError, match=r"1 of 1 evaluations failed.*non-finite"):
+            pool.evaluate([(nan, task)], episodes=2)
+        with pytest.raises(EvaluationError, match=r"2 of 4 evaluations failed.*non-finite"):
+            pool.cross_evaluate([theta, inf], [task, workload[1][1]], episodes=1)
+        # ES perturbations: of a NaN theta, and of a finite one overflowing to infinity.
+        nan_key, key = pool.register(nan), pool.register(theta)
+        jobs = [
+            EpisodeJob(Perturbed(nan_key, 5, 0.1, 1), task, 0),
+            EpisodeJob(Perturbed(key, 5, 3e38, 1), task, 0),  # |noise| > 1.2: inf
+            EpisodeJob(Perturbed(key, 5, 0.1, 1), task, 0),
+        ]
+        with np.errstate(over="ignore"):
+            result = pool.run(jobs)
+    assert np.isnan(result.returns[:2]).all() and np.isfinite(result.returns[2])
+    assert sorted(result.errors) == [0, 1]
+    assert all("non-finite values (nan/inf)" in text for text in result.errors.values())

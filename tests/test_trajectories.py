@@ -262,3 +262,22 @@ def test_evaluation_episodes_between_rollouts_leave_the_saved_streams_alone():
     assert again.stats["stream_cache_hits"] == 2 and replayed.stats["replay_steps"] == 60
     for array in ARRAYS:
         assert getattr(again, array).tobytes() == getattr(replayed, array).tobytes(), array
+
+
+def test_a_stream_of_non_finite_parameters_fails_with_the_count():
+    # Before, a NaN actor-critic collected CartPole episodes (argmax-free sampling over NaN
+    # logits still picks actions) and handed NaN log-probs to the learner.
+    space = tasks.get("cartpole")
+    policy = _policy(space)
+    theta = policy.init(np.random.default_rng(3))
+    nan = np.full_like(theta, np.nan)
+    jobs = [
+        TrajectoryJob(Stored(key), space.initial_task(), 5, s, 25)
+        for s, key in enumerate(["nan", "ok"])
+    ]
+    chunk = Worker(space, policy, num_envs=2).collect_trajectories(jobs, {"nan": nan, "ok": theta})
+    size = policy.num_params
+    assert chunk.errors == {
+        0: f"ValueError: policy parameters contain {size} non-finite values (nan/inf) of {size}"
+    }
+    assert not chunk.rewards[0].any() and chunk.rewards[1].all()

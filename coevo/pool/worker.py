@@ -60,6 +60,9 @@ class Worker:
         self._exclusive = False  # a trajectory chunk holds the slots
         self.cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.cache_size = cache_size
+        # Keys in `cache` whose vector holds NaN or infinity: how many such values. Counted
+        # once per load, so a job pays a dict lookup only while such a version is cached.
+        self._nonfinite: dict[str, int] = {}
         # Blocks of vectors fetched from the object store, so that the other versions in a
         # block are not fetched again when their turn comes (one fetch per block and worker).
         self.blocks: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -82,11 +85,25 @@ class Worker:
             "num_envs": self.slots.num_slots,
         }
 
-    def _weights(self, key: str, sources: Mapping[str, Any], counters: dict[str, float]):
+    def _weights(
+        self, key: str, sources: Mapping[str, Any], counters: dict[str, float]
+    ) -> np.ndarray:
+        """The vector of `key` (cached); raises for one with NaN or infinite values, which
+        fails that job's episode: a discrete policy's argmax over NaN logits would still
+        pick an action and score."""
         if key in self.cache:
             self.cache.move_to_end(key)
             counters["cache_hits"] += 1
-            return self.cache[key]
+            vector = self.cache[key]
+        else:
+            vector = self._load(key, sources, counters)
+        if self._nonfinite:
+            bad = self._nonfinite.get(key)
+            if bad:
+                raise ValueError(nonfinite_message(bad, vector.size))
+        return vector
+
+    def _load(self, key: str, sources: Mapping[str, Any], counters: dict[str, float]) -> np.ndarray:
         counters["cache_misses"] += 1
         value = sources[key]
         if isinstance(value, np.ndarray):  # a bare vector (direct use of a Worker)
@@ -109,8 +126,12 @@ class Worker:
                 self.blocks.move_to_end(block_id)
             vector = np.array(block[row], dtype=np.float32, copy=True)
         self.cache[key] = vector
+        bad = vector.size - int(np.count_nonzero(np.isfinite(vector)))
+        if bad:
+            self._nonfinite[key] = bad
         if len(self.cache) > self.cache_size:
-            self.cache.popitem(last=False)
+            evicted, _ = self.cache.popitem(last=False)
+            self._nonfinite.pop(evicted, None)
         return vector
 
     def run(
@@ -214,5 +235,15 @@ class Worker:
             if self._noise_seed != (source.noise_seed, theta.size):
                 self._noise = perturbation_noise(source.noise_seed, theta.size)
                 self._noise_seed = (source.noise_seed, theta.size)
-            perturbed[source] = source.build(theta, self._noise)
+            vector = source.build(theta, self._noise)
+            # Once per perturbation: a finite theta plus a huge sigma can overflow.
+            bad = vector.size - int(np.count_nonzero(np.isfinite(vector)))
+            if bad:
+                raise ValueError(nonfinite_message(bad, vector.size))
+            perturbed[source] = vector
         return perturbed[source]
+
+
+def nonfinite_message(bad: int, size: int) -> str:
+    """Why a job with a non-finite parameter vector failed (its episode's error text)."""
+    return f"policy parameters contain {bad} non-finite values (nan/inf) of {size}"
