@@ -172,14 +172,50 @@ class GymSlots:
             observations = [None if ob is None else flatten(ob) for ob in observations]
         errors = errors or {}
         stacked = self._stack(observations, errors)
+        try:
+            reward_array = np.array(rewards, dtype=np.float64)
+        except (TypeError, ValueError):  # ragged: arrays beside numbers, or not numbers
+            reward_array = None
+        if reward_array is not None and reward_array.ndim != 1:  # checked once per call
+            # One value per slot, each a 1-element array: the numbers, still vectorised.
+            count = len(rewards)
+            reward_array = reward_array.reshape(count) if reward_array.size == count else None
+        if reward_array is None:
+            reward_array = self._rewards(rewards, errors)
         return (
             stacked,
-            np.array(rewards, dtype=np.float64),
+            reward_array,
             np.array([d or p in errors for p, d in enumerate(done)], dtype=bool)
             if errors
             else np.array(done, dtype=bool),
             errors,
         )
+
+    def _rewards(self, rewards: list[Any], errors: dict[int, str]) -> np.ndarray:
+        """The rewards one by one: one that holds exactly one value (a 1-element array, as
+        hand-written envs and some wrappers return) is that number, as gymnasium's and
+        SB3's wrappers take it; any other fails its slot's episode (in `errors`)."""
+        out = np.zeros(len(rewards), dtype=np.float64)
+        for position, reward in enumerate(rewards):
+            if position in errors:
+                continue
+            try:
+                value = np.asarray(reward, dtype=np.float64)
+            except (TypeError, ValueError):
+                value = None
+            if value is not None and value.size == 1:
+                out[position] = value.reshape(())
+            elif value is not None or hasattr(reward, "shape"):
+                errors[position] = (
+                    f"ValueError: step() returned a reward of shape {np.shape(reward)}; "
+                    "expected a number"
+                )
+            else:
+                errors[position] = (
+                    f"TypeError: step() returned a reward of type {type(reward).__name__} "
+                    f"({reward!r:.40}); expected a number"
+                )
+        return out
 
     def _stack(self, observations: list[Any], errors: dict[int, str]) -> np.ndarray:
         """The observations as rows; one that does not fit the observation space fails its
