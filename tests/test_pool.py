@@ -294,3 +294,40 @@ def test_a_reward_array_of_one_value_counts_as_that_number(backend, request, rng
     type_error = "TypeError: step() returned a reward of type str ('one'); expected a number"
     assert alone[3][1] == {0: shape_error} and alone[4][1] == {0: type_error}
     assert errors == {3: shape_error, 4: type_error}
+
+
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_a_closed_pool_says_so(backend, request, cartpole, cartpole_policy, workload):
+    """After its `with` block a pool answered IndexError from its backend (evaluate,
+    cross_evaluate, a curriculum's step); now every call names the cause. A pool used
+    without `with` serves until closed, and closing twice is harmless."""
+    from coevo import DomainRandomization, DRConfig, ESConfig, EvolutionStrategy
+
+    if backend == "ray":
+        request.getfixturevalue("ray_session")
+    theta, task = workload[0]
+    pool = EvaluationPool(cartpole, cartpole_policy, backend, 1, envs_per_worker=2)
+    assert pool.evaluate([(theta, task)], 1).shape == (1, 1)
+    with pool:
+        pool.evaluate([(theta, task)], 1)
+    pool.close()
+    assert pool.closed
+    es = EvolutionStrategy(ESConfig(population=4), cartpole_policy.num_params)
+    dr = DomainRandomization(DRConfig(), space=cartpole, pool=pool, optimizer=es, seed=0)
+    calls = {
+        "evaluate": lambda: pool.evaluate([(theta, task)], 1),
+        "evaluate_detailed": lambda: pool.evaluate_detailed([], 1),
+        "cross_evaluate": lambda: pool.cross_evaluate([theta], [task]),
+        "register": lambda: pool.register(theta),
+        "run": lambda: pool.run([]),
+        "dispatch": lambda: pool.dispatch([EpisodeJob(Stored("k"), task, 0)]),
+        "worker_info": pool.worker_info,
+        "with": lambda: pool.__enter__(),
+        "curriculum step": dr.step,
+    }
+    for name, call in calls.items():
+        with pytest.raises(RuntimeError) as refused:
+            call()
+        assert str(refused.value) == (
+            "EvaluationPool is closed; create a new one (a pool closes when its `with` block ends)"
+        ), name

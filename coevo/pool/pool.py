@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # pandas only for cross_evaluate_frame: workers need not impo
 
 __all__ = ["Backend", "EvalResult", "EvaluationError", "EvaluationPool", "ProgressListener"]
 
+CLOSED = "EvaluationPool is closed; create a new one (a pool closes when its `with` block ends)"
+
 
 class Backend(StrEnum):
     LOCAL = "local"
@@ -134,6 +136,7 @@ class EvaluationPool:
                 space, policy, num_workers, envs_per_worker, address, self.limits
             )
         self.store = WeightStore(policy.num_params, self._backend.put, store_size)
+        self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------
     @property
@@ -144,6 +147,7 @@ class EvaluationPool:
     def worker_info(self) -> list[dict[str, Any]]:
         """Each worker's pid, slots implementation and number of env slots (a replacement
         still waiting for room on the cluster: `{"pid": None}`)."""
+        self._check_open()
         return self._backend.info()
 
     def worker_nodes(self) -> list[str]:
@@ -167,14 +171,31 @@ class EvaluationPool:
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Block until the workers of the chosen backend serve (Ray started and its actors
         answering); True when they do. Raises what Ray's start raised."""
+        self._check_open()
         wait = getattr(self._backend, "wait_ready", None)
         return True if wait is None else bool(wait(timeout))
 
     def close(self) -> None:
-        self._backend.close()
-        self.store.clear()
+        """Stop the workers (and a Ray this pool started); a second close does nothing."""
+        if self._closed:
+            return
+        self._closed = True  # even if the backend's close raises: its workers may be gone
+        try:
+            self._backend.close()
+        finally:
+            self.store.clear()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        # A closed backend has no workers: a call would fail deep inside (IndexError).
+        if self._closed:
+            raise RuntimeError(CLOSED)
 
     def __enter__(self) -> EvaluationPool:
+        self._check_open()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -188,6 +209,7 @@ class EvaluationPool:
         versions of its block at the next call (or as soon as the block is full): one put
         per block of versions, never one per vector or per job.
         """
+        self._check_open()
         key = self.store.register(vector)
         self.stats["bytes_shipped"] = float(self.store.bytes_shipped)  # a full block ships
         return key
@@ -195,6 +217,7 @@ class EvaluationPool:
     # -- evaluation ------------------------------------------------------------------------
     def run(self, jobs: Sequence[EpisodeJob]) -> EvalResult:
         """Run episode jobs on the workers; results come back in the jobs' order."""
+        self._check_open()
         if len(jobs) == 0:
             return EvalResult(np.zeros(0), np.zeros(0, dtype=np.int64), {})
         results = self.run_chunks(jobs, "run")
@@ -238,6 +261,7 @@ class EvaluationPool:
         """Run chunks already cut, each on its preferred worker where one is given and
         alive (None: any); (worker that ran it, result) per chunk, in chunk order. Results
         never depend on the worker: preferring one only lets it reuse what it kept."""
+        self._check_open()
         if not chunks:
             return []
         started = time.perf_counter()
@@ -270,6 +294,7 @@ class EvaluationPool:
         per job, in order. `EpisodeJob`s give `EpisodeResult`s."""
         from coevo.pool.dispatch import dispatch
 
+        self._check_open()
         return dispatch(self, jobs)
 
     def chunk_sizes(self, n: int) -> list[int]:
