@@ -331,3 +331,90 @@ def test_a_closed_pool_says_so(backend, request, cartpole, cartpole_policy, work
         assert str(refused.value) == (
             "EvaluationPool is closed; create a new one (a pool closes when its `with` block ends)"
         ), name
+
+
+def test_a_pool_refuses_arguments_that_are_not_a_space_and_a_policy(cartpole, cartpole_policy):
+    """`EvaluationPool(policy, space)` failed with "'MLPPolicy' object has no attribute
+    'make_env'"; now a TypeError names what each position takes."""
+    from coevo.policies.loaders import LoadedPolicy
+
+    takes = (
+        "EvaluationPool(space, policy, ...) takes a task space first (a TaskSpace, e.g. "
+        "coevo.tasks.get('cartpole')) and a policy second (a Policy, e.g. from "
+        "coevo.make_policy(...)); got "
+    )
+    loaded = LoadedPolicy(cartpole_policy, np.zeros(cartpole_policy.num_params), "test")
+    for arguments, got in [
+        ((cartpole_policy, cartpole), "MLPPolicy and TaskSpace (swapped)"),
+        (("cartpole", cartpole_policy), "str and MLPPolicy"),
+        (
+            (cartpole, loaded),
+            "TaskSpace and LoadedPolicy; pass the loaded LoadedPolicy's .policy (its .theta "
+            "is a vector)",
+        ),
+    ]:
+        with pytest.raises(TypeError) as refused:
+            EvaluationPool(*arguments, backend="local")
+        assert str(refused.value) == takes + got
+
+
+def test_wrong_evaluation_inputs_are_refused_up_front(cartpole, cartpole_policy, workload):
+    """A dict task failed each episode with "'dict' object has no attribute 'as_dict'", a
+    negative seed each episode with gymnasium's seed error; now the call is refused before
+    any episode runs, naming the argument and what it takes."""
+    theta, task = workload[0]
+    size = cartpole_policy.num_params
+    build = (
+        "build tasks with the pool's space: pool.space.task({}) (parameters left out keep "
+        "their initial value) or pool.space.initial_task()"
+    )
+    refusals = [
+        (
+            lambda pool: pool.evaluate([(theta, task), (theta, {"gravity": 12.0})], 2),
+            TypeError,
+            "pairs[1]: the task must be a coevo Task, got dict {'gravity': 12.0}; "
+            + build.format("gravity=12.0"),
+        ),
+        (
+            lambda pool: pool.cross_evaluate([theta], [task, "cartpole"]),
+            TypeError,
+            "tasks[1]: the task must be a coevo Task, got str 'cartpole'; "
+            + build.format("name=value, ..."),
+        ),
+        (
+            lambda pool: pool.evaluate([(theta, task)], 2, seed=-5),
+            ValueError,
+            "seed must be an integer >= 0, got -5",
+        ),
+        (
+            lambda pool: pool.cross_evaluate([theta], [task], seed=0.5),
+            ValueError,
+            "seed must be an integer >= 0, got 0.5",
+        ),
+        (
+            lambda pool: pool.evaluate([(theta, task), (theta[:10], task)], 2),
+            ValueError,
+            f"pairs[1]: the parameter vector has shape (10,); the policy has {size} parameters",
+        ),
+        (
+            lambda pool: pool.cross_evaluate([theta, theta[None]], [task]),
+            ValueError,
+            f"policies[1]: the parameter vector has shape (1, {size}); the policy has {size} "
+            "parameters",
+        ),
+        (
+            lambda pool: pool.evaluate((theta, task), 2),  # one pair, not a list of pairs
+            TypeError,
+            f"pairs[0]: expected a (parameters, task) pair, got ndarray of shape ({size},); "
+            "evaluate takes a list of pairs, e.g. [(theta, space.initial_task())]",
+        ),
+    ]
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1, envs_per_worker=2) as pool:
+        for call, error, message in refusals:
+            with pytest.raises(error) as refused:
+                call(pool)
+            assert str(refused.value) == message
+        assert pool.stats["jobs"] == 0  # every call refused before an episode ran
+        # What stays allowed: lists and numpy integers.
+        got = pool.evaluate([(theta.tolist(), task)], 1, seed=np.int64(3))
+        assert got.tolist() == pool.evaluate([(theta, task)], 1, seed=3).tolist()

@@ -67,6 +67,9 @@ class EvaluationPool:
         episode_timeout_s: float | None = None,
         worker_memory_mb: float | None = None,
     ):
+        # Before anything touches them: swapped arguments failed with an AttributeError.
+        if not isinstance(space, TaskSpace) or not isinstance(policy, Policy):
+            raise TypeError(_argument_types_message(space, policy))
         try:
             self.backend = Backend(backend)
         except ValueError:
@@ -348,15 +351,60 @@ class EvaluationPool:
         """`evaluate`, plus for each pair with a failed episode its first error's last line."""
         if isinstance(episodes, bool) or not isinstance(episodes, int | np.integer) or episodes < 1:
             raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            # Reset seeds seed..seed+episodes-1; gymnasium refuses a negative one per episode.
+            raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+        self._check_open()
+        checked = [self._checked_pair(index, pair) for index, pair in enumerate(pairs)]
         jobs = []
-        for theta, task in pairs:
-            key = self.register(theta)
+        for index, (theta, task) in enumerate(checked):
+            try:
+                key = self.register(theta)
+            except (TypeError, ValueError) as error:  # not numbers at all
+                raise type(error)(f"pairs[{index}]: {error}") from None
             jobs.extend(EpisodeJob(Stored(key), task, seed + k) for k in range(episodes))
         result = self.run(jobs)
         errors: dict[int, str] = {}
         for job_index in sorted(result.errors):
             errors.setdefault(job_index // episodes, error_line(result.errors[job_index]))
         return result.returns.reshape(len(pairs), episodes), errors
+
+    def _checked_pair(self, index: int, pair: Any) -> tuple[Any, Task]:
+        """`pairs[index]` as (parameters, task), or an error saying what is wrong with it."""
+        try:
+            theta, task = pair
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"pairs[{index}]: expected a (parameters, task) pair, got {_described(pair)}; "
+                "evaluate takes a list of pairs, e.g. [(theta, space.initial_task())]"
+            ) from None
+        self._check_params(f"pairs[{index}]", theta)
+        self._check_task(f"pairs[{index}]", task)
+        return theta, task
+
+    def _check_params(self, label: str, theta: Any) -> None:
+        size = self.policy.num_params
+        try:
+            shape = tuple(np.shape(theta))
+        except ValueError:  # ragged nested lists
+            shape = None
+        if shape != (size,):
+            got = f"shape {shape}" if shape is not None else "no array shape (ragged)"
+            raise ValueError(
+                f"{label}: the parameter vector has {got}; the policy has {size} parameters"
+            )
+
+    def _check_task(self, label: str, task: Any) -> None:
+        # A dict task failed each of its episodes with "'dict' object has no attribute".
+        if not isinstance(task, Task):
+            example = "name=value, ..."
+            if isinstance(task, Mapping) and task and all(isinstance(k, str) for k in task):
+                example = ", ".join(f"{name}={value!r}" for name, value in task.items())
+            raise TypeError(
+                f"{label}: the task must be a coevo Task, got {_described(task)}; build tasks "
+                f"with the pool's space: pool.space.task({example}) (parameters left out keep "
+                "their initial value) or pool.space.initial_task()"
+            )
 
     def cross_evaluate(
         self,
@@ -367,6 +415,11 @@ class EvaluationPool:
     ) -> np.ndarray:
         """Mean return of every policy on every task: an array [len(policies), len(tasks)];
         raises `EvaluationError` if an episode failed."""
+        self._check_open()
+        for index, theta in enumerate(policies):  # named here: `pairs` would be ours
+            self._check_params(f"policies[{index}]", theta)
+        for index, task in enumerate(tasks):
+            self._check_task(f"tasks[{index}]", task)
         pairs = [(theta, task) for theta in policies for task in tasks]
         scores = self.evaluate(pairs, episodes, seed).mean(axis=1)
         return scores.reshape(len(policies), len(tasks))
@@ -404,6 +457,27 @@ class EvaluationPool:
     def stats_since(self, before: dict[str, float]) -> dict[str, float]:
         """The pool's figures since the snapshot `before` (summary.csv's pool columns)."""
         return generation_figures(before, self.stats_snapshot())
+
+
+def _described(value: Any) -> str:
+    """A value's type, with its shape or a short repr: what an error says it got."""
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return f"{type(value).__name__} of shape {tuple(shape)}"
+    return f"{type(value).__name__} {value!r:.60}"
+
+
+def _argument_types_message(space: Any, policy: Any) -> str:
+    got = f"got {type(space).__name__} and {type(policy).__name__}"
+    if isinstance(space, Policy) and isinstance(policy, TaskSpace):
+        got += " (swapped)"
+    elif hasattr(policy, "policy") and hasattr(policy, "theta"):  # a LoadedPolicy
+        got += f"; pass the loaded {type(policy).__name__}'s .policy (its .theta is a vector)"
+    return (
+        "EvaluationPool(space, policy, ...) takes a task space first (a TaskSpace, e.g. "
+        "coevo.tasks.get('cartpole')) and a policy second (a Policy, e.g. from "
+        f"coevo.make_policy(...)); {got}"
+    )
 
 
 def _ray_running() -> bool:
