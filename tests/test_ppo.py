@@ -308,3 +308,29 @@ def test_a_killed_worker_mid_rollout_gives_identical_results(ray_session):
     for a, b in zip(undisturbed, disturbed, strict=True):
         for name in a:
             assert a[name].tobytes() == b[name].tobytes(), name
+
+
+def test_a_curriculum_gives_ppo_the_pools_policy():
+    """PPO(config, n) without `policy=`: the curriculum tells it the pool's policy (it
+    raised 'PPO needs its policy' at the first step); a policy without a value head is
+    refused when the curriculum is built."""
+    from coevo.curricula.dr import DomainRandomization, DRConfig
+    from coevo.errors import ConfigError
+
+    space = tasks.get("cartpole")
+    policy = _policy(space)
+    config = PPOConfig(n_envs=2, n_steps=64, batch_size=64, n_epochs=1)
+    with EvaluationPool(space, policy, backend="local", num_workers=1) as pool:
+        ppo = PPO(config, policy.num_params)
+        dr = DomainRandomization(DRConfig(tasks_per_step=1), space=space, pool=pool, optimizer=ppo)
+        result = dr.step()
+        assert result.summary["optimizer_steps"] == 1
+    env = space.make_env()
+    mlp = make_policy("mlp", env.observation_space, env.action_space, {})
+    with EvaluationPool(space, mlp, backend="local", num_workers=1) as pool:
+        with pytest.raises(
+            ConfigError, match="policy.name: optimizer ppo needs policy=actor_critic"
+        ):
+            DomainRandomization(
+                DRConfig(), space=space, pool=pool, optimizer=PPO(config, mlp.num_params)
+            )

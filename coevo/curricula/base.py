@@ -141,6 +141,9 @@ class Curriculum(ABC):
         require_config(type(self), config)
         self.check(config, optimizer)
         self.check_parts(space, pool, optimizer)
+        # The policy the pool runs is the one a gradient optimizer (PPO) learns with: told
+        # here, so PPO(config, n) built without `policy=` works, and a misfit is refused now.
+        optimizer.use_policy(pool.policy)
         self.config = config
         self.space = space
         self.pool = pool
