@@ -130,10 +130,10 @@ def test_dispatch_runs_jobs_of_several_kinds_and_keeps_their_order(cartpole, car
         jobs = [EpisodeJob(Stored(key), task, 0), SquareJob(3.0), EpisodeJob(Stored(key), task, 1)]
         results = pool.dispatch(jobs)
         expected = pool.evaluate([(theta, task)], 2, 0)[0]
+        with pytest.raises(TypeError, match="no runner for jobs of type str"):
+            pool.dispatch(["what"])
     assert isinstance(results[0], EpisodeResult) and results[1] == 9.0
     assert [results[0].ret, results[2].ret] == expected.tolist()
-    with pytest.raises(TypeError, match="no runner for jobs of type str"):
-        pool.dispatch(["what"])
 
 
 def test_optimize_sends_every_pairs_jobs_in_one_pool_call(cartpole, cartpole_policy):
