@@ -197,20 +197,15 @@ class LevelSamplingCurriculum(Curriculum):
     config_class = LevelSamplingConfig
     config: LevelSamplingConfig
 
-    def __init__(self, config, *, space, pool, optimizer, seed: int = 0, initial_theta=None):
-        super().__init__(
-            config,
-            space=space,
-            pool=pool,
-            optimizer=optimizer,
-            seed=seed,
-            initial_theta=initial_theta,
-        )
+    def __init__(self, config, **parts: Any):
+        """`parts`: the base's space, pool, optimizer, seed and initial_theta."""
+        super().__init__(config, **parts)
         self.students: list[Student] = []
         for index in range(config.policies):
-            rng = np.random.default_rng([seed, index])
+            rng = np.random.default_rng([self.seed, index])
             theta = self.new_theta(rng)
-            self.students.append(Student(index, theta, optimizer.init_state(theta, rng), rng))
+            state = self.optimizer.init_state(theta, rng)
+            self.students.append(Student(index, theta, state, rng))
         self._last_returns: dict[int, float] = {}
 
     @classmethod
