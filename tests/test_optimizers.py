@@ -227,6 +227,12 @@ def test_the_docs_hill_climber_declares_that_it_plays_one_task_per_step(cartpole
                 DRConfig(tasks_per_step=1, generations=2), space=cartpole, pool=pool, optimizer=hill
             )
             decisions = [d for r in dr.run() for d in r.decisions]
+            # Every try failed (NaN weights fail every episode): the weights are kept.
+            broken = np.full(pool.policy.num_params, np.nan, dtype=np.float32)
+            rng = np.random.default_rng(0)
+            kept = hill.step(pool, broken, 0, [cartpole.initial_task()], rng)
+            assert kept.record.applied is False and kept.record.reason == "every try failed"
+            assert kept.theta is broken and kept.state == 0
     finally:
         del sys.modules[module.__name__]
     assert [d.outcome for d in decisions] == ["trained", "trained"]

@@ -45,7 +45,7 @@ from coevo.curricula.base import (
     GenerationResult,
     PoliciesForTesting,
 )
-from coevo.curricula.training import mean_extras
+from coevo.curricula.training import mean_extras, tell_checked
 from coevo.errors import ConfigError
 from coevo.optimizers.base import StepRecord
 from coevo.pool.jobs import EpisodeJob, Stored
@@ -351,8 +351,8 @@ class LevelSamplingCurriculum(Curriculum):
             for student, (asked, start, middle, _) in zip(self.students, spans, strict=True)
             if asked is not None
         ]
-        steps = self.optimizer.tell_many(
-            [(s.theta, s.state, asked, own) for s, asked, own in training]
+        steps = tell_checked(
+            self.optimizer, [(s.theta, s.state, asked, own) for s, asked, own in training]
         )
         told_by_student = {id(s): told for (s, _, _), told in zip(training, steps, strict=True)}
         outcomes = []

@@ -40,7 +40,37 @@ def optimize(
     for (theta, state, _), ask in zip(items, asked, strict=True):
         answered.append((theta, state, ask, results[offset : offset + len(ask.jobs)]))
         offset += len(ask.jobs)
-    return optimizer.tell_many(answered)
+    return tell_checked(optimizer, answered)
+
+
+def tell_checked(
+    optimizer: Optimizer, items: Sequence[tuple[np.ndarray, Any, Any, Sequence[Any]]]
+) -> list[Told]:
+    """`optimizer.tell_many(items)`, with every update checked: one whose parameters are not
+    finite, or not the policy's size, is not applied (weights and state kept, the record
+    says why: a `step_failed` row), whatever optimizer made it (a plug-in's NaN update
+    otherwise became the learner's weights and failed every later episode)."""
+    told = optimizer.tell_many(items)
+    return [
+        _checked(theta, state, step) for (theta, state, _, _), step in zip(items, told, strict=True)
+    ]
+
+
+def _checked(theta: np.ndarray, state: Any, step: Told) -> Told:
+    new = np.asarray(step.theta)
+    if new.shape != np.shape(theta):
+        problem = f"a parameter vector of shape {new.shape}; the policy has {np.size(theta)}"
+    else:
+        bad = new.size - int(np.count_nonzero(np.isfinite(new)))
+        if not bad:
+            return step
+        problem = f"{bad} non-finite parameter{'s' if bad > 1 else ''} (nan/inf) of {new.size}"
+    record = step.record
+    reason = f"the optimizer's update gave {problem}: weights and optimizer state kept"
+    if record.reason:
+        reason = f"{record.reason}; {reason}"
+    kept = StepRecord(record.mean_return, record.failed, reason, dict(record.extra), applied=False)
+    return Told(theta, state, kept)
 
 
 def mean_extras(records: Sequence[Any]) -> dict[str, float]:
