@@ -80,8 +80,16 @@ class PolicyConfig(Checked):
     start_from: str | None = setting(
         None,
         doc="parameters new policies start from: a .npy vector, or a run directory / "
-        "checkpoint file [#NAME of one of its policies]; null: the policy's own init",
+        "checkpoint file [:NAME of one of its policies]; null: the policy's own init",
     )
+
+    def check(self) -> None:
+        if self.file and self.start_from:  # both say where the weights come from
+            raise ConfigError(
+                "policy.start_from",
+                f"give one source of starting weights: policy.file ({self.file}, the torch "
+                f"module's state_dict) or policy.start_from ({self.start_from}), not both",
+            )
 
 
 # pool.address: "auto" (the cluster `ray start` last started here) or a head's HOST:PORT.
@@ -146,6 +154,12 @@ class RunConfig(Checked):
         if self.mode == "eligible_parents" and not self.eligible.pairs_file:
             raise ConfigError(
                 "eligible.pairs_file", "required with mode=eligible_parents (a YAML or CSV file)"
+            )
+        if self.mode == "eligible_parents" and self.policy.start_from:
+            raise ConfigError(
+                "policy.start_from",
+                "not used by mode=eligible_parents (it trains nothing: each pair of "
+                "eligible.pairs_file names its own policy); leave it out",
             )
 
 

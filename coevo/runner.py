@@ -398,7 +398,7 @@ def _run(
     saved = _saved_state(config, run_dir, checkpoint_file, echo) if resume else None
     # A resumed run's policies come from its checkpoint: the start file is not read again.
     start = config.policy.start_from
-    initial_theta = load_start_theta(start, policy) if start and saved is None else None
+    initial_theta = load_start_theta(start, policy, echo) if start and saved is None else None
     # After the config checks: a refused run leaves no directory and no lock file.
     run_dir.mkdir(parents=True, exist_ok=True)
     _hold_run_dir(run_dir, "resume" if resume else "hydra.run.dir")

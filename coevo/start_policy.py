@@ -3,11 +3,13 @@ policy's own random init (fine-tuning a policy trained before, by coevo or elsew
 
 Forms: a `.npy` file holding the flat parameter vector (`np.save(path, theta)`, e.g. a
 `LoadedPolicy.theta` of an SB3 or torch policy), or a coevo run directory / checkpoint file,
-optionally with `#NAME` to pick one of its policies (the names `coevo-eval` lists).
+optionally with `:NAME` to pick one of its policies (the names `coevo-eval` lists). `:` and
+not `#`: Hydra's command line takes `runs/x:pair_3` as typed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -19,18 +21,40 @@ from coevo.policies import Policy
 FIELD = "policy.start_from"
 
 
-def load_start_theta(spec: str, policy: Policy, field: str = FIELD) -> np.ndarray:
-    """The parameter vector `spec` names, checked to fit `policy` (length, finite)."""
-    where, _, name = spec.partition("#")
+def load_start_theta(
+    spec: str,
+    policy: Policy,
+    echo: Callable[[str], None] | None = None,
+    field: str = FIELD,
+) -> np.ndarray:
+    """The parameter vector `spec` names, checked to fit `policy` (length, finite); `echo`
+    hears which file (and policy) it came from, and any damaged checkpoint skipped."""
+    where, name = _split(spec)
     path = Path(where)
     if where.endswith(".npy"):
         if name:
-            raise ConfigError(field, f"{spec}: #NAME picks a policy of a checkpoint, not a .npy")
-        theta = _npy(path, field)
-        source = str(path)
+            raise ConfigError(field, f"{spec}: :NAME picks a policy of a checkpoint, not a .npy")
+        theta, source = _npy(path, field), str(path)
+    elif where.endswith(".zip"):
+        raise ConfigError(
+            field,
+            f"{spec}: an SB3 zip is not read here; save its parameters first: np.save(path, "
+            "coevo.policies.loaders.load_sb3_policy(zip).theta), with the run's policy set to "
+            "match SB3's network (README: Bring your own policy)",
+        )
     else:
-        theta, source = _from_checkpoint(path, name, field)
+        theta, source = _from_checkpoint(path, name, field, echo)
+    if echo is not None:
+        echo(f"{field}: the policies start from {source}")
     return checked_theta(theta, policy, f"{field} ({source})")
+
+
+def _split(spec: str) -> tuple[str, str]:
+    """(path, policy name) of `PATH[:NAME]`; a colon inside the path's folders is the path's."""
+    where, sep, name = spec.rpartition(":")
+    if not sep or "/" in name or not where:
+        return spec, ""
+    return where, name
 
 
 def checked_theta(theta: object, policy: Policy, field: str) -> np.ndarray:
@@ -59,15 +83,21 @@ def _npy(path: Path, field: str) -> np.ndarray:
         ) from None
 
 
-def _from_checkpoint(path: Path, name: str, field: str) -> tuple[np.ndarray, str]:
-    if path.is_dir():
-        _, state = checkpoint.load_latest(path / "checkpoints")
-    elif path.is_file():
-        state = checkpoint.load(path)
-    else:
-        raise ConfigError(
-            field, f"{path} not found (a .npy file, a run directory or a checkpoint file)"
-        )
+def _from_checkpoint(
+    path: Path, name: str, field: str, echo: Callable[[str], None] | None
+) -> tuple[np.ndarray, str]:
+    try:
+        if path.is_dir():
+            generation, state = checkpoint.load_latest(path / "checkpoints", on_skip=echo)
+            path = checkpoint.checkpoint_path(path / "checkpoints", generation)
+        elif path.is_file():
+            state = checkpoint.load(path)
+        else:
+            raise ConfigError(
+                field, f"{path} not found (a .npy file, a run directory or a checkpoint file)"
+            )
+    except checkpoint.CheckpointError as error:
+        raise ConfigError(field, f"{error} (a coevo run directory or checkpoint file?)") from None
     policies = dict(state.get("policies") or {})
     if not policies:
         raise ConfigError(field, f"{path} holds no policies (a checkpoint of coevo-run?)")
@@ -75,10 +105,10 @@ def _from_checkpoint(path: Path, name: str, field: str) -> tuple[np.ndarray, str
         if len(policies) > 1:
             raise ConfigError(
                 field,
-                f"{path} holds {len(policies)} policies; pick one with #NAME, one of: "
+                f"{path} holds {len(policies)} policies; pick one with :NAME, one of: "
                 + ", ".join(policies),
             )
         name = next(iter(policies))
     if name not in policies:
         raise ConfigError(field, f"no policy '{name}' in {path}; known: {', '.join(policies)}")
-    return policies[name], f"{path}#{name}"
+    return policies[name], f"{path}:{name}"

@@ -101,9 +101,10 @@ def test_start_from_names_what_is_wrong(tmp_path):
     poet = {**RAW, "curriculum": {"name": "poet", "generations": 1, "initial_pairs": 2}}
     runner.run(parse_config(poet), tmp_path / "two", quiet)
     names = list(first_policies(tmp_path / "two"))
+    last_two = tmp_path / "two" / "checkpoints" / "gen_000001.pkl"
     cases = {
-        str(tmp_path / "two"): f"holds 2 policies; pick one with #NAME, one of: {', '.join(names)}",
-        f"{tmp_path / 'two'}#nobody": f"no policy 'nobody' in {tmp_path / 'two'}; known: ",
+        str(tmp_path / "two"): f"holds 2 policies; pick one with :NAME, one of: {', '.join(names)}",
+        f"{tmp_path / 'two'}:nobody": f"no policy 'nobody' in {last_two}; known: ",
         str(tmp_path / "missing.npy"): "missing.npy not found",
         str(
             tmp_path / "elsewhere"
@@ -119,7 +120,7 @@ def test_start_from_names_what_is_wrong(tmp_path):
     with pytest.raises(ConfigError, match="has 5 parameters; the run's policy has"):
         runner.run(parse_config(wide), tmp_path / "x", quiet)
     assert not (tmp_path / "x").exists()  # refused before the run directory was made
-    chosen = {**RAW, "policy": {"start_from": f"{tmp_path / 'two'}#{names[1]}"}}
+    chosen = {**RAW, "policy": {"start_from": f"{tmp_path / 'two'}:{names[1]}"}}
     runner.run(parse_config(chosen), tmp_path / "chosen", quiet)
     two = checkpoint.load_latest(tmp_path / "two" / "checkpoints")[1]["policies"]
     (started,) = first_policies(tmp_path / "chosen").values()
@@ -142,3 +143,48 @@ def test_coevo_run_takes_start_from_on_the_command_line(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     (started,) = first_policies(run_dir).values()
     np.testing.assert_array_equal(started, theta)
+
+
+def test_start_from_says_which_checkpoint_it_read_and_refuses_what_it_would_ignore(tmp_path):
+    runner.run(
+        parse_config({**RAW, "curriculum": {"name": "dr", "generations": 3}}), tmp_path / "a", quiet
+    )
+    newest = checkpoint.checkpoint_path(tmp_path / "a" / "checkpoints", 3)
+    newest.write_bytes(newest.read_bytes()[:50])  # damaged, as by a full disk
+    lines = []
+    again = {**RAW, "policy": {"start_from": str(tmp_path / "a")}}
+    runner.run(parse_config(again), tmp_path / "b", lines.append)
+    assert any(
+        "gen_000003.pkl" in line and "trying the previous checkpoint" in line for line in lines
+    )
+    used = [line for line in lines if line.startswith("policy.start_from: the policies start from")]
+    previous = tmp_path / "a" / "checkpoints" / "gen_000002.pkl"
+    assert used == [f"policy.start_from: the policies start from {previous}:policy_0"]
+
+    with pytest.raises(
+        ConfigError, match=r"policy.start_from: give one source of starting weights"
+    ):
+        parse_config(
+            {"policy": {"name": "torch", "module": "m:M", "file": "w.pt", "start_from": "t.npy"}}
+        )
+    with pytest.raises(ConfigError, match=r"policy.start_from: not used by mode=eligible_parents"):
+        parse_config(
+            {
+                "mode": "eligible_parents",
+                "eligible": {"pairs_file": "p.yaml"},
+                "policy": {"start_from": "t.npy"},
+            }
+        )
+    with pytest.raises(
+        ConfigError, match=r"policy.start_from: .*model.zip: an SB3 zip is not read here"
+    ):
+        runner.run(
+            parse_config({**RAW, "policy": {"start_from": "model.zip"}}), tmp_path / "c", quiet
+        )
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match=r"^policy.start_from: no usable checkpoint in "):
+        runner.run(
+            parse_config({**RAW, "policy": {"start_from": str(tmp_path / "empty")}}),
+            tmp_path / "c",
+            quiet,
+        )
