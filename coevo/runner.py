@@ -297,6 +297,13 @@ def _saved_state(
     if checkpoint_file is not None:
         state = checkpoint.load(checkpoint_file)
         generation, source = checkpoint.generation_of(checkpoint_file), Path(checkpoint_file)
+    elif not checkpoint.list_checkpoints(checkpoints) and recorded.is_file():
+        raise ConfigError(
+            "resume",
+            f"{run_dir} holds no checkpoint: the run stopped before its start was saved, so "
+            "there is nothing to continue; start it again in this directory (runner.run("
+            "config, run_dir), or coevo-run with hydra.run.dir)",
+        )
     else:
         generation, state = checkpoint.load_latest(checkpoints, on_skip=echo)
         source = checkpoint.checkpoint_path(checkpoints, generation)
@@ -375,6 +382,11 @@ def _run(
     written too, with the reason in stopped.txt).
     """
     run_dir = Path(run_dir)
+    if config is not None and not isinstance(config, RunConfig):
+        raise TypeError(
+            f"runner.run needs a RunConfig, got {type(config).__name__}: build one with "
+            "coevo.config.parse_config(raw) (or None with resume=True: the run's own config)"
+        )
     if config is None:
         if not resume:
             raise ConfigError("config", "required for a new run (None resumes: resume=True)")

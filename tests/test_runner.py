@@ -142,3 +142,19 @@ def test_the_runs_warnings_reach_echo_once(tmp_path, capfd):
     assert "PLR scores levels by return_regret instead" in warned[0]
     out, err = capfd.readouterr()
     assert "positive_value_loss" not in out + err
+
+
+def test_run_names_what_it_needs_when_given_a_mapping_or_a_run_that_never_saved(tmp_path):
+    with pytest.raises(TypeError, match=r"runner.run needs a RunConfig, got dict: .*parse_config"):
+        runner.run(RAW, tmp_path / "raw", quiet)
+
+    def stop_at_start(line: str) -> None:
+        if line.startswith("pool:"):  # before the run's first checkpoint
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(parse_config(RAW), tmp_path / "early", stop_at_start)
+    with pytest.raises(ConfigError, match=r"^resume: .*early holds no checkpoint: the run stopped"):
+        runner.run(None, tmp_path / "early", quiet, resume=True)
+    runner.run(parse_config(RAW), tmp_path / "early", quiet)  # started again, as it says
+    assert len(pd.read_csv(tmp_path / "early" / "summary.csv")) == 2
