@@ -413,6 +413,42 @@ def test_a_config_of_another_class_is_refused_naming_the_one_needed(name, pool, 
         cls({"generations": 3}, space=cartpole, pool=pool, optimizer=optimizer)
 
 
+@pytest.mark.parametrize("name", ["poet", "dr"])
+def test_constructor_arguments_of_the_wrong_kind_are_refused_by_name(name, pool, cartpole):
+    """Each of these failed later: an AttributeError deep inside, or numpy's seed error."""
+    from coevo import curricula
+
+    cls = curricula.get(name)
+    es = EvolutionStrategy(ESConfig(population=4), pool.policy.num_params)
+    parts = {"space": cartpole, "pool": pool, "optimizer": es, "seed": 0}
+    wrong = {
+        "seed": (-1, ValueError, "seed must be an integer >= 0, got -1"),
+        "optimizer": (ESConfig(), TypeError, "optimizer must be an Optimizer, e.g. Evolution"),
+        "pool": (None, TypeError, "pool must be an EvaluationPool(space, policy, ...), got None"),
+        "space": ("cartpole", TypeError, "space must be a TaskSpace, e.g. coevo.tasks.get("),
+        "initial_theta": ("x.npy", TypeError, "initial_theta takes the parameter vector, not"),
+    }
+    for argument, (value, error, message) in wrong.items():
+        with pytest.raises(error) as info:
+            cls(cls.config_class(), **{**parts, argument: value})
+        assert str(info.value).startswith(message), info.value
+    assert "(a config: build the optimizer from it)" in str(
+        pytest.raises(
+            TypeError, cls, cls.config_class(), **{**parts, "optimizer": ESConfig()}
+        ).value
+    )
+    cls(cls.config_class(), **{**parts, "seed": np.int64(3)})  # numpy ints are ints
+
+
+def test_an_optimizer_refuses_a_parameter_count_that_is_not_a_positive_integer():
+    for given in (0, -3, 10.0, True):
+        with pytest.raises(
+            ValueError, match=rf"num_params must be an integer >= 1 .*got {given!r}$"
+        ):
+            EvolutionStrategy(ESConfig(), given)
+    assert EvolutionStrategy(ESConfig(), np.int64(5)).num_params == 5
+
+
 def test_a_state_of_another_curriculum_is_refused_and_an_old_state_still_loads(pool, cartpole):
     """DomainRandomization.load_state_dict(poet.state_dict()) raised KeyError 'students'.
     States now say their kind; one saved before they did (no 'kind') loads as it did."""

@@ -38,17 +38,17 @@ def test_ars_balances_cartpole(cartpole, cartpole_policy):
 
 
 @pytest.mark.parametrize(
-    "optimizer",
+    "build",
     [
-        EvolutionStrategy(ESConfig(population=4), 0),
-        AugmentedRandomSearch(ARSConfig(directions=4, top=2), 0),
+        lambda n: EvolutionStrategy(ESConfig(population=4), n),
+        lambda n: AugmentedRandomSearch(ARSConfig(directions=4, top=2), n),
     ],
     ids=["es", "ars"],
 )
 def test_a_step_leaves_the_given_state_unchanged_and_repeats_exactly(
-    cartpole, cartpole_policy, optimizer
+    cartpole, cartpole_policy, build
 ):
-    optimizer.num_params = cartpole_policy.num_params
+    optimizer = build(cartpole_policy.num_params)
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
         theta = cartpole_policy.init(np.random.default_rng(0))
         state = optimizer.init_state(theta, np.random.default_rng(0))

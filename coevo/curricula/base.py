@@ -32,6 +32,40 @@ if TYPE_CHECKING:
     from coevo.tasks.task import TaskSpace
 
 
+def check_arguments(
+    space: object, pool: object, optimizer: object, seed: object, initial_theta: object
+) -> None:
+    """TypeError/ValueError naming a constructor argument of the wrong kind (each failed
+    later as an AttributeError, or as numpy's seed error, far from the cause)."""
+    from coevo.optimizers.base import Optimizer, OptimizerConfig
+    from coevo.pool import EvaluationPool
+    from coevo.tasks.task import TaskSpace
+
+    wanted = (
+        ("space", space, TaskSpace, "a TaskSpace, e.g. coevo.tasks.get('cartpole')"),
+        ("pool", pool, EvaluationPool, "an EvaluationPool(space, policy, ...)"),
+        (
+            "optimizer",
+            optimizer,
+            Optimizer,
+            "an Optimizer, e.g. EvolutionStrategy(ESConfig(...), pool.policy.num_params)",
+        ),
+    )
+    for name, value, kind, example in wanted:
+        if not isinstance(value, kind):
+            hint = ""
+            if isinstance(value, OptimizerConfig):
+                hint = " (a config: build the optimizer from it)"
+            raise TypeError(f"{name} must be {example}, got {type(value).__name__}{hint}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    if isinstance(initial_theta, str | bytes) or hasattr(initial_theta, "__fspath__"):
+        raise TypeError(
+            "initial_theta takes the parameter vector, not a path: np.load(path) first "
+            "(a run's policy.start_from takes a path)"
+        )
+
+
 class GenerationFailed(RuntimeError):
     """Every evaluation failed in `curriculum.failed_generations` generations in a row:
     nothing was learned or judged, most likely a broken env. Carries the last one's first
@@ -139,6 +173,7 @@ class Curriculum(ABC):
         initial_theta: np.ndarray | None = None,
     ):
         require_config(type(self), config)
+        check_arguments(space, pool, optimizer, seed, initial_theta)
         self.check(config, optimizer)
         self.check_parts(space, pool, optimizer)
         # The policy the pool runs is the one a gradient optimizer (PPO) learns with: told

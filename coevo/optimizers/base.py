@@ -87,8 +87,14 @@ class Optimizer(ABC):
 
     def __init__(self, config: OptimizerConfig, num_params: int):
         require_config(type(self), config)
+        integer = isinstance(num_params, int | np.integer) and not isinstance(num_params, bool)
+        if not integer or num_params < 1:
+            raise ValueError(
+                f"num_params must be an integer >= 1 (the policy's pool.policy.num_params), "
+                f"got {num_params!r}"
+            )
         self.config = config
-        self.num_params = num_params
+        self.num_params = int(num_params)
 
     def use_policy(self, policy: Any) -> None:
         """Told the run's policy before any step (a gradient optimizer needs its network);
