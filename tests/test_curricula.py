@@ -449,6 +449,54 @@ def test_an_optimizer_refuses_a_parameter_count_that_is_not_a_positive_integer()
     assert EvolutionStrategy(ESConfig(), np.int64(5)).num_params == 5
 
 
+def test_a_state_that_does_not_fit_is_refused_before_anything_is_loaded(pool, cartpole):
+    """Another policy size loaded and failed at the next step; another student count was
+    loaded half way (zip() error after generation and weights were replaced)."""
+    from coevo.curricula.poet import Poet, PoetConfig
+    from coevo.policies import PolicySpec
+
+    env = cartpole.make_env()
+    small = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+    with EvaluationPool(cartpole, small, "local", 1, envs_per_worker=16) as other_pool:
+        es_small = EvolutionStrategy(ESConfig(population=4), small.num_params)
+        dr_small = DomainRandomization(
+            DRConfig(tasks_per_step=1), space=cartpole, pool=other_pool, optimizer=es_small
+        )
+        dr_small.step()
+        poet_small = Poet(PoetConfig(), space=cartpole, pool=other_pool, optimizer=es_small)
+        poet_small.step()
+    es = EvolutionStrategy(ESConfig(population=4), pool.policy.num_params)
+    dr = DomainRandomization(DRConfig(tasks_per_step=1), space=cartpole, pool=pool, optimizer=es)
+    two = DomainRandomization(
+        DRConfig(tasks_per_step=1, policies=2), space=cartpole, pool=pool, optimizer=es
+    )
+    two.step()
+    poet = Poet(PoetConfig(), space=cartpole, pool=pool, optimizer=es)
+    before = dr.students[0].theta.copy()
+    cases = [
+        (
+            dr,
+            dr_small.state_dict(),
+            "state: its policy 0 has 58 parameters; this pool's policy "
+            "has 114: the state is of a run with another policy",
+        ),
+        (dr, two.state_dict(), "state: holds 2 students; this curriculum has 1"),
+        (dr, {"weights": [1, 2]}, "state: lacks generation, students, last_returns, curriculum"),
+        (poet, poet_small.state_dict(), "state: its policy 0 has 58 parameters"),
+    ]
+    for target, state, message in cases:
+        with pytest.raises(ConfigError) as refused:
+            target.load_state_dict(state)
+        assert str(refused.value).startswith(message), refused.value
+        assert target.generation == 0  # nothing was loaded
+    np.testing.assert_array_equal(dr.students[0].theta, before)
+    accel = ACCEL(ACCELConfig(), space=cartpole, pool=pool, optimizer=es)
+    with pytest.raises(
+        ConfigError, match="^state: saved by a DomainRandomization curriculum; this is an ACCEL"
+    ):
+        accel.load_state_dict(dr.state_dict())
+
+
 def test_a_state_of_another_curriculum_is_refused_and_an_old_state_still_loads(pool, cartpole):
     """DomainRandomization.load_state_dict(poet.state_dict()) raised KeyError 'students'.
     States now say their kind; one saved before they did (no 'kind') loads as it did."""

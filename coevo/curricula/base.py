@@ -66,6 +66,11 @@ def check_arguments(
         )
 
 
+def _a(name: str) -> str:
+    """'a PLR', 'an ACCEL', 'an EnhancedPoet': the article for a class name."""
+    return f"{'an' if name[:1].upper() in 'AEIOU' else 'a'} {name}"
+
+
 class GenerationFailed(RuntimeError):
     """Every evaluation failed in `curriculum.failed_generations` generations in a row:
     nothing was learned or judged, most likely a broken env. Carries the last one's first
@@ -285,20 +290,47 @@ class Curriculum(ABC):
         """`state` with this curriculum's kind (its class name), for `check_state`."""
         return {"kind": type(self).__name__, **state}
 
-    def check_state(self, state: Mapping[str, Any]) -> None:
-        """Refuse a state saved by another curriculum (it failed later with a KeyError on
-        some missing part). A state of a class this one derives from is accepted (POET's in
-        Enhanced POET: the same state); one without a kind (saved before states carried it)
-        is trusted, as it was."""
+    def check_state(
+        self,
+        state: Mapping[str, Any],
+        required: Sequence[str] = (),
+        thetas: Sequence[np.ndarray] = (),
+        task_spaces: Sequence[str] = (),
+    ) -> None:
+        """Refuse, before anything is loaded, a state that would fail later or leave the
+        curriculum half loaded: one saved by another curriculum (a state of a class this one
+        derives from is accepted: POET's in Enhanced POET; one without a kind, saved before
+        states carried it, is trusted), one missing `required` keys, policies (`thetas`) of
+        another size than the pool's policy, tasks of another space (`task_spaces`)."""
         if not isinstance(state, Mapping):
             raise TypeError(f"state must be a dict from state_dict(), got {type(state).__name__}")
+        mine = type(self).__name__
         kind = state.get("kind")
         if kind is not None and kind not in {c.__name__ for c in type(self).__mro__}:
             raise ConfigError(
                 "state",
-                f"saved by a {kind} curriculum; this is a {type(self).__name__}: load a "
-                "state_dict() of the same curriculum",
+                f"saved by {_a(kind)} curriculum; this is {_a(mine)}: load a state_dict() of "
+                "the same curriculum",
             )
+        missing = [key for key in required if key not in state]
+        if missing:
+            raise ConfigError(
+                "state", f"lacks {', '.join(missing)}: not a state_dict() of {_a(mine)}"
+            )
+        needed = self.pool.policy.num_params
+        for index, theta in enumerate(thetas):
+            if np.size(theta) != needed:
+                raise ConfigError(
+                    "state",
+                    f"its policy {index} has {np.size(theta)} parameters; this pool's policy "
+                    f"has {needed}: the state is of a run with another policy",
+                )
+        for name in task_spaces:
+            if name != self.space.name:
+                raise ConfigError(
+                    "state",
+                    f"holds tasks of space '{name}'; this curriculum runs '{self.space.name}'",
+                )
 
     @abstractmethod
     def population_frame(self) -> pd.DataFrame:

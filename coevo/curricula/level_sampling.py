@@ -460,7 +460,16 @@ class LevelSamplingCurriculum(Curriculum):
         )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.check_state(state)
+        keys = ("generation", "students", "last_returns", "curriculum")
+        self.check_state(state, keys)
+        saved = state["students"]
+        if len(saved) != len(self.students):
+            raise ConfigError(
+                "state",
+                f"holds {len(saved)} students; this curriculum has {len(self.students)} "
+                "(curriculum.policies)",
+            )
+        self.check_state(state, thetas=[s["theta"] for s in saved])
         self.generation = state["generation"]
         for student, saved in zip(self.students, state["students"], strict=True):
             student.theta = saved["theta"]

@@ -571,7 +571,11 @@ class Poet(Curriculum):
         )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.check_state(state)
+        self.check_state(state, ("generation", "rng", "population"))
+        pairs = list(state["population"].all_pairs())
+        self.check_state(
+            state, thetas=[p.theta for p in pairs], task_spaces=[p.task.space for p in pairs]
+        )
         self.generation = state["generation"]
         self.rng.bit_generator.state = state["rng"]
         self.population = state["population"]
