@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from coevo import tasks
 from coevo.errors import ConfigError
 from coevo.pool import (
     EpisodeJob,
@@ -401,6 +402,18 @@ def test_wrong_evaluation_inputs_are_refused_up_front(cartpole, cartpole_policy,
             ValueError,
             f"policies[1]: the parameter vector has shape (1, {size}); the policy has {size} "
             "parameters",
+        ),
+        (
+            lambda pool: pool.evaluate([(task, theta)], 2),
+            TypeError,
+            "pairs[0]: a (task, parameters) pair; evaluate takes (parameters, task), e.g. "
+            "[(theta, space.initial_task())]",
+        ),
+        (
+            lambda pool: pool.evaluate([(theta, tasks.get("pendulum").initial_task())], 2),
+            ValueError,
+            "pairs[0]: a task of space 'pendulum'; this pool runs 'cartpole' (build tasks "
+            "with pool.space)",
         ),
         (
             lambda pool: pool.evaluate((theta, task), 2),  # one pair, not a list of pairs

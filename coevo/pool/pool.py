@@ -378,6 +378,11 @@ class EvaluationPool:
                 f"pairs[{index}]: expected a (parameters, task) pair, got {_described(pair)}; "
                 "evaluate takes a list of pairs, e.g. [(theta, space.initial_task())]"
             ) from None
+        if isinstance(theta, Task) and not isinstance(task, Task):
+            raise TypeError(
+                f"pairs[{index}]: a (task, parameters) pair; evaluate takes (parameters, task), "
+                "e.g. [(theta, space.initial_task())]"
+            )
         self._check_params(f"pairs[{index}]", theta)
         self._check_task(f"pairs[{index}]", task)
         return theta, task
@@ -404,6 +409,12 @@ class EvaluationPool:
                 f"{label}: the task must be a coevo Task, got {_described(task)}; build tasks "
                 f"with the pool's space: pool.space.task({example}) (parameters left out keep "
                 "their initial value) or pool.space.initial_task()"
+            )
+        # Another space's task failed each episode with a KeyError on its parameters.
+        if task.space != self.space.name:
+            raise ValueError(
+                f"{label}: a task of space '{task.space}'; this pool runs '{self.space.name}' "
+                "(build tasks with pool.space)"
             )
 
     def cross_evaluate(

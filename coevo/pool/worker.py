@@ -246,4 +246,5 @@ class Worker:
 
 def nonfinite_message(bad: int, size: int) -> str:
     """Why a job with a non-finite parameter vector failed (its episode's error text)."""
-    return f"policy parameters contain {bad} non-finite values (nan/inf) of {size}"
+    values = "value" if bad == 1 else "values"
+    return f"policy parameters contain {bad} non-finite {values} (nan/inf) of {size}"
