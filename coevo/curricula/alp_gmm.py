@@ -189,7 +189,7 @@ class ALPGMM(LevelSamplingCurriculum):
     def progress_line(self, result, total: int) -> str:
         s = result.summary
         return (
-            f"gen {result.generation:>3}/{total} | tasks {s['gmm_tasks']:>2} GMM "
-            f"{s['random_tasks']:>2} random | components {s['gmm_components']:4.1f} | "
+            f"gen {result.generation:>3}/{total} | tasks from GMM {s['gmm_tasks']:>2} random "
+            f"{s['random_tasks']:>2} | components {s['gmm_components']:4.3g} | "
             f"ALP {s['mean_alp']:7.3g} | best {s['best_score']:7.1f} | {s['wall_s']:5.1f}s"
         )
