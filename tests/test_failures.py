@@ -52,7 +52,10 @@ def test_nan_and_infinite_returns_are_failures_not_scores(rng):
         )
     assert returns[0].tolist() == [10.0, 10.0]
     assert np.isnan(returns[1:]).all()
-    assert errors[1].startswith("non-finite return nan after 10 steps")
+    assert (
+        errors[1]
+        == "non-finite return nan after 10 steps (a step's reward was NaN, infinite or None)"
+    )
     assert errors[2].startswith("non-finite return inf after 10 steps")
     assert errors[3] == "FloatingPointError: wheel fell off"
     assert 0 not in errors

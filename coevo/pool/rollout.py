@@ -179,7 +179,10 @@ class Rollouts:
         chunk.lengths[index] = length
         if message is None and not np.isfinite(total):
             # A NaN or infinite return is a broken episode, never a score.
-            message = f"non-finite return {total} after {length} steps"
+            message = (
+                f"non-finite return {total} after {length} steps (a step's reward was NaN, "
+                "infinite or None)"
+            )
         if message is None:
             chunk.returns[index] = total
         else:
