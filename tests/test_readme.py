@@ -25,17 +25,21 @@ def _run(blocks: list[str]) -> dict:
 
 def test_the_readme_api_examples_run(ray_session, capsys):
     blocks = _blocks("The programmatic API")
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     namespace = _run(blocks)
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("eligible to reproduce: [")
-    assert len(out) == 7  # one line per generation of the second and third examples
+    assert len(out) == 10  # one line per generation of the second to fourth examples
     assert namespace["returns"].shape == (8, 5)
     # PLR: replays, buffer size and one decision's reason per generation; it replays (trains)
-    plr_lines = [line.split(" ", 2) for line in out[4:]]
+    plr_lines = [line.split(" ", 2) for line in out[4:7]]
     assert all(reason.startswith(("new level", "replay")) for _, _, reason in plr_lines)
     assert sum(int(replays) for replays, _, _ in plr_lines) > 0
     assert namespace["plr"].generation == 3
+    # PPO under DR: a return and an update's KL per generation, one update each
+    ppo_lines = [[float(x) for x in line.split()] for line in out[7:]]
+    assert all(score > 0 and kl >= 0 for score, kl in ppo_lines)
+    assert namespace["dr"].students[0].steps == 3
 
 
 def test_the_bring_your_own_policy_example_runs(tmp_path, monkeypatch, capsys):
