@@ -385,6 +385,38 @@ def test_an_env_on_the_old_gym_api_is_refused_before_any_worker_starts(entry_poi
     assert "old gym API" in str(info.value)
 
 
+class WrongSizeEnv(ListReturningEnv):
+    """Declares 2 observation values, returns 3 from step (a reset of 2 is fine)."""
+
+    def step(self, action):
+        return np.zeros(3, np.float32), 1.0, False, False, {}
+
+
+class WrongSizeResetEnv(ListReturningEnv):
+    def reset(self, *, seed=None, options=None):
+        return np.zeros((2, 2), np.float32), {}
+
+
+@pytest.mark.parametrize(
+    ("entry_point", "call", "shape"),
+    [("WrongSizeEnv", "step", "(3,)"), ("WrongSizeResetEnv", "reset", "(2, 2)")],
+)
+def test_an_env_whose_observations_do_not_fit_its_space_is_refused_by_name(
+    entry_point, call, shape
+):
+    """Every episode failed with numpy's 'could not broadcast input array from shape'."""
+    from coevo.tasks.generic import class_task_space
+
+    level = {"level": {"low": 1, "high": 5, "init": 1, "step": 1}}
+    with pytest.raises(ConfigError) as info:
+        class_task_space("sizes", f"{__name__}:{entry_point}", level, max_episode_steps=10)
+    assert str(info.value).startswith(
+        f"task.entry_point: {__name__}:{entry_point}.{call}() returned an observation of shape "
+        f"{shape}; its observation_space Box("
+    ), info.value
+    assert str(info.value).endswith("has 2 values")
+
+
 class MixinLevels(PendingTaskMixin, gym.Env):
     """A user's env on coevo's own mixin: an int level it builds a range from, a float noise."""
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from coevo.errors import ConfigError, missing_package_hint
 from coevo.tasks import registry
@@ -358,6 +359,7 @@ def _check_api(env: Any, reset: Any, entry_point: str) -> None:
             f"{entry_point}.reset() returned {type(reset).__name__}, not gymnasium's "
             f"(observation, info); {old}",
         )
+    _check_observation(env, reset[0], f"{entry_point}.reset()")
     try:
         env.action_space.seed(0)
         result = env.step(env.action_space.sample())
@@ -369,6 +371,22 @@ def _check_api(env: Any, reset: Any, entry_point: str) -> None:
             "task.entry_point",
             f"{entry_point}.step() returned {count} values, not gymnasium's 5 (observation, "
             f"reward, terminated, truncated, info); {old}",
+        )
+    _check_observation(env, result[0], f"{entry_point}.step()")
+
+
+def _check_observation(env: Any, observation: Any, call: str) -> None:
+    """A Box observation of another size than the env's observation_space failed every
+    episode with numpy's broadcast error; say which call returned what."""
+    box = env.observation_space
+    if not isinstance(box, gym.spaces.Box):
+        return  # other spaces are flattened by gymnasium's own rules in the workers
+    wanted = int(np.prod(box.shape))
+    if np.size(observation) != wanted:
+        raise ConfigError(
+            "task.entry_point",
+            f"{call} returned an observation of shape {np.shape(observation)}; its "
+            f"observation_space {box} has {wanted} values",
         )
 
 
