@@ -166,7 +166,7 @@ def _drop_if_unused(run_dir: Path) -> None:
 
 
 def _resume(target: str, overrides: list[str]) -> None:
-    path = Path(target)
+    path = Path(target).absolute()  # printed as a fresh run prints its (Hydra's) directory
     checkpoint_file = path if path.is_file() else None
     run_dir = path.parent.parent if checkpoint_file else path  # RUN_DIR/checkpoints/gen_N.pkl
     try:
