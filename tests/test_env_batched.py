@@ -8,7 +8,7 @@ import pytest
 
 from coevo import tasks
 from coevo.policy import PolicySpec
-from coevo.pool import EpisodeJob, Stored, Worker
+from coevo.pool import EpisodeJob, EvaluationPool, Stored, Worker
 from coevo.tasks.acrobot import AcrobotSlots
 from coevo.tasks.acrobot_reach import AcrobotReachSlots
 from coevo.tasks.cartpole import CartPoleSlots
@@ -266,7 +266,6 @@ def test_batched_and_config_spaces_are_identical_on_ray_and_local(ray_session):
     import yaml
 
     from coevo.config import parse_config
-    from coevo.pool import EvaluationPool
     from coevo.runner import prepare
 
     example = yaml.safe_load(
@@ -320,3 +319,45 @@ def test_acrobot_reach_ends_at_its_goal_height_as_gymnasium_would():
         if terminated:
             break
     assert gym_steps == lengths[1.0]
+
+
+class _ColumnRewardSlots(PendulumSlots):
+    """A user's batched slots that return rewards and done flags as columns ([n, 1])."""
+
+    def step_slots(self, slots, actions):
+        obs, rewards, done, errors = super().step_slots(slots, actions)
+        return obs, rewards[:, None], done[:, None], errors
+
+
+class _ExtraRewardSlots(PendulumSlots):
+    """A user's batched slots whose rewards hold one value too many."""
+
+    def step_slots(self, slots, actions):
+        obs, rewards, done, errors = super().step_slots(slots, actions)
+        return obs, np.append(rewards, 0.0), done, errors
+
+
+def _pendulum_pool(make_slots):
+    space = dataclasses.replace(tasks.get("pendulum"), make_slots=make_slots)
+    env = space.make_env()
+    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+    pairs = [(policy.init(np.random.default_rng(i)), space.initial_task()) for i in range(3)]
+    return EvaluationPool(space, policy, "local", envs_per_worker=2), pairs
+
+
+def test_a_users_batched_slots_may_return_rewards_and_done_as_columns():
+    pool, pairs = _pendulum_pool(PendulumSlots)
+    with pool:
+        expected = pool.evaluate(pairs, episodes=2, seed=4)
+    pool, pairs = _pendulum_pool(_ColumnRewardSlots)
+    with pool:
+        np.testing.assert_array_equal(pool.evaluate(pairs, episodes=2, seed=4), expected)
+
+
+def test_a_users_batched_slots_with_rewards_of_another_size_are_named():
+    pool, pairs = _pendulum_pool(_ExtraRewardSlots)
+    with pool, pytest.raises(ValueError) as raised:
+        pool.evaluate(pairs, episodes=2, seed=4)
+    assert "_ExtraRewardSlots.step_slots returned rewards of shape (3,) for 2 slots" in str(
+        raised.value
+    )
