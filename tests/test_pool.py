@@ -192,6 +192,26 @@ def test_unregistered_weights_are_refused(cartpole, cartpole_policy):
             pool.register(np.zeros(3))
 
 
+@pytest.mark.parametrize("call", ["run", "dispatch"])
+def test_hand_built_jobs_are_checked_before_they_run(cartpole, cartpole_policy, call):
+    theta = cartpole_policy.init(np.random.default_rng(0))
+    task = cartpole.initial_task()
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        key = pool.register(theta)
+        run = getattr(pool, call)
+        with pytest.raises(TypeError, match=r"jobs\[1\]\.task: the task must be a coevo Task"):
+            run([EpisodeJob(Stored(key), task, 0), EpisodeJob(Stored(key), {"length": 0.5}, 0)])
+        with pytest.raises(ValueError, match=r"jobs\[0\]\.seed must be an integer >= 0, got -1"):
+            run([EpisodeJob(Stored(key), task, -1)])
+        with pytest.raises(TypeError, match=r"Stored\(pool\.register\(theta\)\)"):
+            run([EpisodeJob(theta, task, 0)])
+        # Nothing ran: the pool counted no jobs.
+        assert pool.stats["jobs"] == 0
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        with pytest.raises(TypeError, match=r"jobs\[0\]: expected an EpisodeJob"):
+            pool.run([(Stored(pool.register(theta)), task, 0)])
+
+
 def test_a_policy_built_for_other_spaces_is_refused_by_name():
     """A CartPole policy on Pendulum's pool failed every episode with numpy's broadcast
     error; the pool refuses it when built, saying both sides' spaces."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from coevo.errors import ConfigError
 from coevo.policies.base import Policy
-from coevo.pool.jobs import EpisodeJob, Stored
+from coevo.pool.jobs import EpisodeJob, ParamSource, Stored
 from coevo.pool.limits import WorkerLimits
 from coevo.pool.results import EvalResult, EvaluationError, error_line
 from coevo.pool.scheduling import chunk_sizes
@@ -221,6 +221,8 @@ class EvaluationPool:
     def run(self, jobs: Sequence[EpisodeJob]) -> EvalResult:
         """Run episode jobs on the workers; results come back in the jobs' order."""
         self._check_open()
+        for index, job in enumerate(jobs):
+            self._check_job(index, job)
         if len(jobs) == 0:
             return EvalResult(np.zeros(0), np.zeros(0, dtype=np.int64), {})
         results = self.run_chunks(jobs, "run")
@@ -233,6 +235,24 @@ class EvaluationPool:
             offset += len(result.returns)
         self.note_results(len(jobs), errors)
         return EvalResult(returns, lengths, errors)
+
+    def _check_job(self, index: int, job: Any) -> None:
+        # A hand-built job's mistakes failed each episode deep in a worker (a dict task's
+        # AttributeError, gymnasium's seed error) or raised an AttributeError here.
+        label = f"jobs[{index}]"
+        if not isinstance(job, EpisodeJob):
+            raise TypeError(
+                f"{label}: expected an EpisodeJob(params, task, seed), got {_described(job)}"
+            )
+        if not isinstance(job.params, ParamSource):
+            raise TypeError(
+                f"{label}.params: expected Stored(key) or Perturbed(...), got "
+                f"{_described(job.params)}; register a vector first: Stored(pool.register(theta))"
+            )
+        self._check_task(f"{label}.task", job.task)
+        seed = job.seed
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise ValueError(f"{label}.seed must be an integer >= 0, got {seed!r}")
 
     def note_results(self, jobs: int, errors: dict[int, str]) -> None:
         """Count a call's jobs (episodes, or PPO streams) in `jobs` and its failed ones (by
