@@ -403,7 +403,15 @@ def _run(
     # The optimizer must fit the policy (e.g. ppo needs a value head), and the curriculum
     # the optimizer (e.g. PLR's value scores): known before Ray starts.
     optimizer = optimizers.build(config.optimizer, policy.num_params)
-    optimizer.use_policy(policy)
+    try:
+        optimizer.use_policy(policy)
+    except ConfigError as error:
+        if error.field != "policy.name":
+            raise
+        # The optimizer knows the policy's class; the user wrote its kind's name.
+        raise ConfigError(
+            error.field, f"{str(error).removeprefix('policy.name: ')} (policy={config.policy.name})"
+        ) from None
     curricula.get(config.curriculum.name).check(config.curriculum, optimizer)
     renderer = space.metadata.get("render_png")
     # Read (and checked against the run's own config) before anything is written or started.

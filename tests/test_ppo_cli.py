@@ -15,7 +15,11 @@ PPO_DIAGNOSTICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fr
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        (["optimizer=ppo", "policy=mlp"], "policy.name: optimizer ppo needs policy=actor_critic"),
+        (
+            ["optimizer=ppo", "policy=mlp"],
+            "policy.name: optimizer ppo needs policy=actor_critic (a value head), got MLPPolicy "
+            "(policy=mlp)",
+        ),
         (
             ["optimizer=ppo", "policy=actor_critic", "optimizer.batch_size=1"],
             "optimizer.batch_size",
