@@ -193,8 +193,7 @@ def run_eligible(
         [
             {
                 "generation": 0,
-                "active": len(pairs),
-                "archived": 0,
+                "pairs": len(pairs),  # evaluated once: nothing is active or archived
                 "eligible": eligible,
                 "best_score": float(np.nanmax(frame["score"])),
                 "median_score": float(np.nanmedian(frame["score"])),

@@ -35,7 +35,10 @@ def test_eligible_parents_mode_reports_who_passes(tmp_path):
     assert list(returns.columns) == ["name", "policy", *[f"episode_{k}" for k in range(5)]]
     count = int((rows["outcome"] == "eligible").sum())
     assert f"{count} of 8 pairs eligible to reproduce" in done.stdout
-    assert (tmp_path / "report.html").is_file()
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert summary["pairs"].tolist() == [8] and summary["eligible"].tolist() == [count]
+    assert "active" not in summary  # nothing is active or archived in this mode
+    assert f"{count} of 8 pairs eligible" in (tmp_path / "report.html").read_text()
 
 
 def test_eligible_parents_bad_pairs_file_names_the_field(tmp_path):

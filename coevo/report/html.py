@@ -342,6 +342,8 @@ def _headline(summary: pd.DataFrame) -> str:
     parts = [f"{len(summary)} generations"]
     if "active" in summary and "archived" in summary:
         parts.append(f"{int(last['active'])} active and {int(last['archived'])} archived pairs")
+    if "pairs" in summary and "eligible" in summary:  # eligible_parents mode
+        parts.append(f"{int(last['eligible'])} of {int(last['pairs'])} pairs eligible")
     if "annecs" in summary:
         parts.append(f"ANNECS {int(last['annecs'])}")
     if "test_mastered" in summary and summary["test_mastered"].notna().any():

@@ -28,7 +28,7 @@ def population_curves(summary: pd.DataFrame, path: Path) -> Path:
     fig, (pairs, scores, speed) = plt.subplots(3, 1, figsize=(7, 7.5), sharex=True)
     gens = summary["generation"]
     # Columns of any curriculum: each curve only where its column is there.
-    for column in ("active", "archived", "tasks", "policies"):
+    for column in ("active", "archived", "tasks", "policies", "pairs"):
         if column in summary:
             pairs.plot(gens, summary[column], label=column, marker=".")
     if "annecs" in summary:
