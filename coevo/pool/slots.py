@@ -38,6 +38,18 @@ class EnvSlots(Protocol):
     # be reset before its next use); `load_slot(slot, snapshot)` puts one back in a slot.
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _numbers(values: np.ndarray, count: int) -> np.ndarray | None:
+    """Rewards inferred as another dtype or shape, as float64s: ints, float32s, bools, or one
+    1-element array per slot, still vectorised. None (taken one by one, each failing its own
+    episode) when they are not all numbers: a string, None, an object."""
+    if values.dtype.kind not in "fiub" or values.size != count:
+        return None
+    return values.reshape(count).astype(np.float64, copy=False)
+
+
 class CallClock:
     """The env call running now: its slot and when it started (-1: none running).
 
@@ -173,13 +185,14 @@ class GymSlots:
         errors = errors or {}
         stacked = self._stack(observations, errors)
         try:
-            reward_array = np.array(rewards, dtype=np.float64)
-        except (TypeError, ValueError):  # ragged: arrays beside numbers, or not numbers
+            # dtype inferred, not forced: float64 would turn a string '1.0' into 1.0.
+            reward_array = np.array(rewards)
+        except (TypeError, ValueError):  # ragged: arrays beside numbers
             reward_array = None
-        if reward_array is not None and reward_array.ndim != 1:  # checked once per call
-            # One value per slot, each a 1-element array: the numbers, still vectorised.
-            count = len(rewards)
-            reward_array = reward_array.reshape(count) if reward_array.size == count else None
+        if reward_array is not None and (
+            reward_array.ndim != 1 or reward_array.dtype is not _FLOAT64
+        ):  # checked once per call
+            reward_array = _numbers(reward_array, len(rewards))
         if reward_array is None:
             reward_array = self._rewards(rewards, errors)
         return (
@@ -200,7 +213,7 @@ class GymSlots:
             if position in errors:
                 continue
             try:
-                value = np.asarray(reward, dtype=np.float64)
+                value = None if isinstance(reward, str | bytes) else np.asarray(reward, np.float64)
             except (TypeError, ValueError):
                 value = None
             if value is not None and value.size == 1:
