@@ -475,10 +475,12 @@ def _run(
         report_built = time.monotonic()
         stopped = run_dir / STOPPED
         stopped.unlink(missing_ok=True)  # going on: an earlier stop is history (cli.log)
-        test_set = _test_set(config, space, echo)
-        progress = GenerationProgress()
-        pool.progress = progress
+        # From the first checkpoint on, an interrupt is a RunInterrupted (resumable): the
+        # test set's episodes, too, come after it.
         try:
+            test_set = _test_set(config, space, echo)
+            progress = GenerationProgress()
+            pool.progress = progress
             while curriculum.generation < total:
                 progress.start(curriculum.generation + 1, total)
                 try:

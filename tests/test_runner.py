@@ -158,3 +158,25 @@ def test_run_names_what_it_needs_when_given_a_mapping_or_a_run_that_never_saved(
         runner.run(None, tmp_path / "early", quiet, resume=True)
     runner.run(parse_config(RAW), tmp_path / "early", quiet)  # started again, as it says
     assert len(pd.read_csv(tmp_path / "early" / "summary.csv")) == 2
+
+
+def test_an_interrupt_after_the_first_checkpoint_is_a_resumable_run_interrupted(tmp_path):
+    """Once generation 0's checkpoint is saved, Ctrl-C while the test set is built (its
+    note printed) stops the run as one in a generation does: RunInterrupted, stopped.txt,
+    and a resume that runs the whole run (it was a bare KeyboardInterrupt)."""
+    raw = {**RAW, "test_set": {"every": 5}}  # more than the run's 2 generations: a note
+
+    def stop_at_the_test_set(line: str) -> None:
+        if line.startswith("test set:"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(runner.RunInterrupted) as interrupted:
+        runner.run(parse_config(raw), tmp_path / "run", stop_at_the_test_set)
+    assert interrupted.value.generation == 0
+    assert (
+        (tmp_path / "run" / "stopped.txt")
+        .read_text()
+        .startswith("interrupted after generation 0; resume with: coevo-run resume=")
+    )
+    runner.run(None, tmp_path / "run", quiet, resume=True)
+    assert pd.read_csv(tmp_path / "run" / "summary.csv")["generation"].tolist() == [1, 2]
