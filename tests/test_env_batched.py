@@ -329,6 +329,14 @@ class _ColumnRewardSlots(PendulumSlots):
         return obs, rewards[:, None], done[:, None], errors
 
 
+class _ListRewardSlots(PendulumSlots):
+    """A user's batched slots that return rewards and done flags as Python lists."""
+
+    def step_slots(self, slots, actions):
+        obs, rewards, done, errors = super().step_slots(slots, actions)
+        return obs, rewards.tolist(), done.tolist(), errors
+
+
 class _ExtraRewardSlots(PendulumSlots):
     """A user's batched slots whose rewards hold one value too many."""
 
@@ -349,9 +357,36 @@ def test_a_users_batched_slots_may_return_rewards_and_done_as_columns():
     pool, pairs = _pendulum_pool(PendulumSlots)
     with pool:
         expected = pool.evaluate(pairs, episodes=2, seed=4)
-    pool, pairs = _pendulum_pool(_ColumnRewardSlots)
-    with pool:
-        np.testing.assert_array_equal(pool.evaluate(pairs, episodes=2, seed=4), expected)
+    for slots in (_ColumnRewardSlots, _ListRewardSlots):
+        pool, pairs = _pendulum_pool(slots)
+        with pool:
+            np.testing.assert_array_equal(pool.evaluate(pairs, episodes=2, seed=4), expected)
+
+
+def test_a_users_batched_slots_may_return_columns_to_ppo_too():
+    """PPO's trajectory streams read the same slots: the same streams either way."""
+    pytest.importorskip("torch")
+    from coevo.optimizers.ppo import PPO, PPOConfig
+    from coevo.policies import make_policy
+
+    streams = {}
+    for slots in (PendulumSlots, _ColumnRewardSlots, _ListRewardSlots):
+        space = dataclasses.replace(tasks.get("pendulum"), make_slots=slots)
+        env = space.make_env()
+        policy = make_policy("actor_critic", env.observation_space, env.action_space, {})
+        ppo = PPO(PPOConfig(n_steps=64), policy.num_params, policy=policy)
+        theta = policy.init(np.random.default_rng(0))
+        state = ppo.init_state(theta, np.random.default_rng(0))
+        with EvaluationPool(space, policy, "local", envs_per_worker=2) as pool:
+            asked = ppo.ask(
+                theta, state, [space.initial_task()] * 2, np.random.default_rng(1), pool.register
+            )
+            streams[slots.__name__] = pool.dispatch(asked.jobs)
+    for name in ("_ColumnRewardSlots", "_ListRewardSlots"):
+        for got, expected in zip(streams[name], streams["PendulumSlots"], strict=True):
+            assert got.error == expected.error == ""
+            np.testing.assert_array_equal(got.rewards, expected.rewards)
+            np.testing.assert_array_equal(got.terminated, expected.terminated)
 
 
 def test_a_users_batched_slots_with_rewards_of_another_size_are_named():

@@ -275,13 +275,14 @@ def test_non_finite_parameters_fail_their_evaluations_and_never_score(
 class _ShapedReward(_Explodes):
     """Rewards 1.0 for 10 steps in the shape its task's `kind` says: 0 a float, 1 a
     1-element array (as hand-written envs often return), 2 [[1.0]], 3 a numpy float32, 4 an
-    int; then three values, a string, a string that reads as a number."""
+    int; then three values, a string, a string that reads as a number, and a numpy array of
+    that string."""
 
     def step(self, action):
         self.t += 1
         kind = round(self.task["kind"])
         kinds = [1.0, np.array([1.0]), np.array([[1.0]]), np.float32(1), 1, np.ones(3), "one"]
-        reward = [*kinds, "1.0"][kind]
+        reward = [*kinds, "1.0", np.array(["1.0"])][kind]
         return np.zeros(2, np.float32), reward, self.t >= 10, False, {}
 
 
@@ -298,15 +299,15 @@ def test_a_reward_array_of_one_value_counts_as_that_number(backend, request, rng
         request.getfixturevalue("ray_session")
         # Workers cannot import this test module: ship the env by value.
         cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    space = TaskSpace("shaped", (Param("kind", 0, 7, 0, 1),), _ShapedReward, 50)
+    space = TaskSpace("shaped", (Param("kind", 0, 8, 0, 1),), _ShapedReward, 50)
     env = _ShapedReward()
     policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
     theta = policy.init(rng)
     with EvaluationPool(space, policy, backend, 1, envs_per_worker=3) as pool:
         # One kind per call (every slot's reward alike), then all kinds in one call.
-        alone = [pool.evaluate_detailed([(theta, space.task(kind=k))], 3) for k in range(8)]
+        alone = [pool.evaluate_detailed([(theta, space.task(kind=k))], 3) for k in range(9)]
         returns, errors = pool.evaluate_detailed(
-            [(theta, space.task(kind=k)) for k in range(8)], episodes=3
+            [(theta, space.task(kind=k)) for k in range(9)], episodes=3
         )
     for kind in range(5):
         assert alone[kind][0].tolist() == [[10.0, 10.0, 10.0]] and alone[kind][1] == {}
@@ -315,8 +316,17 @@ def test_a_reward_array_of_one_value_counts_as_that_number(backend, request, rng
     shape_error = "ValueError: step() returned a reward of shape (3,); expected a number"
     type_error = "TypeError: step() returned a reward of type str ('{}'); expected a number"
     # A string is not a reward, even one numpy would read as a number.
-    expected = {5: shape_error, 6: type_error.format("one"), 7: type_error.format("1.0")}
-    assert {kind: alone[kind][1][0] for kind in range(5, 8)} == expected
+    array_error = (
+        "TypeError: step() returned a reward of type ndarray (array(['1.0'], dtype='<U3')); "
+        "expected a number"
+    )
+    expected = {
+        5: shape_error,
+        6: type_error.format("one"),
+        7: type_error.format("1.0"),
+        8: array_error,
+    }
+    assert {kind: alone[kind][1][0] for kind in range(5, 9)} == expected
     assert errors == expected
 
 

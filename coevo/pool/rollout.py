@@ -25,7 +25,7 @@ import numpy as np
 from coevo.policies.base import Policy
 from coevo.policies.noise import seed_key, uniforms
 from coevo.pool.jobs import EpisodeJob, Perturbed
-from coevo.pool.slots import EnvSlots
+from coevo.pool.slots import EnvSlots, as_rows
 
 
 @dataclass
@@ -263,8 +263,11 @@ class Rollouts:
             if recurrent:
                 state[:] = output.state
             next_obs, rewards, done, step_errors = step_slots(slots, output.actions)
-            if rewards.shape != total.shape or done.shape != total.shape:  # a user's slots
-                rewards, done = self._as_rows(rewards, done, running)
+            if (
+                getattr(rewards, "shape", None) != total.shape
+                or getattr(done, "shape", None) != total.shape
+            ):  # a user's batched slots: lists, or columns
+                rewards, done = as_rows(self.slots, rewards, done, running)
             obs[:] = next_obs
             total += rewards
             length += 1
@@ -289,22 +292,6 @@ class Rollouts:
                 on_done(self.failed_at_reset.pop())
         while self.failed_at_reset:
             on_done(self.failed_at_reset.pop())
-
-    def _as_rows(
-        self, rewards: np.ndarray, done: np.ndarray, running: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """A batched `step_slots`' rewards and done flags as one value per row: a column
-        (`[n, 1]`) is taken as its `n` values; any other size is the slots' bug, named."""
-        shaped = []
-        for name, values, dtype in (("rewards", rewards, np.float64), ("done", done, bool)):
-            values = np.asarray(values)
-            if values.size != running:
-                raise ValueError(
-                    f"{type(self.slots).__name__}.step_slots returned {name} of shape "
-                    f"{values.shape} for {running} slots; expected ({running},)"
-                )
-            shaped.append(values.reshape(running).astype(dtype, copy=False))
-        return shaped[0], shaped[1]
 
     def abandon(self, error: BaseException) -> None:
         """Drop every running and queued episode (the loop raised `error`); the chunks they

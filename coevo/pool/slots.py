@@ -43,11 +43,37 @@ _FLOAT64 = np.dtype(np.float64)
 
 def _numbers(values: np.ndarray, count: int) -> np.ndarray | None:
     """Rewards inferred as another dtype or shape, as float64s: ints, float32s, bools, or one
-    1-element array per slot, still vectorised. None (taken one by one, each failing its own
-    episode) when they are not all numbers: a string, None, an object."""
+    1-element array per slot, still vectorised. None when they are not all numbers (a
+    string, None, an object): then they are taken one by one (`GymSlots._rewards`)."""
     if values.dtype.kind not in "fiub" or values.size != count:
         return None
     return values.reshape(count).astype(np.float64, copy=False)
+
+
+def as_rows(slots: Any, rewards: Any, done: Any, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """A batched `step_slots`' rewards and done flags as `count` values each (float64,
+    bool): lists or columns (`[n, 1]`) are taken as their values; any other size is the
+    slots' bug, named (numpy's broadcast error lost the whole call)."""
+    shaped = []
+    for name, values, dtype in (("rewards", rewards, np.float64), ("done", done, bool)):
+        values = np.asarray(values)
+        if values.size != count:
+            raise ValueError(
+                f"{type(slots).__name__}.step_slots returned {name} of shape {values.shape} "
+                f"for {count} slots; expected ({count},)"
+            )
+        shaped.append(values.reshape(count).astype(dtype, copy=False))
+    return shaped[0], shaped[1]
+
+
+def _is_text(reward: Any) -> bool:
+    """A string, or an array of strings: numpy would read '1.0' as a number; coevo does not."""
+    if isinstance(reward, str | bytes):
+        return True
+    try:
+        return np.asarray(reward).dtype.kind in "SU"
+    except ValueError:  # ragged
+        return False
 
 
 class CallClock:
@@ -212,13 +238,14 @@ class GymSlots:
         for position, reward in enumerate(rewards):
             if position in errors:
                 continue
+            text = _is_text(reward)
             try:
-                value = None if isinstance(reward, str | bytes) else np.asarray(reward, np.float64)
+                value = None if text else np.asarray(reward, np.float64)
             except (TypeError, ValueError):
                 value = None
             if value is not None and value.size == 1:
                 out[position] = value.reshape(())
-            elif value is not None or hasattr(reward, "shape"):
+            elif not text and (value is not None or hasattr(reward, "shape")):
                 errors[position] = (
                     f"ValueError: step() returned a reward of shape {np.shape(reward)}; "
                     "expected a number"

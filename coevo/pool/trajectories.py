@@ -31,6 +31,7 @@ import numpy as np
 
 from coevo.pool.dispatch import register_job_kind
 from coevo.pool.jobs import Stored
+from coevo.pool.slots import as_rows
 from coevo.tasks.task import Task
 
 if TYPE_CHECKING:
@@ -309,6 +310,11 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
         out.values[at, t] = values
         env_actions_taken[live, t] = env_actions
         next_obs, rewards, terminated, errors = slots.step_slots(live, env_actions)
+        if (
+            getattr(rewards, "shape", None) != live.shape
+            or getattr(terminated, "shape", None) != live.shape
+        ):  # a user's batched slots: lists, or columns
+            rewards, terminated = as_rows(slots, rewards, terminated, live.size)
         length[live] += 1
         truncated = (length[live] >= max_steps) & ~terminated
         out.rewards[at, t] = rewards
