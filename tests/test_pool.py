@@ -194,6 +194,8 @@ def test_unregistered_weights_are_refused(cartpole, cartpole_policy):
 
 @pytest.mark.parametrize("call", ["run", "dispatch"])
 def test_hand_built_jobs_are_checked_before_they_run(cartpole, cartpole_policy, call):
+    from coevo.pool.trajectories import TrajectoryJob
+
     theta = cartpole_policy.init(np.random.default_rng(0))
     task = cartpole.initial_task()
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
@@ -210,6 +212,10 @@ def test_hand_built_jobs_are_checked_before_they_run(cartpole, cartpole_policy, 
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
         with pytest.raises(TypeError, match=r"jobs\[0\]: expected an EpisodeJob"):
             pool.run([(Stored(pool.register(theta)), task, 0)])
+        # Among jobs of other kinds, a job is named by its place in the caller's list.
+        stream = TrajectoryJob(Stored(pool.register(theta)), task, 0, 0, 8)
+        with pytest.raises(ValueError, match=r"jobs\[1\]\.seed must be an integer >= 0"):
+            pool.dispatch([stream, EpisodeJob(Stored(pool.register(theta)), task, -2)])
 
 
 def test_a_policy_built_for_other_spaces_is_refused_by_name():

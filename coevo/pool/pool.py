@@ -318,6 +318,9 @@ class EvaluationPool:
         from coevo.pool.dispatch import dispatch
 
         self._check_open()
+        for index, job in enumerate(jobs):  # named by their place in the caller's list
+            if isinstance(job, EpisodeJob):
+                self._check_job(index, job)
         return dispatch(self, jobs)
 
     def chunk_sizes(self, n: int) -> list[int]:
