@@ -547,12 +547,42 @@ def _key_values(args: list[str], allowed: tuple[str, ...], program: str) -> dict
     return values
 
 
+REPORT_HELP = """usage: coevo-report RUN_DIR
+
+Rebuild RUN_DIR/report.html from the run directory's tables (summary.csv, eligibility.csv,
+population.csv, ...) and print its path. A run rebuilds its page every report_every_s
+seconds and at its end; this rebuilds it now, e.g. while the run goes on."""
+
+EVAL_HELP = """usage: coevo-eval RUN_DIR_OR_CHECKPOINT [pair=ID] [task=ID|name=value,...]
+                  [episodes=N] [seed=S] [video=FILE.gif]
+
+Replay a saved policy from a run's newest checkpoint (or the checkpoint file given) and print
+its return in each episode, deterministically (episode k resets with seed S+k).
+
+  pair=ID        the pair (POET) or policy index (single-policy curricula); default: the
+                 active pair with the best last score, or policy 0
+  task=...       a pair id (POET: that pair's task), a value (a one-parameter space), or
+                 name=value,... (those parameters changed, the others kept); default: the
+                 pair's own task, or the space's initial task
+  episodes=N     episodes to run (default 5)
+  seed=S         the first episode's reset seed (default 0)
+  video=FILE.gif film the first episode (reset seed S) as a GIF"""
+
+
+def _asked_for_help(usage: str) -> None:
+    """`-h`/`--help`: the usage on stdout, exit 0 (it is what was asked for)."""
+    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+        print(usage)
+        sys.exit(0)
+
+
 def report_main() -> None:
     """`coevo-report RUN_DIR`: rebuild report.html from the run directory's files."""
     from coevo.report import write_report
 
+    _asked_for_help(REPORT_HELP)
     if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
-        print("usage: coevo-report RUN_DIR", file=sys.stderr)
+        print(REPORT_HELP.splitlines()[0], file=sys.stderr)
         sys.exit(2)
     run_dir = Path(sys.argv[1])
     if not (run_dir / "summary.csv").exists() and not (run_dir / "config.yaml").exists():
@@ -586,8 +616,9 @@ def eval_main() -> None:
     [video=FILE.gif]`: per-episode returns of a saved policy, optionally a GIF."""
     from coevo.replay import replay
 
+    _asked_for_help(EVAL_HELP)
     if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
-        print(eval_main.__doc__, file=sys.stderr)
+        print(EVAL_HELP, file=sys.stderr)
         sys.exit(2)
     options = _key_values(sys.argv[2:], ("pair", "task", "episodes", "seed", "video"), "coevo-eval")
     video = options.get("video")

@@ -101,6 +101,17 @@ def test_coevo_report_rebuilds_the_page_from_files(run_dir):
     assert cli("coevo-report", run_dir / "nope").returncode == 2
 
 
+@pytest.mark.parametrize("program", ["coevo-report", "coevo-eval"])
+def test_help_is_printed_on_stdout_and_exits_0(program):
+    for flag in ("-h", "--help"):
+        done = cli(program, flag)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"usage: {program} RUN_DIR")
+    assert "video=FILE.gif film the first episode" in cli("coevo-eval", "--help").stdout
+    done = cli(program)  # no run directory: the usage, as an error
+    assert done.returncode == 2 and done.stderr.startswith(f"usage: {program} RUN_DIR")
+
+
 def test_coevo_report_works_on_a_crashed_run_with_a_torn_line(run_dir, tmp_path):
     crashed = tmp_path / "crashed"
     shutil.copytree(run_dir, crashed)
