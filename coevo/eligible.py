@@ -8,7 +8,7 @@ Pairs come from a YAML or CSV file. YAML:
         policy: policies/balancer.npy             # a flat float32 vector, relative to the file
       - name: from-a-run
         task: {gravity: 9.8}
-        policy: {checkpoint: runs/x/checkpoints/gen_000030.pkl, pair: 3}
+        policy: {checkpoint: runs/x/checkpoints/gen_000030.pkl, pair: 3}  # or runs/x: newest
       - name: my-actor                            # a torch state_dict for a module of yours
         policy: {torch: actor.pt, module: "mypkg.nets:Actor", kwargs: {width: 64}}
       - name: scripted
@@ -210,7 +210,16 @@ def _pair_index(spec: Mapping, field: str) -> int:
 def _checkpoint_policy(spec: Mapping, base: Path, field: str) -> tuple[np.ndarray, str]:
     index = _pair_index(spec, field)  # before reading what may be a large file
     file = (base / str(spec["checkpoint"])).resolve()
-    state = checkpoint.load(file)
+    shown = str(spec["checkpoint"])  # the policy's source in the tables
+    try:
+        if file.is_dir():  # a run directory, as resume=, coevo-eval and start_from take
+            generation, state = checkpoint.load_latest(file / "checkpoints")
+            file = checkpoint.checkpoint_path(file / "checkpoints", generation)
+            shown = f"{shown.rstrip('/')}/checkpoints/{file.name}"
+        else:
+            state = checkpoint.load(file)
+    except checkpoint.CheckpointError as error:
+        raise ConfigError(f"{field}.checkpoint", str(error)) from None
     run_state = state.get("curriculum", state.get("coevolution")) or {}
     population = run_state.get("population")
     if population is None:  # a single-policy curriculum's run: its policies by index
@@ -219,13 +228,13 @@ def _checkpoint_policy(spec: Mapping, base: Path, field: str) -> tuple[np.ndarra
         if not 0 <= index < len(names):
             known = ", ".join(f"{i} ({name})" for i, name in enumerate(names)) or "none"
             raise ConfigError(f"{field}.pair", f"no policy {index} in {file.name}; known: {known}")
-        return policies[names[index]].copy(), f"{spec['checkpoint']}#{names[index]}"
+        return policies[names[index]].copy(), f"{shown}#{names[index]}"
     try:
         pair = population.get(index)
     except KeyError:
         known = ", ".join(str(p.pair_id) for p in population.all_pairs())
         raise ConfigError(f"{field}.pair", f"not in {file.name}; known: {known}") from None
-    return pair.theta.copy(), f"{spec['checkpoint']}#pair{pair.pair_id}"
+    return pair.theta.copy(), f"{shown}#pair{pair.pair_id}"
 
 
 def _load_own_policy(form: str, spec: Mapping, base: Path, field: str, spaces: tuple) -> Any:

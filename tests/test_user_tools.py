@@ -269,6 +269,16 @@ def test_coevo_eval_replays_a_single_policy_curriculum(tmp_path):
     pairs.write_text(yaml.safe_dump({"pairs": [{"policy": {"checkpoint": str(saved), "pair": 3}}]}))
     with pytest.raises(ConfigError, match=r"pairs\[0\].policy.pair: no policy 3 in gen_000002"):
         load_pairs(pairs, space, policy)
+    # The run directory itself: its newest checkpoint, as resume= and coevo-eval read it.
+    pairs.write_text(yaml.safe_dump({"pairs": [{"policy": {"checkpoint": str(run), "pair": 0}}]}))
+    (from_run,) = load_pairs(pairs, space, policy)
+    np.testing.assert_array_equal(from_run.theta, theta)
+    assert from_run.source.startswith(f"{run}/checkpoints/gen_000002.pkl#")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    pairs.write_text(yaml.safe_dump({"pairs": [{"policy": {"checkpoint": str(empty), "pair": 0}}]}))
+    with pytest.raises(ConfigError, match=r"pairs\[0\].policy.checkpoint: no usable checkpoint"):
+        load_pairs(pairs, space, policy)
     done = cli("coevo-eval", run, "episodes=2", "task=gravity=12")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
