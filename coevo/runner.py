@@ -116,10 +116,14 @@ def _hold_run_dir(run_dir: Path, setting: str) -> None:
         handle.seek(0)
         holder = handle.read().strip() or "another process"
         handle.close()
+        way_out = (
+            "start this run in a directory of its own (hydra.run.dir=...): two runs started "
+            "in the same second get the same default directory"
+            if setting == "hydra.run.dir"
+            else "wait for it to end or stop it first"
+        )
         raise ConfigError(
-            setting,
-            f"{run_dir} is in use: a coevo-run ({holder}) is running there; wait for it to "
-            "end or stop it first",
+            setting, f"{run_dir} is in use: a coevo-run ({holder}) is running there; {way_out}"
         ) from None
     except OSError:  # a file system without locks (some NFS, FUSE mounts): run unguarded
         handle.close()

@@ -545,6 +545,26 @@ def test_resume_of_a_run_another_process_is_running_is_refused(tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
 
 
+def test_a_new_run_in_a_directory_another_run_is_starting_in_says_how_to_part_them(tmp_path):
+    """Two runs started in the same second share the default directory: the second one is
+    refused, told how to give itself a directory of its own."""
+    import fcntl
+
+    run = tmp_path / "run"
+    run.mkdir()
+    with open(run / ".coevo.lock", "a+") as held:  # the first run, still starting
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("pid 4242")
+        held.flush()
+        refused = cli("coevo-run", *SMALL, f"hydra.run.dir={run}")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr == (
+        f"coevo-run: error: hydra.run.dir: {run} is in use: a coevo-run (pid 4242) is running "
+        "there; start this run in a directory of its own (hydra.run.dir=...): two runs started "
+        "in the same second get the same default directory\n"
+    )
+
+
 def test_a_plus_on_a_nested_config_group_stays_a_plus(tmp_path):
     from coevo import hydra_configs
     from coevo.cli import CONF_DIR, _check_overrides
