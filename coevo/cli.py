@@ -41,6 +41,23 @@ CONF_DIR = _conf_dir()
 OmegaConf.register_new_resolver("conf", lambda path: str((CONF_DIR / path).resolve()), replace=True)
 
 
+def _help_choices() -> str:
+    """`coevo-run --help`'s choices per group, a user's search path included; the
+    `*_defaults` files are shared settings of a group's options, not options."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    loader = GlobalHydra.instance().config_loader()
+    lines = []
+    for group in sorted(g for g in loader.list_groups("") if g != "hydra"):
+        options = [o for o in loader.get_group_options(group) if not o.endswith("_defaults")]
+        if options:
+            lines.append(f"{group}: {', '.join(options)}")
+    return "\n".join(lines)
+
+
+OmegaConf.register_new_resolver("coevo_help_choices", _help_choices, replace=True)
+
+
 def _fail(message: str) -> NoReturn:
     print(f"coevo-run: error: {message}", file=sys.stderr)
     sys.exit(2)

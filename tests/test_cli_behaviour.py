@@ -575,3 +575,16 @@ def test_a_plus_on_a_nested_config_group_stays_a_plus(tmp_path):
     passed = _check_overrides(args)[0]
     assert passed == args
     assert hydra_configs.compose(CONF_DIR, passed)["seed"] == 7
+
+
+def test_coevo_run_help_lists_the_choices_a_user_has():
+    """--help starts with what coevo-run does and lists each group's options, not the
+    `*_defaults` files a group's options share (Hydra's own help listed those too)."""
+    done = cli("coevo-run", "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("coevo-run: co-evolve tasks and policies")
+    assert "curriculum: accel, alp_gmm, dr, enhanced_poet, plr, poet, poet_paper\n" in done.stdout
+    assert "optimizer: ars, es, poet_es, ppo\n" in done.stdout
+    assert "pool: local, ray\n" in done.stdout
+    assert "_defaults" not in done.stdout and "powered by Hydra" not in done.stdout
+    assert "\npool:\n  backend: ray\n" in done.stdout  # the config, as Hydra prints it
