@@ -13,9 +13,10 @@ best of `--repeats`, beside the env alone stepped in the same run:
                 episodes), run one after the other, and as a Ray actor runs them: two calls
                 at once, the second's episodes filling rows the first's last ones leave
                 free; rows per policy call and time per env step
-  time split    the same chunks once more with every env call timed: per env step, the
-                time inside `env.step`, inside the seeded resets, and the rest (the policy
-                and the loop; the timers' own ~0.2 us per call land in the env's share)
+  time split    the same chunks once more with every env call and policy call timed: per
+                env step, the time inside `env.step`, inside the seeded resets, inside the
+                policy's forward pass, and the rest (the loop; the timers' own ~0.2 us per
+                call land in the env's share)
 
     .venv/bin/python benchmarks/rollout_overheads.py [--task cartpole] [--hidden 64 64]
         [--pairs 256 --episodes 5]   # e.g. --task bipedal_terrain --pairs 16 --episodes 2
@@ -112,6 +113,9 @@ def main() -> None:
     parser.add_argument(
         "--probe", type=int, default=4000, help="random policies tried for long/short episodes"
     )
+    parser.add_argument(
+        "--target", type=float, default=0.9, help="env / pool ratio whose per-step budget to print"
+    )
     args = parser.parse_args()
 
     space = dataclasses.replace(tasks.get(args.task), make_slots=None)  # one env per slot
@@ -190,6 +194,35 @@ def main() -> None:
             f" (env / pool {env_us / (best * 1e6):.2f})"
         )
     time_split(Worker(space, policy, args.slots), mine, sources)
+    rows = max(1, round(per_call))
+    floor = bare_forward_us_per_row(policy.layer_sizes, rows, args.repeats)
+    budget = env_us * (1 / args.target - 1)
+    print(
+        f"  floor: a bare forward pass of the same layers, each row its own weights (stacked"
+        f" matmul + tanh, float32, no biases), {rows} rows per call: {floor:.2f} us per row;"
+        f" env / pool {args.target} leaves {budget:.2f} us per step for all the pool adds"
+    )
+
+
+def bare_forward_us_per_row(sizes: tuple[int, ...], rows: int, repeats: int) -> float:
+    """The least a per-row-weights MLP forward costs here: numpy's stacked matmul and tanh
+    alone, none of the policy's bookkeeping (ES rows each have their own weights, so one
+    shared GEMM is not an option)."""
+    rng = np.random.default_rng(0)
+    weights = [
+        rng.standard_normal((rows, fan_out, fan_in), dtype=np.float32)
+        for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True)
+    ]
+    obs = rng.standard_normal((rows, sizes[0], 1), dtype=np.float32)
+
+    def forward() -> np.ndarray:
+        h = obs
+        for weight in weights[:-1]:
+            h = np.tanh(weight @ h)
+        return weights[-1] @ h
+
+    number = 2000
+    return min(timeit.repeat(forward, number=number, repeat=repeats)) / number / rows * 1e6
 
 
 def time_split(worker: Worker, chunks: list[list], sources: dict) -> None:
@@ -219,15 +252,29 @@ def time_split(worker: Worker, chunks: list[list], sources: dict) -> None:
             slots._step[slot] = timed_step(slots._step[slot])  # the step bound at this reset
 
     slots.reset_slot = timed_reset
+    policy = worker.rollouts.policy
+    spent["policy"] = 0.0
+
+    class TimedPolicy:
+        noise_dim, state_size = policy.noise_dim, policy.state_size
+
+        def step(self, *args):
+            started = clock()
+            try:
+                return policy.step(*args)
+            finally:
+                spent["policy"] += clock() - started
+
+    worker.rollouts.policy = TimedPolicy()
     started = clock()
     steps = sum(int(worker.run(chunk, sources).lengths.sum()) for chunk in chunks)
     total = clock() - started
-    rest = total - spent["step"] - spent["reset"]
+    rest = total - spent["step"] - spent["reset"] - spent["policy"]
     per = 1e6 / steps
     print(
         f"  time split (wall, one call at a time): {total * per:6.2f} us per step ="
         f" env.step {spent['step'] * per:.2f} + resets {spent['reset'] * per:.2f}"
-        f" + policy and loop {rest * per:.2f}"
+        f" + policy {spent['policy'] * per:.2f} + loop {rest * per:.2f}"
         f" (env share {(spent['step'] + spent['reset']) / total:.2f})"
     )
 
