@@ -329,7 +329,10 @@ def test_a_curriculum_gives_ppo_the_pools_policy():
     mlp = make_policy("mlp", env.observation_space, env.action_space, {})
     with EvaluationPool(space, mlp, backend="local", num_workers=1) as pool:
         with pytest.raises(
-            ConfigError, match="policy.name: optimizer ppo needs policy=actor_critic"
+            ConfigError,
+            match=r"policy.name: optimizer ppo needs the actor-critic policy \(a value head\): "
+            r"policy=actor_critic, or from Python coevo.make_policy\('actor_critic', obs_space, "
+            r"act_space, \{\}\); got MLPPolicy$",
         ):
             DomainRandomization(
                 DRConfig(), space=space, pool=pool, optimizer=PPO(config, mlp.num_params)

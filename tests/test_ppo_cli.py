@@ -17,8 +17,9 @@ PPO_DIAGNOSTICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fr
     [
         (
             ["optimizer=ppo", "policy=mlp"],
-            "policy.name: optimizer ppo needs policy=actor_critic (a value head), got MLPPolicy "
-            "(policy=mlp)",
+            "policy.name: optimizer ppo needs the actor-critic policy (a value head): "
+            "policy=actor_critic, or from Python coevo.make_policy('actor_critic', obs_space, "
+            "act_space, {}); got MLPPolicy (policy=mlp)",
         ),
         (
             ["optimizer=ppo", "policy=actor_critic", "optimizer.batch_size=1"],

@@ -106,8 +106,9 @@ class PPO(Optimizer):
         if not isinstance(policy, ActorCriticSpec):
             raise ConfigError(
                 "policy.name",
-                f"optimizer ppo needs policy=actor_critic (a value head), got "
-                f"{type(policy).__name__}",
+                "optimizer ppo needs the actor-critic policy (a value head): "
+                "policy=actor_critic, or from Python coevo.make_policy('actor_critic', "
+                f"obs_space, act_space, {{}}); got {type(policy).__name__}",
             )
         if policy.num_params != self.num_params:
             raise ValueError(f"policy has {policy.num_params} parameters, not {self.num_params}")
