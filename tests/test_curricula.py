@@ -569,3 +569,47 @@ def test_a_training_task_the_optimizer_put_no_job_on_is_not_played(name, pool, c
         assert [r.summary["tasks_trained"] for r in results] == [1] * len(results)
         assert all(len(h) == len(results) for h in curriculum.history.values())
     assert all(r.summary["tasks"] >= 1 for r in results if r.summary["optimizer_steps"])
+
+
+@pytest.mark.parametrize(("name", "reached"), [("plr", 5), ("accel", 2)])
+def test_plr_and_accel_train_on_a_space_of_few_int_levels(name, reached, caplog, pool, cartpole):
+    """Five int levels: PLR's uniform new levels reach 5 distinct tasks, ACCEL's easy ones
+    (level 1 edited once) 2, far fewer than the 32 the default buffer's fill needs. The
+    fill is lowered to what they reach, with a warning, and the policy trains (it never did:
+    the buffer waited for 32 levels forever)."""
+    from coevo.curricula.level_buffer import levels_for_replay
+    from coevo.policy import PolicySpec
+    from coevo.tasks.generic import class_task_space
+
+    space = class_task_space(
+        "corridor",
+        "rllib_style_env:CorridorLevelsEnv",
+        {"level": {"low": 1, "high": 5, "init": 1, "step": 1, "type": "int"}},
+        env_config={"start_level": 1},
+        max_episode_steps=30,
+        task_format="scalar",
+    )
+    env = space.make_env()
+    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
+    config_class = PLRConfig if name == "plr" else ACCELConfig
+    config = config_class(generations=12, tasks_per_step=2)  # the default buffer: 64
+    assert levels_for_replay(config.min_fill, config.buffer_size) == 32
+    with EvaluationPool(space, policy, "local", 1, envs_per_worker=8) as levels_pool:
+        optimizer = EvolutionStrategy(ESConfig(population=4), policy.num_params)
+        curriculum_class = PrioritizedLevelReplay if name == "plr" else ACCEL
+        with caplog.at_level("WARNING", logger="coevo.curricula"):
+            curriculum = curriculum_class(
+                config, space=space, pool=levels_pool, optimizer=optimizer
+            )
+            results = curriculum.run()
+    warned = [r.getMessage() for r in caplog.records if "distinct tasks" in r.getMessage()]
+    assert warned == [
+        f"{name}: new levels (new_levels={config.new_levels}) reach only {reached} distinct "
+        "tasks of task space 'corridor', fewer than the 32 (min_fill 0.5 x buffer_size 64) "
+        f"replay needs: replay starts once the buffer holds {reached}"
+    ]
+    assert curriculum.buffers[0].replay_fill() == reached
+    assert sum(r.summary["replays"] for r in results) > 0
+    assert results[-1].summary["optimizer_steps"] > 0
+    # Continuous spaces keep min_fill x buffer_size whatever the draws.
+    assert _build(name, pool, cartpole).buffers[0].fill_cap is None

@@ -14,7 +14,9 @@ gives a fixed sequence of decisions (the unit tests rely on it).
   level i was last sampled or added; uniform when every level is fresh.
 - P_replay = (1 - ρ) P_S + ρ P_C.
 - Replay decision: replay with probability `replay_prob` once the buffer holds at least
-  `min_fill` of its capacity (dcd's `level_replay_rho`), else a new level.
+  `min_fill` of its capacity (dcd's `level_replay_rho`), else a new level. On a space whose
+  new levels reach fewer distinct tasks than that (a few int levels), `fill_cap` lowers the
+  fill to what they reach, as dcd's buffer is the whole level set when the set is small.
 - Insertion: while not full a new level is added; when full it replaces the lowest-scored
   level only if its score is higher (dcd's `seed_buffer_priority: score`).
 """
@@ -136,6 +138,9 @@ class LevelBuffer:
     levels: list[Level] = field(default_factory=list)
     clock: int = 0  # draws so far (c in P_C)
     next_id: int = 0
+    # The distinct new levels the level generator can give, when fewer than the fill replay
+    # would otherwise need (None: no cap). A state saved without it loads with None.
+    fill_cap: int | None = None
 
     def __post_init__(self) -> None:
         if self.capacity < 1:
@@ -169,19 +174,28 @@ class LevelBuffer:
             self.staleness_coef,
         )
 
+    def replay_fill(self) -> int:
+        """Levels the buffer must hold before its first replay: `min_fill` of capacity (at
+        least one), or `fill_cap` when that is fewer."""
+        need = levels_for_replay(self.min_fill, self.capacity)
+        return need if self.fill_cap is None else max(1, min(need, self.fill_cap))
+
     def replay_ready(self) -> bool:
-        """Enough levels to replay: at least `min_fill` of capacity, and never zero."""
-        return len(self.levels) >= levels_for_replay(self.min_fill, self.capacity)
+        """Enough levels to replay (`replay_fill`)."""
+        return len(self.levels) >= self.replay_fill()
 
     def decide_replay(self, rng: np.random.Generator) -> tuple[bool, str]:
         """Replay (True) or a new level (False), with the reason. Draws once either way, so
         the generator's sequence does not depend on the buffer's fill."""
         draw = float(rng.random())
         if not self.replay_ready():
-            need = levels_for_replay(self.min_fill, self.capacity)
+            need = self.replay_fill()
+            why = f"min_fill {self.min_fill:g}"
+            if need < levels_for_replay(self.min_fill, self.capacity):
+                why += f", capped at the {need} distinct new levels"
             return False, (
                 f"new level: buffer holds {len(self.levels)} of {self.capacity}, replay needs "
-                f"{need} (min_fill {self.min_fill:g})"
+                f"{need} ({why})"
             )
         if draw < self.replay_prob:
             return True, f"replay: draw {draw:.3f} < replay_prob {self.replay_prob:g}"

@@ -39,7 +39,7 @@ from coevo.curricula.level_scores import (
     return_regret,
     trajectory_positive_value_loss,
 )
-from coevo.curricula.task_sampling import uniform_task
+from coevo.curricula.task_sampling import grid_points, uniform_task
 from coevo.errors import ConfigError
 from coevo.settings import setting
 from coevo.tasks.task import Task
@@ -100,13 +100,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
         self.score_used = _score_used(config, self.optimizer, warn=True)
-        warn_if_run_too_short(
-            config,
-            levels_for_replay(config.min_fill, config.buffer_size),
-            f"PLR⊥ trains on replayed levels only, and replay starts once the buffer holds "
-            f"min_fill {config.min_fill:g} x buffer_size {config.buffer_size} levels",
-            "Lower curriculum.buffer_size or curriculum.min_fill",
-        )
+        fill_cap = self._fill_cap()
         self.buffers: dict[int, LevelBuffer] = {
             s.index: LevelBuffer(
                 config.buffer_size,
@@ -114,13 +108,52 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                 config.staleness_coef,
                 config.replay_prob,
                 config.min_fill,
+                fill_cap=fill_cap,
             )
             for s in self.students
         }
+        warn_if_run_too_short(
+            config,
+            next(iter(self.buffers.values())).replay_fill(),
+            f"PLR⊥ trains on replayed levels only, and replay starts once the buffer holds "
+            f"min_fill {config.min_fill:g} x buffer_size {config.buffer_size} levels",
+            "Lower curriculum.buffer_size or curriculum.min_fill",
+        )
         # Best mean return each student has reached on any level (return_regret's anchor).
         self.best_return: dict[int, float] = {s.index: float("-inf") for s in self.students}
         # A warning's bookkeeping only (results never depend on it): not in the state.
         self._stalled: dict[int, int] = {s.index: 0 for s in self.students}
+
+    def _fill_cap(self) -> int | None:
+        """On a space of few distinct tasks (int levels): how many distinct new levels the
+        level generator gives, when fewer than the replay fill needs; else None. Counted on
+        draws from a generator of its own (the students' draws stay as they are), so replay
+        starts once the buffer holds all it can get instead of never (dcd keeps a small
+        level set whole)."""
+        need = levels_for_replay(self.config.min_fill, self.config.buffer_size)
+        points = grid_points(self.space)
+        if points is None or points >= 100 * need:
+            return None  # continuous, or so many tasks that draws do not run out
+        rng = np.random.default_rng(0)
+        seen: set[Task] = set()
+        for _ in range(max(2000, 20 * need)):
+            seen.add(self.new_level_from(rng))
+            if len(seen) >= need:
+                return None
+        log.warning(
+            "%s: new levels (new_levels=%s) reach only %d distinct tasks of task space "
+            "'%s', fewer than the %d (min_fill %g x buffer_size %d) replay needs: replay "
+            "starts once the buffer holds %d",
+            self.config.name,
+            self.config.new_levels,
+            len(seen),
+            self.space.name,
+            need,
+            self.config.min_fill,
+            self.config.buffer_size,
+            len(seen),
+        )
+        return len(seen)
 
     @classmethod
     def check(cls, config: Any, optimizer: Any) -> None:
@@ -132,12 +165,16 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         self._counts = {"replays": 0, "new_batches": 0, "levels_added": 0, "levels_rejected": 0}
 
     def new_level(self, student: Student) -> Task:
+        return self.new_level_from(student.rng)
+
+    def new_level_from(self, rng: np.random.Generator) -> Task:
+        """A new level from the level generator (`new_levels`), drawn with `rng`."""
         if self.config.new_levels == "easy":
             from coevo.curricula.level_editor import edit_level
 
             edits = max(1, getattr(self.config, "num_edits", 1))
-            return edit_level(self.space, self.space.initial_task(), edits, student.rng)
-        return uniform_task(self.space, student.rng)
+            return edit_level(self.space, self.space.initial_task(), edits, rng)
+        return uniform_task(self.space, rng)
 
     def plan(self, student: Student, decisions: list[Decision]) -> Plan:
         buffer = self.buffers[student.index]
@@ -214,7 +251,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         stalled = 0 if added or buffer.replay_ready() else self._stalled[student.index] + 1
         self._stalled[student.index] = stalled
         if stalled == STALLED_BATCHES:
-            need = levels_for_replay(buffer.min_fill, buffer.capacity)
+            need = buffer.replay_fill()
             log.warning(
                 "%s: the level buffer has held %d levels for %d new-level batches in a row "
                 "(no new one); replay, and so training, needs %d (min_fill %g x buffer_size "
@@ -346,7 +383,9 @@ def _score_used(config: PLRConfig, optimizer: Any, warn: bool) -> str:
             "curriculum.score_fallback=return_regret",
         )
     if warn:
-        log.warning("%s: PLR scores levels by %s instead", message, config.score_fallback)
+        curriculum = "ACCEL" if hasattr(config, "num_edits") else "PLR"  # ACCELConfig
+        fallback = config.score_fallback
+        log.warning("%s: %s scores levels by %s instead", message, curriculum, fallback)
     return config.score_fallback
 
 
