@@ -23,6 +23,7 @@ COLUMNS = [
     "env_steps",
     "generations",
     "wall_s_mean",
+    "seeds_started",
 ]
 
 
@@ -70,6 +71,11 @@ def test_the_study_trains_with_ppo_on_the_actor_critic(tmp_path):
     assert table["test_mastered_mean"].between(0, 1).all()
     assert (table["env_steps"] >= 20_000).all()
     assert "| cartpole | poet | ppo | 1 |" in (tmp_path / "table.md").read_text()
+    # 10 generations x 4 tasks: PLR's 32-level fill is reached, ALP-GMM's 250-task bootstrap
+    # is not (its row is DR's): the table says which runs their curriculum started in.
+    started = table.set_index("curriculum")["seeds_started"].to_dict()
+    assert started == {"dr": 1, "plr": 1, "alp_gmm": 0, "poet": 1}
+    assert "| 0 of 1 |" in (tmp_path / "table.md").read_text()
 
 
 STEPPING = ROOT / "experiments" / "stepping_stones" / "run.py"
