@@ -6,7 +6,13 @@ class ConfigError(ValueError):
 
     def __init__(self, field: str, message: str):
         self.field = field
+        self.message = message
         super().__init__(f"{field}: {message}")
+
+    def __reduce__(self) -> tuple:
+        # Rebuilt from both arguments: one raised in a Ray worker reaches the driver whole
+        # (the default pickling passes the one formatted string and fails to rebuild it).
+        return type(self), (self.field, self.message)
 
 
 def missing_package_hint(module_name: str, error: ImportError) -> str:

@@ -7,6 +7,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 from coevo import tasks
 from coevo.policy import PolicySpec
@@ -51,3 +52,66 @@ def test_a_killed_worker_is_restarted_and_the_results_equal_an_undisturbed_run(r
         # The restarted worker keeps serving.
         again = pool.evaluate(pairs[:8], episodes=6, seed=21)
         np.testing.assert_array_equal(again, undisturbed[:8])
+
+
+DRIVER_ONLY_ENV = """
+import gymnasium as gym
+import numpy as np
+import pytest
+
+
+class Levels(gym.Env):
+    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        self.level = 1
+
+    def get_task(self):
+        return self.level
+
+    def set_task(self, task):
+        self.level = task
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(2, np.float32), 1.0, self.t >= 5 * self.level, False, {}
+"""
+
+
+def test_ray_workers_that_cannot_import_the_env_stop_the_pool_saying_why(
+    ray_session, tmp_path, monkeypatch
+):
+    """An env module on this process's sys.path but not on PYTHONPATH: Ray restarted its
+    workers for ever (each failed in its constructor), the error buried in Ray's logs,
+    until the script died of a lost GCS connection a minute later. Now the pool refuses to
+    start, naming the import error and the cause."""
+    from coevo.pool.ray_backend import WorkerStartError
+    from coevo.tasks.generic import class_task_space
+
+    (tmp_path / "driver_only_levels.py").write_text(DRIVER_ONLY_ENV)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = class_task_space(
+        "driver_only",
+        "driver_only_levels:Levels",
+        {"level": {"low": 1, "high": 5, "init": 1, "step": 1, "type": "int"}},
+        env_config={},
+        max_episode_steps=30,
+        task_format="scalar",
+    )
+    env = space.make_env()  # this process imports it
+    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(4,))
+    with pytest.raises(WorkerStartError) as raised:
+        EvaluationPool(space, policy, "ray", num_workers=1, envs_per_worker=2)
+    message = str(raised.value)
+    assert message.startswith("Ray's workers could not build the pool's env or policy")
+    assert "No module named 'driver_only_levels'" in message
+    assert "on this process's sys.path but not on PYTHONPATH" in message
+    theta = policy.init(np.random.default_rng(0))
+    with EvaluationPool(space, policy, "local") as pool:  # the same space runs here
+        assert pool.evaluate([(theta, space.task(level=2))], 1).tolist() == [[10.0]]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -101,6 +102,23 @@ class RayWorker(Worker):
         return rollouts.slot_token[slot], int(rollouts.slot_job[slot]), seconds
 
 
+class WorkerStartError(RuntimeError):
+    """Ray's worker processes could not build the pool's env or policy."""
+
+
+def _start_failure(error: BaseException) -> str:
+    """What a worker's failed start says, in one line, and the usual cause."""
+    lines = [line.strip() for line in str(error).splitlines()]
+    raised = [line for line in lines if re.match(r"^[\w.]*(Error|Exception): ", line)]
+    said = raised[-1] if raised else lines[0] if lines else type(error).__name__
+    return (
+        f"Ray's workers could not build the pool's env or policy, which this process could: "
+        f"{said}. Code imported from a directory on this process's sys.path but not on "
+        "PYTHONPATH (which Ray's worker processes inherit) is the usual cause: set PYTHONPATH, "
+        "install the package, or use backend='local' (pool=local)"
+    )
+
+
 def _quiet_default_token_notice() -> None:
     """Ray turns on token authentication for a cluster it starts and warns that it did, at
     the end of every run's output; the cluster stays protected, without the notice. (Setting
@@ -165,7 +183,13 @@ class RayWorkers:
             concurrency_groups={"control": 1},
         )(RayWorker).options(scheduling_strategy="SPREAD")
         self.workers = [self._new_actor() for _ in range(num_workers)]
-        where = ray.get([w.where.remote() for w in self.workers])
+        try:
+            # No retry here: an actor whose constructor fails (the user's env not importable
+            # in Ray's workers) would be restarted and asked again for ever.
+            where = ray.get([w.where.options(max_task_retries=0).remote() for w in self.workers])
+        except Exception as error:  # noqa: BLE001 - the actor's own error, whatever it is
+            self.close()
+            raise WorkerStartError(_start_failure(error)) from None
         self.pids = [pid for pid, _ in where]
         self.nodes = [node for _, node in where]
 
