@@ -91,7 +91,7 @@ def test_ray_workers_that_cannot_import_the_env_stop_the_pool_saying_why(
     workers for ever (each failed in its constructor), the error buried in Ray's logs,
     until the script died of a lost GCS connection a minute later. Now the pool refuses to
     start, naming the import error and the cause."""
-    from coevo.pool.ray_backend import WorkerStartError
+    from coevo.pool import WorkerStartError
     from coevo.tasks.generic import class_task_space
 
     (tmp_path / "driver_only_levels.py").write_text(DRIVER_ONLY_ENV)

@@ -3,7 +3,7 @@
 from coevo.pool.dispatch import EpisodeResult, register_job_kind
 from coevo.pool.jobs import EpisodeJob, Perturbed, Stored, perturbation_noise, weights_key
 from coevo.pool.pool import Backend, EvaluationPool
-from coevo.pool.results import EvalResult, EvaluationError
+from coevo.pool.results import EvalResult, EvaluationError, WorkerStartError
 from coevo.pool.worker import Worker
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "Perturbed",
     "Stored",
     "Worker",
+    "WorkerStartError",
     "perturbation_noise",
     "register_job_kind",
     "weights_key",

@@ -23,6 +23,7 @@ import numpy as np
 
 from coevo.policies.base import Policy
 from coevo.pool.limits import CallWatch, WorkerLimits, merge_skipped, rss_mb, timeout_message
+from coevo.pool.results import WorkerStartError
 from coevo.pool.scheduling import IN_FLIGHT_PER_WORKER
 from coevo.pool.slots import GymSlots
 from coevo.pool.worker import ChunkResult, Worker
@@ -100,10 +101,6 @@ class RayWorker(Worker):
         if self._token:  # a trajectory chunk holds the slots: no single job to name
             return self._token, 0, seconds
         return rollouts.slot_token[slot], int(rollouts.slot_job[slot]), seconds
-
-
-class WorkerStartError(RuntimeError):
-    """Ray's worker processes could not build the pool's env or policy."""
 
 
 def _start_failure(error: BaseException) -> str:

@@ -22,6 +22,11 @@ def error_line(text: str) -> str:
     return lines[-1].strip() if lines else "failed"
 
 
+class WorkerStartError(RuntimeError):
+    """Ray's worker processes could not build the pool's env or policy (which the driver
+    could): most often a module on the driver's sys.path but not on PYTHONPATH."""
+
+
 class EvaluationError(RuntimeError):
     """Episodes failed where the caller asked for scores only (`evaluate`): a failure is
     never handed back as a silent NaN. `returns` (NaN where failed) and `errors` (by pair)
