@@ -172,6 +172,21 @@ def test_task_format_function_and_refused_forms():
     assert message.startswith("task.task_format: rllib_style_env:CorridorLevelsEnv does not")
     assert "set_task({'level': 1})" in message and "TypeError" in message
     assert "task_format: scalar" in message
+    assert "type: int" not in message  # its level is declared int
+    float_level = {"level": {k: v for k, v in LEVEL["level"].items() if k != "type"}}
+    with pytest.raises(ConfigError) as info:  # set_task(1.0): range(1.0) raises
+        class_task_space(
+            "corridor",
+            CORRIDOR,
+            float_level,
+            env_config={},
+            max_episode_steps=30,
+            task_format="scalar",
+        )
+    assert "set_task(1.0)" in str(info.value)
+    assert str(info.value).endswith(
+        "; level is a float here: declare type: int in task.params for int levels"
+    )
     two = {**LEVEL, "other": {"low": 0, "high": 1, "init": 0, "step": 0}}
     with pytest.raises(ConfigError, match="task.task_format: scalar passes one parameter"):
         class_task_space(

@@ -343,9 +343,27 @@ def _check_task_form(env: Any, space: TaskSpace, entry_point: str) -> None:
                 "; a one-parameter space can pass the bare value (task_format: scalar)"
                 if space.task_format == "dict" and len(space.params) == 1
                 else ""
-            ),
+            )
+            + _int_hint(space),
         ) from None
     _check_api(env, reset, entry_point)
+
+
+def _int_hint(space: TaskSpace) -> str:
+    """A hint when whole-number float parameters may be what the env refused: an env of int
+    levels gets 0.0 unless the parameter says `type: int`."""
+    floats = [
+        p.name
+        for p in space.params
+        if getattr(p, "type", "float") != "int"
+        and all(float(v).is_integer() for v in (p.low, p.high, p.init, p.step))
+    ]
+    if not floats:
+        return ""
+    return (
+        f"; {', '.join(floats)} {'is a float' if len(floats) == 1 else 'are floats'} here: "
+        "declare type: int in task.params for int levels"
+    )
 
 
 def _check_api(env: Any, reset: Any, entry_point: str) -> None:
