@@ -18,9 +18,9 @@ gives a fixed sequence of decisions (the unit tests rely on it).
   new levels reach fewer distinct tasks than that (a few int levels), `fill_cap` lowers the
   fill to what they reach, as dcd's buffer is the whole level set when the set is small.
 - Insertion: while not full a new level is added; when full it replaces the lowest-scored
-  level only if its score is higher (dcd's `level_replay_seed_buffer_priority: score`, the
-  rule the PLR⊥ paper states. dcd's command-line default, `replay_support`, evicts the level
-  of lowest replay weight, staleness included, and admits ties; not implemented here).
+  level only if its score is higher (dcd's `level_replay_seed_buffer_priority: score`.
+  dcd's command-line default, `replay_support`, evicts the level of lowest replay weight,
+  staleness included, and admits ties; not implemented here).
 """
 
 from __future__ import annotations
