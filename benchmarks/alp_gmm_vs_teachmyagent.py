@@ -155,7 +155,9 @@ def closed_loop(tma_class, episodes: int, fit_rate: int, seeds: list[int]) -> No
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--teachmyagent", type=Path, required=True, help="checkout path")
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--fit-rate", type=int, default=250)

@@ -123,7 +123,9 @@ def two_nodes(args) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--pairs", type=int, default=64)
     parser.add_argument("--episodes", type=int, default=4)

@@ -116,7 +116,9 @@ def best(function, *args, repeats: int = 3):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="fewer steps, for a smoke run")
     args = parser.parse_args()
     steps = 20_000 if args.quick else 100_000

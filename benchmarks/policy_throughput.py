@@ -87,7 +87,9 @@ def worker_rate(space, policy, slots: int, episodes: int, repeats: int) -> float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="fewer episodes and repeats")
     args = parser.parse_args()
     torch.set_num_threads(1)

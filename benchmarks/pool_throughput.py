@@ -520,7 +520,9 @@ def print_table(results: dict[str, dict[str, Any]], conditions: dict[str, Any]) 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--envs-per-worker", type=int, default=64)

@@ -88,7 +88,9 @@ def measure(space_name: str, n_envs: int, n_steps: int, mode: str, calls: int) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--calls", type=int, default=30)
     args = parser.parse_args()
     print("| task | mode | env steps / CPU s | env steps / wall s | cache hit rate "

@@ -365,7 +365,9 @@ def table(runs: list[Run]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="small budgets, 2 seeds")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--pairs", type=int, default=8)

@@ -103,7 +103,9 @@ def overlapping(worker: Worker, chunks: list[list], sources: dict) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--task", default="cartpole")
     parser.add_argument("--hidden", type=int, nargs="+", default=[64, 64])
     parser.add_argument("--slots", type=int, default=64)

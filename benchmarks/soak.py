@@ -66,7 +66,9 @@ def sample() -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--generations", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--every", type=int, default=10, help="sample every N generations")

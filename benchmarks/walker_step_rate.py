@@ -108,7 +108,9 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--reference", action="store_true", help="also gymnasium's step")
     parser.add_argument("--seeds", type=int, default=8)

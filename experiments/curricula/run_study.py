@@ -221,7 +221,9 @@ def plot(curves: pd.DataFrame, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> pd.DataFrame:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small budget (minutes)")
     size.add_argument("--smoke", action="store_true", help="tiny budget, one seed (seconds)")

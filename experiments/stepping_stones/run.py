@@ -278,7 +278,9 @@ def commit() -> str:
 
 
 def main(argv: list[str] | None = None) -> pd.DataFrame:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--domain", default="mountain_car_hilltop", choices=sorted(DOMAINS))
     parser.add_argument("--methods", default="direct,poet,dr,alp_gmm")
     parser.add_argument("--seeds", type=int, default=3)
