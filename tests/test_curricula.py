@@ -613,3 +613,20 @@ def test_plr_and_accel_train_on_a_space_of_few_int_levels(name, reached, caplog,
     assert results[-1].summary["optimizer_steps"] > 0
     # Continuous spaces keep min_fill x buffer_size whatever the draws.
     assert _build(name, pool, cartpole).buffers[0].fill_cap is None
+
+
+def test_alp_gmm_counts_bootstrap_tasks_apart_from_its_random_share(pool, cartpole):
+    """Before its first mixture ALP-GMM's tasks are bootstrap draws, after it GMM draws and
+    the random share: summary.csv and the progress line name each (bootstrap tasks were
+    counted as `random`)."""
+    alp = _build("alp_gmm", pool, cartpole)  # bootstrap 8 = 2 generations of 4 tasks
+    results = alp.run()
+    counts = [
+        (r.summary["bootstrap_tasks"], r.summary["random_tasks"], r.summary["gmm_tasks"])
+        for r in results
+    ]
+    assert counts[:2] == [(4, 0, 0), (4, 0, 0)]
+    assert all(bootstrap == 0 and random + gmm == 4 for bootstrap, random, gmm in counts[2:])
+    assert sum(gmm for _, _, gmm in counts) > 0
+    line = alp.progress_line(results[0], 6)
+    assert "| tasks from GMM  0 random  0 bootstrap  4 |" in line

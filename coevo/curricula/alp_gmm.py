@@ -113,14 +113,14 @@ class ALPGMM(LevelSamplingCurriculum):
         )
 
     def begin_generation(self) -> None:
-        self._counts = {"random_tasks": 0, "gmm_tasks": 0, "fits": 0}
+        self._counts = {"random_tasks": 0, "bootstrap_tasks": 0, "gmm_tasks": 0, "fits": 0}
         self._alps: list[float] = []
 
     def plan(self, student: Student, decisions: list[Decision]) -> Plan:
         teacher = self.teachers[student.index]
         sampled = [teacher.sample(student.rng) for _ in range(self.config.tasks_per_step)]
         for s in sampled:
-            self._counts["gmm_tasks" if s.origin == "gmm" else "random_tasks"] += 1
+            self._counts[f"{s.origin}_tasks"] += 1  # gmm, random (its share) or bootstrap
         return Plan(train=[s.task for s in sampled], note=sampled)
 
     def observe(
@@ -190,6 +190,7 @@ class ALPGMM(LevelSamplingCurriculum):
         s = result.summary
         return (
             f"gen {result.generation:>3}/{total} | tasks from GMM {s['gmm_tasks']:>2} random "
-            f"{s['random_tasks']:>2} | components {s['gmm_components']:4.3g} | "
+            f"{s['random_tasks']:>2} bootstrap {s['bootstrap_tasks']:>2} | "
+            f"components {s['gmm_components']:4.3g} | "
             f"ALP {s['mean_alp']:7.3g} | best {s['best_score']:7.1f} | {s['wall_s']:5.1f}s"
         )
