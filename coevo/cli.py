@@ -42,8 +42,9 @@ OmegaConf.register_new_resolver("conf", lambda path: str((CONF_DIR / path).resol
 
 
 def _help_choices() -> str:
-    """`coevo-run --help`'s choices per group, a user's search path included; the
-    `*_defaults` files are shared settings of a group's options, not options."""
+    """`coevo-run --help`'s choices per group, as Hydra's own help lists them (a
+    `--config-dir` included; like Hydra's, not a `hydra.searchpath` given on the command
+    line); the `*_defaults` files are shared settings of a group's options, not options."""
     from hydra.core.global_hydra import GlobalHydra
 
     loader = GlobalHydra.instance().config_loader()

@@ -571,12 +571,17 @@ def test_a_training_task_the_optimizer_put_no_job_on_is_not_played(name, pool, c
     assert all(r.summary["tasks"] >= 1 for r in results if r.summary["optimizer_steps"])
 
 
-@pytest.mark.parametrize(("name", "reached"), [("plr", 5), ("accel", 2)])
-def test_plr_and_accel_train_on_a_space_of_few_int_levels(name, reached, caplog, pool, cartpole):
+@pytest.mark.parametrize(
+    ("name", "high", "reached"), [("plr", 5, 5), ("accel", 5, 2), ("accel", 1000, 2)]
+)
+def test_plr_and_accel_train_on_a_space_of_few_int_levels(
+    name, high, reached, caplog, pool, cartpole
+):
     """Five int levels: PLR's uniform new levels reach 5 distinct tasks, ACCEL's easy ones
-    (level 1 edited once) 2, far fewer than the 32 the default buffer's fill needs. The
-    fill is lowered to what they reach, with a warning, and the policy trains (it never did:
-    the buffer waited for 32 levels forever)."""
+    (level 1 edited once) 2, on 5 levels or 1000, far fewer than the 32 the default buffer's
+    fill needs. The fill is lowered to what 32 draws reach, with a warning, and the policy
+    trains (it never did: the buffer waited for 32 levels forever). A run resumed from a
+    state saved without the cap gets it."""
     from coevo.curricula.level_buffer import levels_for_replay
     from coevo.policy import PolicySpec
     from coevo.tasks.generic import class_task_space
@@ -584,7 +589,7 @@ def test_plr_and_accel_train_on_a_space_of_few_int_levels(name, reached, caplog,
     space = class_task_space(
         "corridor",
         "rllib_style_env:CorridorLevelsEnv",
-        {"level": {"low": 1, "high": 5, "init": 1, "step": 1, "type": "int"}},
+        {"level": {"low": 1, "high": high, "init": 1, "step": 1, "type": "int"}},
         env_config={"start_level": 1},
         max_episode_steps=30,
         task_format="scalar",
@@ -594,23 +599,37 @@ def test_plr_and_accel_train_on_a_space_of_few_int_levels(name, reached, caplog,
     config_class = PLRConfig if name == "plr" else ACCELConfig
     config = config_class(generations=12, tasks_per_step=2)  # the default buffer: 64
     assert levels_for_replay(config.min_fill, config.buffer_size) == 32
+    curriculum_class = PrioritizedLevelReplay if name == "plr" else ACCEL
     with EvaluationPool(space, policy, "local", 1, envs_per_worker=8) as levels_pool:
-        optimizer = EvolutionStrategy(ESConfig(population=4), policy.num_params)
-        curriculum_class = PrioritizedLevelReplay if name == "plr" else ACCEL
+
+        def build():
+            optimizer = EvolutionStrategy(ESConfig(population=4), policy.num_params)
+            return curriculum_class(config, space=space, pool=levels_pool, optimizer=optimizer)
+
         with caplog.at_level("WARNING", logger="coevo.curricula"):
-            curriculum = curriculum_class(
-                config, space=space, pool=levels_pool, optimizer=optimizer
-            )
-            results = curriculum.run()
+            curriculum = build()
+            head = curriculum.run(6)
+            saved = pickle.loads(pickle.dumps(curriculum.state_dict()))
+            tail = curriculum.run()
+        resumed = build()
+        for buffer in saved["curriculum"]["buffers"].values():
+            buffer.fill_cap = None  # as a checkpoint from before the cap was saved
+        resumed.load_state_dict(saved)
+        assert resumed.buffers[0].fill_cap == reached
+        again = resumed.run()
     warned = [r.getMessage() for r in caplog.records if "distinct tasks" in r.getMessage()]
-    assert warned == [
+    assert warned[0] == (
         f"{name}: new levels (new_levels={config.new_levels}) reach only {reached} distinct "
         "tasks of task space 'corridor', fewer than the 32 (min_fill 0.5 x buffer_size 64) "
-        f"replay needs: replay starts once the buffer holds {reached}"
-    ]
+        f"replay needs: replay starts once the buffer holds {reached}, the distinct levels "
+        "32 draws give here"
+    )
     assert curriculum.buffers[0].replay_fill() == reached
+    results = head + tail
     assert sum(r.summary["replays"] for r in results) > 0
     assert results[-1].summary["optimizer_steps"] > 0
+    for resumed_rows, rows in zip(_rows(again), _rows(tail), strict=True):
+        pd.testing.assert_frame_equal(resumed_rows, rows)  # resumed: the same run
     # Continuous spaces keep min_fill x buffer_size whatever the draws.
     assert _build(name, pool, cartpole).buffers[0].fill_cap is None
 

@@ -39,7 +39,7 @@ from coevo.curricula.level_scores import (
     return_regret,
     trajectory_positive_value_loss,
 )
-from coevo.curricula.task_sampling import grid_points, uniform_task
+from coevo.curricula.task_sampling import uniform_task
 from coevo.errors import ConfigError
 from coevo.settings import setting
 from coevo.tasks.task import Task
@@ -100,7 +100,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
         self.score_used = _score_used(config, self.optimizer, warn=True)
-        fill_cap = self._fill_cap()
+        self.fill_cap = fill_cap = self._fill_cap()
         self.buffers: dict[int, LevelBuffer] = {
             s.index: LevelBuffer(
                 config.buffer_size,
@@ -112,11 +112,15 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             )
             for s in self.students
         }
+        fill = (
+            f"the {fill_cap} distinct new levels (capped, above)"
+            if fill_cap is not None
+            else f"min_fill {config.min_fill:g} x buffer_size {config.buffer_size} levels"
+        )
         warn_if_run_too_short(
             config,
             next(iter(self.buffers.values())).replay_fill(),
-            f"PLR⊥ trains on replayed levels only, and replay starts once the buffer holds "
-            f"min_fill {config.min_fill:g} x buffer_size {config.buffer_size} levels",
+            f"PLR⊥ trains on replayed levels only, and replay starts once the buffer holds {fill}",
             "Lower curriculum.buffer_size or curriculum.min_fill",
         )
         # Best mean return each student has reached on any level (return_regret's anchor).
@@ -125,35 +129,38 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         self._stalled: dict[int, int] = {s.index: 0 for s in self.students}
 
     def _fill_cap(self) -> int | None:
-        """On a space of few distinct tasks (int levels): how many distinct new levels the
-        level generator gives, when fewer than the replay fill needs; else None. Counted on
-        draws from a generator of its own (the students' draws stay as they are), so replay
-        starts once the buffer holds all it can get instead of never (dcd keeps a small
-        level set whole)."""
+        """When the level generator cannot reach the replay fill (min_fill x buffer_size
+        distinct levels: a few int levels, ACCEL's easy levels near the initial task), the
+        distinct levels as many draws as that fill reach; else None. Replay then starts once
+        the buffer holds them, instead of never (dcd keeps a small level set whole). Counted
+        on draws from a generator of its own: the students' draws stay as they are."""
         need = levels_for_replay(self.config.min_fill, self.config.buffer_size)
-        points = grid_points(self.space)
-        if points is None or points >= 100 * need:
-            return None  # continuous, or so many tasks that draws do not run out
         rng = np.random.default_rng(0)
-        seen: set[Task] = set()
-        for _ in range(max(2000, 20 * need)):
-            seen.add(self.new_level_from(rng))
-            if len(seen) >= need:
-                return None
+        drawn = [self.new_level_from(rng) for _ in range(need)]
+        within_need = len(set(drawn))
+        if within_need >= need:
+            return None  # all distinct: continuous, or levels enough
+        reachable = set(drawn)
+        for _ in range(max(2000, 20 * need) - need):
+            reachable.add(self.new_level_from(rng))
+            if len(reachable) >= need:
+                return None  # the fill can be reached, if slowly: min_fill stands
+        # Not the whole reachable set: its rare levels can take thousands of draws to come.
         log.warning(
             "%s: new levels (new_levels=%s) reach only %d distinct tasks of task space "
             "'%s', fewer than the %d (min_fill %g x buffer_size %d) replay needs: replay "
-            "starts once the buffer holds %d",
+            "starts once the buffer holds %d, the distinct levels %d draws give here",
             self.config.name,
             self.config.new_levels,
-            len(seen),
+            len(reachable),
             self.space.name,
             need,
             self.config.min_fill,
             self.config.buffer_size,
-            len(seen),
+            within_need,
+            need,
         )
-        return len(seen)
+        return within_need
 
     @classmethod
     def check(cls, config: Any, optimizer: Any) -> None:
@@ -254,15 +261,16 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             need = buffer.replay_fill()
             log.warning(
                 "%s: the level buffer has held %d levels for %d new-level batches in a row "
-                "(no new one); replay, and so training, needs %d (min_fill %g x buffer_size "
-                "%d). New levels (new_levels=%s) may not reach that many distinct tasks on "
-                "this space: lower curriculum.buffer_size or curriculum.min_fill%s",
+                "(no new one); replay, and so training, needs %d (%s). New levels "
+                "(new_levels=%s) may not reach that many distinct tasks on this space: lower "
+                "curriculum.buffer_size or curriculum.min_fill%s",
                 student.name,
                 len(buffer),
                 stalled,
                 need,
-                buffer.min_fill,
-                buffer.capacity,
+                f"min_fill {buffer.min_fill:g} x buffer_size {buffer.capacity}"
+                if buffer.fill_cap is None
+                else "the distinct new levels counted at the start",
                 self.config.new_levels,
                 ", or use curriculum.new_levels=uniform"
                 if self.config.new_levels == "easy"
@@ -355,6 +363,10 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
 
     def load_curriculum_state(self, state: dict[str, Any]) -> None:
         self.buffers = state["buffers"]
+        for buffer in self.buffers.values():
+            # Derived from the config and space, as when the run started (a checkpoint
+            # saved before there was a cap gets it too).
+            buffer.fill_cap = self.fill_cap
         self.best_return = dict(state["best_return"])
 
     def progress_line(self, result, total: int) -> str:

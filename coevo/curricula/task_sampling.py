@@ -27,23 +27,6 @@ def _uniform_value(param: Param, rng: np.random.Generator) -> int | float:
     return param.clip(float(rng.uniform(param.low, param.high)))
 
 
-def grid_points(space: TaskSpace) -> int | None:
-    """How many grid points the space's bounds hold (an upper bound of its distinct tasks):
-    None when a parameter is continuous (no `round_to`, not `type: int`)."""
-    total = 1
-    for param in space.params:
-        is_int = getattr(param, "type", "float") == "int"
-        grid = param.round_to or (1.0 if is_int else None)
-        if param.high <= param.low:
-            continue  # one value
-        if not grid:
-            return None
-        first = np.ceil(param.low / grid - 1e-9)
-        last = np.floor(param.high / grid + 1e-9)
-        total *= max(1, int(last - first) + 1)
-    return total
-
-
 def _fix_intervals(space: TaskSpace, values: dict[str, float]) -> dict[str, float]:
     for low_name, high_name in space.ordered:
         if values[low_name] > values[high_name]:
