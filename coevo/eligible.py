@@ -27,6 +27,7 @@ TorchScript.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ from coevo.pool import EvaluationPool
 from coevo.tasks.task import Task, TaskSpace
 
 # Keys of a YAML pair's `policy` mapping that name a file of each kind.
+log = logging.getLogger(__name__)
 POLICY_FORMS = ("checkpoint", "torch", "torchscript", "sb3")
 
 
@@ -213,7 +215,9 @@ def _checkpoint_policy(spec: Mapping, base: Path, field: str) -> tuple[np.ndarra
     shown = str(spec["checkpoint"])  # the policy's source in the tables
     try:
         if file.is_dir():  # a run directory, as resume=, coevo-eval and start_from take
-            generation, state = checkpoint.load_latest(file / "checkpoints")
+            generation, state = checkpoint.load_latest(
+                file / "checkpoints", lambda line: log.warning("%s.checkpoint: %s", field, line)
+            )
             file = checkpoint.checkpoint_path(file / "checkpoints", generation)
             shown = f"{shown.rstrip('/')}/checkpoints/{file.name}"
         else:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -169,7 +170,11 @@ def run_eligible(
     config: RunConfig, run_dir: Path, echo: Callable[[str], None] = print
 ) -> pd.DataFrame:
     """mode=eligible_parents: evaluate the file's pairs on the pool and report who passes."""
-    run_dir = Path(run_dir)
+    with _warnings_to(echo):
+        return _run_eligible(config, Path(run_dir), echo)
+
+
+def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None]) -> pd.DataFrame:
     refuse_existing_run(run_dir)
     space, policy = prepare(config)
     options = config.eligible
@@ -342,18 +347,27 @@ def run(
     a config given must equal it but for what resume may change
     (`resume_rules.RESUME_OVERRIDES`). The run directory's lock is let go at the end (a later
     resume, in this process or another, may take it)."""
+    try:
+        with _warnings_to(echo):
+            return _run(config, run_dir, echo, resume, checkpoint_file)
+    finally:
+        held = _HELD.pop(Path(run_dir).resolve(), None)
+        if held is not None:
+            held.close()  # closing the file drops its flock
+
+
+@contextlib.contextmanager
+def _warnings_to(echo: Callable[[str], None]) -> Iterator[None]:
+    """coevo's logging warnings go to `echo` meanwhile (and not a second time to stderr)."""
     forward = _EchoWarnings(echo)
     coevo_log = logging.getLogger("coevo")
     propagated, coevo_log.propagate = coevo_log.propagate, False  # echo shows them: not twice
     coevo_log.addHandler(forward)
     try:
-        return _run(config, run_dir, echo, resume, checkpoint_file)
+        yield
     finally:
         coevo_log.removeHandler(forward)
         coevo_log.propagate = propagated
-        held = _HELD.pop(Path(run_dir).resolve(), None)
-        if held is not None:
-            held.close()  # closing the file drops its flock
 
 
 class _EchoWarnings(logging.Handler):

@@ -180,3 +180,26 @@ def test_an_interrupt_after_the_first_checkpoint_is_a_resumable_run_interrupted(
     )
     runner.run(None, tmp_path / "run", quiet, resume=True)
     assert pd.read_csv(tmp_path / "run" / "summary.csv")["generation"].tolist() == [1, 2]
+
+
+def test_a_pairs_file_naming_a_run_says_when_its_newest_checkpoint_is_skipped(tmp_path):
+    """A run directory in a pairs file: a damaged newest checkpoint is reported on `echo`
+    (as coevo-eval reports it), and the one before it is read."""
+    import yaml
+
+    run = tmp_path / "run"
+    runner.run(parse_config(RAW), run, quiet)
+    newest = run / "checkpoints" / "gen_000002.pkl"
+    newest.write_bytes(b"damaged")
+    pairs = tmp_path / "pairs.yaml"
+    pairs.write_text(yaml.safe_dump({"pairs": [{"policy": {"checkpoint": str(run), "pair": 0}}]}))
+    raw = {**RAW, "mode": "eligible_parents", "eligible": {"pairs_file": str(pairs)}}
+    lines = []
+    runner.run_eligible(parse_config(raw), tmp_path / "eligible", lines.append)
+    warned = [line for line in lines if line.startswith("warning: ")]
+    assert warned == [
+        f"warning: pairs.yaml: pairs[0].policy.checkpoint: checkpoint {newest} is not a coevo "
+        "checkpoint; trying the previous checkpoint"
+    ]
+    returns = pd.read_csv(tmp_path / "eligible" / "returns.csv")
+    assert returns["policy"].tolist() == [f"{run}/checkpoints/gen_000001.pkl#policy_0"]
