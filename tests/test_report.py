@@ -145,3 +145,25 @@ def test_a_summary_column_that_appears_later_is_written_with_earlier_rows_empty(
     assert list(summary.columns) == ["generation", "best_score", "approx_kl"]
     assert summary["generation"].tolist() == [1, 2, 3]
     assert summary["approx_kl"].isna().tolist() == [True, False, True]
+
+
+def test_alp_gmm_tasks_are_coloured_by_where_they_came_from():
+    """The levels figure tells ALP-GMM's GMM, random-share and bootstrap tasks apart (all
+    were one grey 'sample'); DR's sampled tasks stay plain training."""
+
+    task = '{"params": {"gravity": 9.8}, "space": "cartpole"}'
+    eligibility = pd.DataFrame(
+        {
+            "generation": [1, 2, 2, 3],
+            "kind": ["level"] * 4,
+            "rule": ["sample"] * 4,
+            "outcome": ["bootstrap", "gmm", "random", "trained"],
+            "task": [task] * 4,
+        }
+    )
+    played = plots.levels_played(eligibility)
+    assert played["rule"].tolist() == ["bootstrap", "gmm", "random", "sample"]
+    assert plots.rule_legend(played) == (
+        "tasks drawn from the GMM (purple), uniform tasks of the random share (olive), "
+        "bootstrap tasks, before the first fit (brown), tasks trained on (grey)"
+    )

@@ -202,19 +202,34 @@ def levels_played(eligibility: pd.DataFrame) -> pd.DataFrame:
     rule (new_level, replay, edit, train) and one column per task parameter."""
     rows = eligibility[(eligibility["kind"] == "level") & eligibility["task"].notna()]
     records = []
-    for generation, rule, text in zip(rows["generation"], rows["rule"], rows["task"], strict=True):
+    for generation, rule, outcome, text in zip(
+        rows["generation"], rows["rule"], rows["outcome"], rows["task"], strict=True
+    ):
         if not isinstance(text, str) or not text:
             continue
         params = json.loads(text).get("params", {})
-        records.append({"generation": generation, "rule": rule, **params})
+        # ALP-GMM's sampled tasks: coloured by where they came from (the row's outcome).
+        shown = outcome if rule == "sample" and outcome in _ALP_GMM_ORIGINS else rule
+        records.append({"generation": generation, "rule": shown, **params})
     return pd.DataFrame(records)
 
 
-_RULE_COLOURS = {"new_level": "tab:green", "replay": "tab:blue", "edit": "tab:orange"}
+_ALP_GMM_ORIGINS = ("gmm", "random", "bootstrap")
+_RULE_COLOURS = {
+    "new_level": "tab:green",
+    "replay": "tab:blue",
+    "edit": "tab:orange",
+    "gmm": "tab:purple",
+    "random": "tab:olive",
+    "bootstrap": "tab:brown",
+}
 _RULE_WORDS = {  # rule -> (the caption's words, colour's name); others: tasks trained on
     "new_level": ("new levels", "green"),
     "replay": ("replayed levels", "blue"),
     "edit": ("edited levels", "orange"),
+    "gmm": ("tasks drawn from the GMM", "purple"),
+    "random": ("uniform tasks of the random share", "olive"),
+    "bootstrap": ("bootstrap tasks, before the first fit", "brown"),
 }
 
 
