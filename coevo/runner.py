@@ -180,7 +180,7 @@ def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None])
     options = config.eligible
     pairs = load_pairs(Path(options.pairs_file), space, policy)
     run_dir.mkdir(parents=True, exist_ok=True)  # after the checks: a refused run leaves none
-    (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    _write_config(run_dir, config)
     started = time.perf_counter()
     # One pool per policy architecture in the file (most files have one).
     decisions, returns, stats = judge_groups(
@@ -426,9 +426,7 @@ def _run(
         if error.field != "policy.name":
             raise
         # The optimizer knows the policy's class; the user wrote its kind's name.
-        raise ConfigError(
-            error.field, f"{str(error).removeprefix('policy.name: ')} (policy={config.policy.name})"
-        ) from None
+        raise ConfigError(error.field, f"{error.message} (policy={config.policy.name})") from None
     curricula.get(config.curriculum.name).check(config.curriculum, optimizer)
     renderer = space.metadata.get("render_png")
     # Read (and checked against the run's own config) before anything is written or started.

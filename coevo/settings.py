@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from coevo.errors import ConfigError
 
 
@@ -100,6 +102,13 @@ def _plain(value: Any) -> Any:
 
 
 _NO_RULE = Rule()
+
+
+def is_count(value: object, minimum: int) -> bool:
+    """An integer (a numpy one too, never a bool) of at least `minimum`: what a seed,
+    an episode count or a parameter count given from Python must be (no float, unlike a
+    config value read from YAML)."""
+    return not isinstance(value, bool) and isinstance(value, int | np.integer) and value >= minimum
 
 
 def checked_value(path: str, value: Any, hint: Any, rule: Rule = _NO_RULE) -> Any:

@@ -140,8 +140,8 @@ def test_optimize_sends_every_pairs_jobs_in_one_pool_call(cartpole, cartpole_pol
     es = EvolutionStrategy(ESConfig(population=3), cartpole_policy.num_params)
     with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
         calls = []
-        original = pool.run
-        pool.run = lambda jobs: calls.append(len(jobs)) or original(jobs)
+        original = pool.run_checked  # every episode call reaches it
+        pool.run_checked = lambda jobs: calls.append(len(jobs)) or original(jobs)
         rng = np.random.default_rng(0)
         thetas = [cartpole_policy.init(rng) for _ in range(4)]
         items = [(t, es.init_state(t, rng), [cartpole.initial_task()]) for t in thetas]

@@ -23,7 +23,7 @@ import pandas as pd
 
 from coevo.errors import ConfigError
 from coevo.plugins import require_config
-from coevo.settings import Checked, setting
+from coevo.settings import Checked, is_count, setting
 from coevo.start_policy import checked_theta
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def check_arguments(
             if isinstance(value, OptimizerConfig):
                 hint = " (a config: build the optimizer from it)"
             raise TypeError(f"{name} must be {example}, got {type(value).__name__}{hint}")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+    if not is_count(seed, 0):
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
     if isinstance(initial_theta, str | bytes) or hasattr(initial_theta, "__fspath__"):
         raise TypeError(

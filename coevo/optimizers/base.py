@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from coevo.plugins import require_config
-from coevo.settings import Checked, setting
+from coevo.settings import Checked, is_count, setting
 from coevo.tasks.task import Task
 
 # `register(theta) -> key`: puts a parameter vector in the pool's weight store once per
@@ -87,8 +87,7 @@ class Optimizer(ABC):
 
     def __init__(self, config: OptimizerConfig, num_params: int):
         require_config(type(self), config)
-        integer = isinstance(num_params, int | np.integer) and not isinstance(num_params, bool)
-        if not integer or num_params < 1:
+        if not is_count(num_params, 1):
             raise ValueError(
                 f"num_params must be an integer >= 1 (the policy's pool.policy.num_params), "
                 f"got {num_params!r}"

@@ -31,7 +31,7 @@ class EpisodeResult:
 
 
 def run_episode_jobs(pool: EvaluationPool, jobs: list[EpisodeJob]) -> list[EpisodeResult]:
-    result = pool.run(jobs)
+    result = pool.run_checked(jobs)  # `EvaluationPool.dispatch` checked them, by their place
     return [
         EpisodeResult(float(ret), int(length), result.errors.get(index, ""))
         for index, (ret, length) in enumerate(zip(result.returns, result.lengths, strict=True))

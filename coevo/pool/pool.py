@@ -25,6 +25,7 @@ from coevo.pool.results import EvalResult, EvaluationError, error_line
 from coevo.pool.scheduling import chunk_sizes
 from coevo.pool.stats import CHUNK_STAT_KEYS, busy_key, generation_figures
 from coevo.pool.store import WeightStore
+from coevo.settings import is_count
 from coevo.tasks.task import Task, TaskSpace
 
 if TYPE_CHECKING:  # pandas only for cross_evaluate_frame: workers need not import it
@@ -223,6 +224,10 @@ class EvaluationPool:
         self._check_open()
         for index, job in enumerate(jobs):
             self._check_job(index, job)
+        return self.run_checked(jobs)
+
+    def run_checked(self, jobs: Sequence[EpisodeJob]) -> EvalResult:
+        """`run` for jobs already checked (`evaluate`'s own, `dispatch`'s): not again."""
         if len(jobs) == 0:
             return EvalResult(np.zeros(0), np.zeros(0, dtype=np.int64), {})
         results = self.run_chunks(jobs, "run")
@@ -250,9 +255,8 @@ class EvaluationPool:
                 f"{_described(job.params)}; register a vector first: Stored(pool.register(theta))"
             )
         self._check_task(f"{label}.task", job.task)
-        seed = job.seed
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-            raise ValueError(f"{label}.seed must be an integer >= 0, got {seed!r}")
+        if not is_count(job.seed, 0):
+            raise ValueError(f"{label}.seed must be an integer >= 0, got {job.seed!r}")
 
     def note_results(self, jobs: int, errors: dict[int, str]) -> None:
         """Count a call's jobs (episodes, or PPO streams) in `jobs` and its failed ones (by
@@ -372,9 +376,9 @@ class EvaluationPool:
         seed: int = 0,
     ) -> tuple[np.ndarray, dict[int, str]]:
         """`evaluate`, plus for each pair with a failed episode its first error's last line."""
-        if isinstance(episodes, bool) or not isinstance(episodes, int | np.integer) or episodes < 1:
+        if not is_count(episodes, 1):
             raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        if not is_count(seed, 0):
             # Reset seeds seed..seed+episodes-1; gymnasium refuses a negative one per episode.
             raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
         self._check_open()
@@ -386,7 +390,7 @@ class EvaluationPool:
             except (TypeError, ValueError) as error:  # not numbers at all
                 raise type(error)(f"pairs[{index}]: {error}") from None
             jobs.extend(EpisodeJob(Stored(key), task, seed + k) for k in range(episodes))
-        result = self.run(jobs)
+        result = self.run_checked(jobs)  # built here from checked pairs
         errors: dict[int, str] = {}
         for job_index in sorted(result.errors):
             errors.setdefault(job_index // episodes, error_line(result.errors[job_index]))
