@@ -24,6 +24,10 @@ class CheckpointError(RuntimeError):
     pass
 
 
+# A run directory's folder of checkpoints (runner.CHECKPOINTS).
+CHECKPOINTS_DIR = "checkpoints"
+
+
 def checkpoint_path(directory: Path, generation: int) -> Path:
     return Path(directory) / f"gen_{generation:06d}.pkl"
 
@@ -110,3 +114,20 @@ def load_latest(
                 on_skip(f"{error}; trying the previous checkpoint")
     detail = "; ".join(problems) if problems else "none found"
     raise CheckpointError(f"no usable checkpoint in {directory}: {detail}")
+
+
+def load_run_or_file(
+    path: Path, on_skip: Callable[[str], None] | None = None
+) -> tuple[Path, dict[str, Any]]:
+    """(checkpoint file, state) of a run directory (its newest readable checkpoint; damaged
+    newer ones reported to `on_skip`) or of a checkpoint file: what `coevo-eval`,
+    `policy.start_from` and a pairs file's `checkpoint:` all take. FileNotFoundError when
+    `path` is neither; CheckpointError when nothing there loads."""
+    path = Path(path)
+    if path.is_dir():
+        directory = path / CHECKPOINTS_DIR
+        generation, state = load_latest(directory, on_skip)
+        return checkpoint_path(directory, generation), state
+    if path.is_file():
+        return path, load(path)
+    raise FileNotFoundError(f"{path} is neither a run directory nor a checkpoint file")

@@ -43,6 +43,7 @@ from coevo.curricula.poet import rules
 from coevo.errors import ConfigError, yaml_error_text
 from coevo.policies.base import ActionSpec, Policy, obs_dim_of
 from coevo.pool import EvaluationPool
+from coevo.start_policy import read_npy_vector
 from coevo.tasks.task import Task, TaskSpace
 
 # Keys of a YAML pair's `policy` mapping that name a file of each kind.
@@ -169,13 +170,7 @@ def _load_policy(
         file = (base / spec).resolve()
         if not file.is_file():
             raise ConfigError(field, f"{spec} not found (looked in {base})")
-        try:  # never allow_pickle: a policy file is numbers, not code to run
-            vector = np.load(file, allow_pickle=False)
-            return None, np.asarray(vector, dtype=np.float32).ravel(), spec
-        except (ValueError, OSError, EOFError, TypeError):
-            raise ConfigError(
-                field, f"{spec}: not a numeric .npy array (np.save of the parameter vector)"
-            ) from None
+        return None, read_npy_vector(file, field, spec), spec
     if isinstance(spec, str) and spec.endswith(".zip"):
         spec = {"sb3": spec}
     elif isinstance(spec, str) and spec.endswith(".pt"):
@@ -213,17 +208,15 @@ def _checkpoint_policy(spec: Mapping, base: Path, field: str) -> tuple[np.ndarra
     index = _pair_index(spec, field)  # before reading what may be a large file
     file = (base / str(spec["checkpoint"])).resolve()
     shown = str(spec["checkpoint"])  # the policy's source in the tables
-    try:
-        if file.is_dir():  # a run directory, as resume=, coevo-eval and start_from take
-            generation, state = checkpoint.load_latest(
-                file / "checkpoints", lambda line: log.warning("%s.checkpoint: %s", field, line)
-            )
-            file = checkpoint.checkpoint_path(file / "checkpoints", generation)
-            shown = f"{shown.rstrip('/')}/checkpoints/{file.name}"
-        else:
-            state = checkpoint.load(file)
-    except checkpoint.CheckpointError as error:
+    try:  # a run directory too, as resume=, coevo-eval and start_from take
+        read, state = checkpoint.load_run_or_file(
+            file, lambda line: log.warning("%s.checkpoint: %s", field, line)
+        )
+    except (FileNotFoundError, checkpoint.CheckpointError) as error:
         raise ConfigError(f"{field}.checkpoint", str(error)) from None
+    if read != file:  # the run directory's newest: named in the tables
+        shown = f"{shown.rstrip('/')}/{checkpoint.CHECKPOINTS_DIR}/{read.name}"
+    file = read
     run_state = state.get("curriculum", state.get("coevolution")) or {}
     population = run_state.get("population")
     if population is None:  # a single-policy curriculum's run: its policies by index

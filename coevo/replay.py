@@ -15,7 +15,7 @@ from coevo.errors import ConfigError
 from coevo.policies.noise import seed_key, uniforms
 from coevo.pool import EvaluationPool
 from coevo.pool.slots import observation_flattener
-from coevo.runner import CHECKPOINTS, load_run_config, prepare
+from coevo.runner import load_run_config, prepare
 from coevo.tasks.task import Task, TaskSpace
 
 
@@ -42,15 +42,12 @@ def load_saved_run(path: Path, on_skip: Callable[[str], None] | None = None) -> 
     """A run directory (its newest readable checkpoint; a damaged newer one is reported to
     `on_skip`) or one checkpoint file."""
     path = Path(path)
+    file, state = checkpoint.load_run_or_file(path, on_skip)
     if path.is_dir():
-        run_dir = path
-        generation, state = checkpoint.load_latest(path / CHECKPOINTS, on_skip)
-    elif path.is_file():
-        run_dir = path.parent.parent  # RUN_DIR/checkpoints/gen_N.pkl
-        state = checkpoint.load(path)
-        generation = state["curriculum"]["generation"]
+        run_dir, generation = path, checkpoint.generation_of(file)
     else:
-        raise FileNotFoundError(f"{path} is neither a run directory nor a checkpoint file")
+        run_dir = path.parent.parent  # RUN_DIR/checkpoints/gen_N.pkl
+        generation = state["curriculum"]["generation"]
     population = state["curriculum"].get("population")
     policies = dict(state.get("policies") or {})
     if population is None and not policies:

@@ -33,7 +33,7 @@ from coevo.tasks.task import TaskSpace
 from coevo.tasks.test_sets import TestSet, make_test_set, measure, no_test
 
 CONFIG_FILE = "config.yaml"
-CHECKPOINTS = "checkpoints"
+CHECKPOINTS = checkpoint.CHECKPOINTS_DIR
 # What a run leaves in its directory: a new run there would mix its rows into these tables.
 # (Not config.yaml alone: a common name for a user's own file, and a run that stopped before
 # its first checkpoint has nothing else to lose.)

@@ -75,11 +75,17 @@ def checked_theta(theta: object, policy: Policy, field: str) -> np.ndarray:
 def _npy(path: Path, field: str) -> np.ndarray:
     if not path.is_file():
         raise ConfigError(field, f"{path} not found")
+    return read_npy_vector(path, field, str(path))
+
+
+def read_npy_vector(path: Path, field: str, shown: str) -> np.ndarray:
+    """The flat float32 vector of a `.npy` parameter file (`shown`: how errors name it), or
+    a ConfigError naming `field`; pairs files' `.npy` policies are read the same way."""
     try:  # never allow_pickle: a parameter file is numbers, not code to run
-        return np.load(path, allow_pickle=False)
+        return np.asarray(np.load(path, allow_pickle=False), dtype=np.float32).ravel()
     except (ValueError, OSError, EOFError, TypeError):
         raise ConfigError(
-            field, f"{path}: not a numeric .npy array (np.save of the parameter vector)"
+            field, f"{shown}: not a numeric .npy array (np.save of the parameter vector)"
         ) from None
 
 
@@ -87,15 +93,11 @@ def _from_checkpoint(
     path: Path, name: str, field: str, echo: Callable[[str], None] | None
 ) -> tuple[np.ndarray, str]:
     try:
-        if path.is_dir():
-            generation, state = checkpoint.load_latest(path / "checkpoints", on_skip=echo)
-            path = checkpoint.checkpoint_path(path / "checkpoints", generation)
-        elif path.is_file():
-            state = checkpoint.load(path)
-        else:
-            raise ConfigError(
-                field, f"{path} not found (a .npy file, a run directory or a checkpoint file)"
-            )
+        path, state = checkpoint.load_run_or_file(path, on_skip=echo)
+    except FileNotFoundError:
+        raise ConfigError(
+            field, f"{path} not found (a .npy file, a run directory or a checkpoint file)"
+        ) from None
     except checkpoint.CheckpointError as error:
         raise ConfigError(field, f"{error} (a coevo run directory or checkpoint file?)") from None
     policies = dict(state.get("policies") or {})
