@@ -204,7 +204,7 @@ def test_levels_scored_together_share_one_best_return_whatever_their_order(pool,
 
     buffer = plr.buffers[student.index]
     levels = [lv for lv in buffer.levels if lv.task in tasks[:2]]
-    picks = [Pick(level, 0.5, 1, 0, len(buffer)) for level in levels]
+    picks = [Pick(level, 0.5, 1, 0, len(buffer), level.score) for level in levels]
     trained = [Signal(lv.task, r) for lv, r in zip(levels, (-0.5, 0.3), strict=True)]
     replayed = []
     plan = Plan(train=[lv.task for lv in levels], note=("replay", "a replay", picks))

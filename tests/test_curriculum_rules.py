@@ -133,6 +133,20 @@ def test_pick_reports_rank_and_staleness():
     assert pick.reason() == "replayed level L1: score 0.1, rank 2 of 2, staleness 1, P 0.333"
 
 
+def test_pick_keeps_the_score_its_rank_came_from_after_the_level_is_rescored():
+    # The eligibility row of a replay is written after the replay rescored the level: it
+    # must still show the score the draw ranked, or a rank-1 level reads lower than a
+    # rank-2 one beside it.
+    space = _space()
+    buffer = _buffer(temperature=1.0, staleness_coef=0.0, capacity=2)
+    buffer.offer(space.task(x=0.1), 0.42, 0)
+    buffer.offer(space.task(x=0.2), 0.10, 0)
+    pick = buffer.sample(np.random.default_rng(1))[0]
+    buffer.rescore(pick.level, 0.05, 1.0)
+    assert pick.level.score == 0.05
+    assert pick.reason() == "replayed level L0: score 0.42, rank 1 of 2, staleness 1, P 0.667"
+
+
 # -- buffer replacement ----------------------------------------------------------------------
 def test_full_buffer_replaces_the_lowest_only_with_a_higher_score():
     space = _space()

@@ -114,10 +114,13 @@ class Pick:
     rank: int
     staleness: int
     size: int
+    # The level's score when drawn: its rank and P come from it, while `level.score` is
+    # rewritten once the replay rescores the level.
+    score: float
 
     def reason(self) -> str:
         return (
-            f"replayed level L{self.level.level_id}: score {self.level.score:.3g}, rank "
+            f"replayed level L{self.level.level_id}: score {self.score:.3g}, rank "
             f"{self.rank} of {self.size}, staleness {self.staleness}, P {self.probability:.3f}"
         )
 
@@ -214,7 +217,14 @@ class LevelBuffer:
             level = self.levels[index]
             staleness = self.clock - level.last_sampled
             picks.append(
-                Pick(level, float(probabilities[index]), int(ranks[index]), staleness, len(self))
+                Pick(
+                    level,
+                    float(probabilities[index]),
+                    int(ranks[index]),
+                    staleness,
+                    len(self),
+                    level.score,
+                )
             )
             self.clock += 1
             level.last_sampled = self.clock
