@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -71,11 +72,25 @@ def _logged_to(run_dir: Path, stream: TextIO | None = None) -> Callable[[str], N
     log = run_dir / "cli.log"
 
     def echo(line: str) -> None:
-        print(line, file=stream or sys.stdout)
+        # The log first: the line stays there whatever happens to the console.
         with log.open("a", encoding="utf-8") as file:
             file.write(line + "\n")
+        _print(line, stream or sys.stdout)
 
     return echo
+
+
+def _print(line: str, stream: TextIO) -> None:
+    """Print a console line; once its reader has gone (`coevo-run ... | head`), the run goes
+    on with its lines in cli.log only, rather than dying of a broken pipe mid-run."""
+    try:
+        print(line, file=stream, flush=True)
+    except BrokenPipeError:
+        # Point the stream's descriptor at /dev/null: the lines still buffered, and the
+        # flush at exit, then go nowhere instead of raising again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
 
 
 def _stopped(run_dir: Path, message: str, code: int) -> NoReturn:

@@ -5,7 +5,7 @@ import sys
 
 import pandas as pd
 import pytest
-from cli_support import ROOT, cli
+from cli_support import COEVO_RUN, ROOT, cli
 
 from coevo.pool.stats import is_runtime_column
 
@@ -152,6 +152,25 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path):
         b = pd.read_csv(tmp_path / "b" / name)
         drop = [c for c in a if is_runtime_column(c)]
         pd.testing.assert_frame_equal(a.drop(columns=drop), b.drop(columns=drop))
+
+
+def test_a_reader_that_stops_reading_does_not_stop_the_run(tmp_path):
+    # `coevo-run ... | head -1`: the pipe breaks after the first line. The run goes on to its
+    # end, its report written and every progress line in cli.log.
+    run = subprocess.Popen(
+        [COEVO_RUN, *SMALL, "pool=local", f"hydra.run.dir={tmp_path}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert run.stdout.readline()  # the first line, then the reader leaves
+    run.stdout.close()
+    stderr = run.stderr.read().decode()
+    assert run.wait(timeout=300) == 0, stderr[-3000:]
+    assert "BrokenPipeError" not in stderr
+    log = (tmp_path / "cli.log").read_text()
+    assert "gen   4/4" in log and "run directory:" in log
+    assert (tmp_path / "report.html").is_file()
 
 
 @pytest.mark.parametrize(
