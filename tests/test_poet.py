@@ -154,10 +154,63 @@ def test_transfer_rule_compares_with_the_best_recent_score():
     ok, reason = transfer(300.0, "policy of pair 2 (direct)", 300.0, 5)
     assert not ok and reason.startswith("kept: best transfer")
     assert not transfer(float("nan"), "x", -np.inf, 5)[0]
-    assert transfer(70.0, "policy of pair 1 (direct)", -np.inf, 5) == (
+
+
+def test_a_task_without_scores_compares_transfers_with_its_own_policy_in_the_same_evaluation():
+    # A child admitted this generation: its own policy, evaluated beside the others, is the
+    # bar; a tie or a worse policy is no transfer (they were counted as transfers before).
+    label = "policy of pair 1 (direct)"
+    assert transfer(80.0, label, -np.inf, 5, own_score=74.3) == (
         True,
-        "transferred: policy of pair 1 (direct) scores 70.0; the task has no score of its own yet",
+        "transferred: policy of pair 1 (direct) scores 80.0 > its own policy's 74.3 in this "
+        "evaluation (no score of its own yet)",
     )
+    assert transfer(71.3, label, -np.inf, 5, own_score=74.3) == (
+        False,
+        "kept: best transfer (policy of pair 1 (direct)) 71.3 ≤ its own policy's 74.3 in this "
+        "evaluation (no score of its own yet)",
+    )
+    assert not transfer(71.3, label, -np.inf, 5, own_score=71.3)[0]
+    assert transfer(70.0, label, -np.inf, 5) == (
+        True,
+        "transferred: policy of pair 1 (direct) scores 70.0; the task has no score of its own "
+        "yet and its own policy's evaluation failed",
+    )
+
+
+def test_children_admitted_in_a_transfer_generation_take_only_better_policies(
+    cartpole, cartpole_policy
+):
+    # Reproduction and transfer in every generation: each admitted child is in the transfer
+    # evaluation of its own generation. It takes another pair's policy only when that one
+    # scores higher there than the policy it was admitted with.
+    config = dataclasses.replace(
+        BASE,
+        generations=8,
+        optimizer_steps=2,
+        reproduce_every=1,
+        transfer_every=1,
+        max_children=4,
+        max_admitted=2,
+        transfer_proposal=False,
+    )
+    checked = 0
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        co = _coevolution(cartpole, pool, config)
+        for _ in range(8):
+            result = co.step()
+            cross = {
+                (row["policy_pair_id"], row["task_pair_id"]): row["score"]
+                for row in result.tables["cross_scores"]
+            }
+            born = {p.pair_id for p in co.population.active if p.born == result.generation}
+            for row in result.decisions:
+                if row.kind == "transfer" and row.pair_id in born:
+                    own = cross[(row.pair_id, row.pair_id)]
+                    assert "no score of its own yet" in row.reason
+                    assert (row.outcome == "transferred") == (row.score > own), row.reason
+                    checked += 1
+    assert checked > 0, checked
 
 
 def test_transfer_must_beat_the_best_of_the_last_five_scores(

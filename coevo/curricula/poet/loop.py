@@ -434,13 +434,17 @@ class Poet(Curriculum):
         starts = []
         for (parent, _, parent_score, _), candidates in zip(admitted, found, strict=True):
             best = pick_best(candidates)
-            if np.isfinite(best.score) and best.score > parent_score:
-                source = active[best.source]
+            # The parent is compared on the same episodes as the others (its minimal-criterion
+            # score came from other seeds): another policy must beat it there, a tie keeps it.
+            own = [c.score for c in candidates if active[c.source] is parent]
+            reference = own[0] if own and np.isfinite(own[0]) else parent_score
+            source = active[best.source]
+            if source is not parent and np.isfinite(best.score) and best.score > reference:
                 starts.append(
                     (best.theta.copy(), f"policy of pair {source.pair_id} ({best.score:.1f})")
                 )
             else:
-                starts.append((parent.theta.copy(), f"parent's policy ({parent_score:.1f})"))
+                starts.append((parent.theta.copy(), f"parent's policy ({reference:.1f})"))
         return starts
 
     def _apply_capacity(self, decisions: list[Decision]) -> int:
@@ -497,7 +501,8 @@ class Poet(Curriculum):
             source = active[best.source]
             label = f"policy of pair {source.pair_id} ({best.via})"
             recent = pair.recent_best(cfg.transfer_history)
-            ok, reason = rules.transfer(best.score, label, recent, cfg.transfer_history)
+            own = next(c.score for c in candidates if c.source == target and c.via == "direct")
+            ok, reason = rules.transfer(best.score, label, recent, cfg.transfer_history, own)
             if ok:
                 pair.theta = best.theta.copy()
                 pair.state = self.optimizer.init_state(pair.theta, self.rng)

@@ -71,12 +71,33 @@ def admission(rank: int, max_admitted: int, novelty: float) -> tuple[bool, str]:
     return False, f"not admitted: novelty rank {rank} > max_admitted {max_admitted}"
 
 
-def transfer(best_score: float, source: str, recent_best: float, history: int) -> tuple[bool, str]:
-    """Does the best transferred policy beat the best of the task's last `history` scores?"""
-    if np.isfinite(best_score) and not np.isfinite(recent_best):
-        # e.g. a child admitted this generation: evaluated before it existed
-        return True, (
-            f"transferred: {source} scores {_fmt(best_score)}; the task has no score of its own yet"
+def transfer(
+    best_score: float,
+    source: str,
+    recent_best: float,
+    history: int,
+    own_score: float = float("nan"),
+) -> tuple[bool, str]:
+    """Does the best transferred policy beat the best of the task's last `history` scores?
+
+    A task with no score of its own yet (a child admitted this generation, evaluated before
+    it existed) compares with `own_score`: its own policy's score in the same transfer
+    evaluation, so a tie or a worse policy is no transfer.
+    """
+    if not np.isfinite(recent_best):
+        if np.isfinite(best_score) and not np.isfinite(own_score):
+            return True, (
+                f"transferred: {source} scores {_fmt(best_score)}; the task has no score "
+                "of its own yet and its own policy's evaluation failed"
+            )
+        if np.isfinite(best_score) and best_score > own_score:
+            return True, (
+                f"transferred: {source} scores {_fmt(best_score)} > its own policy's "
+                f"{_fmt(own_score, best_score)} in this evaluation (no score of its own yet)"
+            )
+        return False, (
+            f"kept: best transfer ({source}) {_fmt(best_score)} ≤ its own policy's "
+            f"{_fmt(own_score)} in this evaluation (no score of its own yet)"
         )
     if np.isfinite(best_score) and best_score > recent_best:
         return True, (
