@@ -21,7 +21,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from coevo import hydra_configs, runner
 from coevo.checkpoint import CheckpointError
-from coevo.config import PolicyConfig, RunConfig, TaskConfig, parse_config
+from coevo.config import (
+    PolicyConfig,
+    RunConfig,
+    TaskConfig,
+    parse_config,
+    plugin_config_class,
+)
 from coevo.curricula.base import GenerationFailed
 from coevo.errors import ConfigError, yaml_error_text
 from coevo.pool import EvaluationError
@@ -159,6 +165,7 @@ def resolve_config_paths(raw: dict[str, Any]) -> None:
 def _run_composed(cfg: DictConfig) -> None:
     raw = OmegaConf.to_container(cfg, resolve=True)
     resolve_config_paths(raw)
+    _named_on_command_line(raw, list(HydraConfig.get().overrides.task))
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         config = parse_config(raw)
@@ -331,6 +338,40 @@ DECLARED_FIELDS = frozenset(
 )
 
 
+def _plugin_fields(composed: dict, values: list[str]) -> set[str]:
+    """The settings of the optimizer and curriculum plug-ins this run names (`section.field`):
+    a plug-in's group file may leave out fields its config dataclass has, as task and policy
+    files may."""
+    fields: set[str] = set()
+    for section in ("optimizer", "curriculum"):
+        given = [a.split("=", 1)[1] for a in values if a.split("=", 1)[0] == f"{section}.name"]
+        preset = composed.get(section) if isinstance(composed.get(section), dict) else {}
+        name = given[-1] if given else preset.get("name")
+        if not isinstance(name, str):
+            continue
+        try:
+            config_class = plugin_config_class(section, name)
+        except Exception:  # noqa: BLE001 - a bad name is parse_config's error, named there
+            continue
+        fields |= {f"{section}.{f.name}" for f in dataclasses.fields(config_class)}
+    return fields
+
+
+def _named_on_command_line(raw: dict, overrides: list[str]) -> None:
+    """A plug-in named by `section.name=...` on the command line replaces the preset's class
+    and starts from its own defaults: the preset's other keys are dropped unless the
+    command line sets them (ES's `optimizer.population` is no setting of a user's
+    optimizer, and ES's `sigma` is not the default of a user's `sigma`)."""
+    stated = {o.split("=", 1)[0].lstrip("+~") for o in overrides if "=" in o}
+    for section in ("optimizer", "curriculum"):
+        if f"{section}.name" in stated and isinstance(raw.get(section), dict):
+            raw[section] = {
+                key: value
+                for key, value in raw[section].items()
+                if key == "name" or f"{section}.{key}" in stated
+            }
+
+
 def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
     """Refuse an unknown key (exit 2, naming the closest valid keys) before Hydra would
     answer with its own message and exit 1; a group choice that does not exist likewise.
@@ -389,12 +430,13 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
         existing |= known
         mappings |= {k for k in known if isinstance(_value_at(composed, k), dict)}
         swept = [pick for pick in picked if pick not in choices]  # this run's swept options
+        declared = DECLARED_FIELDS | _plugin_fields(composed, values)
         for arg in values:
             key = arg.split("=", 1)[0]
-            if key not in known and key in DECLARED_FIELDS:
+            if key not in known and key in declared:
                 unstated.add(key)
             elif key not in known:
-                candidates = sorted(set(known) | DECLARED_FIELDS)
+                candidates = sorted(set(known) | declared)
                 close = difflib.get_close_matches(key, candidates, n=3, cutoff=0.6)
                 hint = f"; did you mean: {', '.join(close)}" if close else ""
                 where = f" with {', '.join(swept)}" if swept else ""

@@ -194,6 +194,15 @@ def _plugin_config(raw: Any, kind: str, get: Any) -> type:
     return config_class
 
 
+def plugin_config_class(section: str, name: str) -> type:
+    """The config dataclass of plug-in `name` (registered, or an import path) in `section`
+    ("optimizer" or "curriculum"): the fields that section takes."""
+    for kind, _, get in _PLUGINS:
+        if kind == section:
+            return _plugin_config({"name": name}, kind, get)
+    raise ValueError(f"no plug-in section {section!r}; allowed: {[k for k, _, _ in _PLUGINS]}")
+
+
 @dataclass(frozen=True)
 class FieldInfo:
     """One leaf field of the run config, for tests and docs: its dotted path, type hint and

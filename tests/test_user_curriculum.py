@@ -83,3 +83,51 @@ def test_a_bad_setting_of_a_user_curriculum_is_refused_by_name(tmp_path):
     assert "curriculum.spread: must be a number in [0, 1], got 2" in done.stderr
     # Hydra made a run directory before the config was checked; nothing of it is left.
     assert not [p for p in work.rglob("*") if p.is_file()], "a refused run left files behind"
+
+
+def test_settings_a_user_config_file_leaves_out_are_settings_on_the_command_line(tmp_path):
+    # A file naming only the class: its dataclass's fields, its own (`spread`) and inherited
+    # ones (`rounds`), are settings all the same, range-checked by their own rules.
+    conf = tmp_path / "short_conf"
+    (conf / "curriculum").mkdir(parents=True)
+    (conf / "curriculum" / "bare.yaml").write_text("name: user_curricula:NearbyTasks\n")
+    args = [f"hydra.searchpath=[file://{conf}]", "curriculum=bare", "pool=local"]
+    done = cli("coevo-run", *args, "curriculum.spread=2", env=ENV, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "curriculum.spread: must be a number in [0, 1], got 2" in done.stderr
+    run_dir = tmp_path / "run"
+    done = cli(
+        "coevo-run",
+        *args,
+        "curriculum.generations=2",
+        "curriculum.spread=0.5",
+        "curriculum.rounds=1",
+        "optimizer.population=8",
+        f"hydra.run.dir={run_dir}",
+        env=ENV,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    recorded = (run_dir / "config.yaml").read_text()
+    assert "spread: 0.5" in recorded and "rounds: 1" in recorded
+
+
+def test_a_plugin_named_on_the_command_line_starts_from_its_own_defaults(tmp_path):
+    # `curriculum.name=pkg:Class` with the default preset (POET): POET's keys are no settings
+    # of the user's class, so they are dropped, not refused as unknown keys.
+    run_dir = tmp_path / "run"
+    done = cli(
+        "coevo-run",
+        "curriculum.name=user_curricula:NearbyTasks",
+        "curriculum.generations=2",
+        "curriculum.hard_below=50",
+        "optimizer.population=8",
+        "pool=local",
+        f"hydra.run.dir={run_dir}",
+        env=ENV,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    recorded = (run_dir / "config.yaml").read_text()
+    assert "name: user_curricula:NearbyTasks" in recorded and "hard_below: 50" in recorded
+    assert "mc_lower" not in recorded and "spread: 0.2" in recorded  # its own default
