@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 
@@ -76,6 +77,88 @@ def test_the_study_trains_with_ppo_on_the_actor_critic(tmp_path):
     started = table.set_index("curriculum")["seeds_started"].to_dict()
     assert started == {"dr": 1, "plr": 1, "alp_gmm": 0, "poet": 1}
     assert "| 0 of 1 |" in (tmp_path / "table.md").read_text()
+
+
+def _study_module():
+    """run_study.py imported (a script, not a package; its dataclass needs sys.modules)."""
+    if "run_study" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("run_study", STUDY)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["run_study"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["run_study"]
+
+
+def _curves(points):
+    """curves.csv rows of one curriculum: (seed, env_steps, test_mastered) each."""
+    return pd.DataFrame(
+        [
+            {"task_space": "cartpole", "curriculum": "plr", "optimizer": "es", "seed": seed,
+             "generation": i, "env_steps": steps, "test_mastered": mastered}
+            for i, (seed, steps, mastered) in enumerate(points)
+        ]
+    )  # fmt: skip
+
+
+def test_the_curve_averages_seeds_mark_by_mark_and_ends_on_the_table_figure(tmp_path):
+    """Runs cross a mark a little after it, each at its own env steps: the curve's point at a
+    mark is the mean of the seeds' scorings for that mark (not of whatever falls in an env-step
+    bin), and a step that crosses two marks scores once for both."""
+    study = _study_module()
+    curves = _curves(
+        [
+            (0, 100_400, 0.1), (0, 200_900, 0.5), (0, 301_000, 0.2),
+            (1, 100_100, 0.3), (1, 200_050, 0.0), (1, 300_200, 0.6),
+            (2, 100_000, 0.8), (2, 305_000, 0.4),  # one large step: marks 2 and 3
+        ]
+    )  # fmt: skip
+    means = study.per_mark(curves, 300_000, 3)
+    assert means["mark"].tolist() == [0, 1, 2]
+    assert means["mark_steps"].tolist() == [100_000, 200_000, 300_000]
+    assert means["test_mastered"].tolist() == pytest.approx([0.4, 0.3, 0.4])
+    assert means["seeds"].tolist() == [3, 3, 3]
+    runs = curves.groupby("seed").last().reset_index().assign(generations=1, wall_s=1.0)
+    table = study.summarise(runs)
+    assert means["test_mastered"].iloc[-1] == pytest.approx(table["test_mastered_mean"].iloc[0])
+    study.plot(curves, tmp_path / "curves.png", 300_000, 3)
+    assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+def test_replot_rerenders_a_study_from_its_csvs_and_one_seed_has_no_std(tmp_path):
+    """--replot: the table and the plot from runs.csv / curves.csv, nothing run; a runs.csv
+    without `started` gives seeds started only where it holds by definition; one seed: no std."""
+    study = _study_module()
+    curves = _curves([(0, 100_400, 0.1), (0, 200_900, 0.5)])
+    curves.to_csv(tmp_path / "curves.csv", index=False)
+    runs = curves.groupby("seed").last().reset_index().assign(generations=2, wall_s=1.0)
+    runs.drop(columns="generation").to_csv(tmp_path / "runs.csv", index=False)
+    (tmp_path / "table.md").write_text("| old |\n\nBudget 200,000 training env steps per run.\n")
+    table = study.main(["--replot", str(tmp_path)])
+    assert table["test_mastered_std"].isna().all() and table["seeds_started"].isna().all()
+    text = (tmp_path / "table.md").read_text()
+    assert "| 50.0 ± n/a |" in text and "± 0.0" not in text and "| n/a |" in text
+    assert "Budget 200,000 training env steps per run." in text
+    assert "Test set scored at 2 marks" in text
+    assert (tmp_path / "curves.png").stat().st_size > 0
+    study.main(["--replot", str(tmp_path)])  # again: the same table.md
+    assert (tmp_path / "table.md").read_text() == text
+
+
+@pytest.mark.parametrize(
+    "folder", sorted(p.parent.name for p in STUDY.parent.glob("*/curves.csv")) or ["none"]
+)
+def test_the_committed_curves_end_on_their_tables_figures(folder):
+    """Every committed study: each curriculum's last point per mark is its table's figure."""
+    study = _study_module()
+    out = STUDY.parent / folder
+    text = (out / "table.md").read_text()
+    budget = int(text.split("Budget ")[1].split(" ")[0].replace(",", ""))
+    points = int(text.split("scored at ")[1].split(" ")[0])
+    means = study.per_mark(pd.read_csv(out / "curves.csv"), budget, points)
+    assert (means["seeds"] == 3).all() and (means.groupby("curriculum").size() == points).all()
+    last = means.groupby("curriculum", sort=False)["test_mastered"].last()
+    table = pd.read_csv(out / "table.csv").set_index("curriculum")["test_mastered_mean"]
+    assert last.to_dict() == pytest.approx(table.to_dict())
 
 
 STEPPING = ROOT / "experiments" / "stepping_stones" / "run.py"

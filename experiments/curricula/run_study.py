@@ -4,6 +4,7 @@ the same budget of training env steps, several seeds; "% of held-out test tasks 
     python experiments/curricula/run_study.py                # the recorded study
     python experiments/curricula/run_study.py --quick        # the same pipeline in minutes
     python experiments/curricula/run_study.py --smoke        # seconds: the test suite's check
+    python experiments/curricula/run_study.py --replot experiments/curricula/results
 
 Each (curriculum, optimizer, seed) run steps its curriculum until its training env steps
 reach the budget (test episodes are counted apart, as in summary.csv), scoring the held-out
@@ -11,15 +12,33 @@ test set (coevo.tasks.test_sets: 100 tasks sorted easy to hard, mastered = retur
 space's solved_score) at 10 evenly spaced marks of training env steps, the last at the
 budget. Runs are independent: `--jobs` runs them in parallel processes, each with its own
 in-process pool (small curricula steps cost more in Ray round trips than in physics).
-Writes, under --out: runs.csv (one row per run), curves.csv (test mastery against env
-steps), table.csv and table.md (mean ± std per curriculum) and curves.png.
+Writes, under --out: runs.csv (one row per run), curves.csv (one row per test-set scoring:
+test mastery against env steps), table.csv and table.md (mean ± std over seeds per
+curriculum; the population std, ddof 0; none with one seed) and curves.png. Without --out
+the results go beside this script: results/ (the full study), quick/ (--quick) and smoke/
+(--smoke, git-ignored); results/ and quick/ hold the committed results, which a run
+overwrites.
+
+curves.png averages each curriculum's runs mark by mark: a run's value at a mark is its first
+scoring at or after that mark (a run is scored once a step crosses a mark; one large step, a
+POET generation, can cross several marks, and that one scoring stands for each of them), and
+the point is the mean over seeds, plotted at the mark. The last mark is the budget, so the
+last point is the table's figure.
+
+--replot DIR re-renders DIR/curves.png from DIR/curves.csv and DIR/table.md / table.csv from
+DIR/runs.csv, running nothing. The marks come from table.md's footer (its budget and, since
+it is written there, the number of marks; else the most scorings of any run) or from
+--budget / --test-points. A runs.csv from before the `started` column gives "seeds started"
+only where it holds by definition (DR, POET, Enhanced POET: always) and n/a elsewhere.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import multiprocessing
+import re
 import subprocess
 import time
 from dataclasses import dataclass
@@ -163,17 +182,33 @@ def _run(
     return row, [{**tag, **point} for point in curve]
 
 
+def _std_over_seeds(values: pd.Series) -> float:
+    """The population std (ddof 0) over seeds; none (NaN) for one seed, which has no spread."""
+    return float(np.std(values, ddof=0)) if len(values) > 1 else math.nan
+
+
+def _count_started(values: pd.Series) -> float:
+    """Runs in which the curriculum started; NaN where a run's `started` is not known."""
+    return float(values.astype(bool).sum()) if values.notna().all() else math.nan
+
+
 def summarise(runs: pd.DataFrame) -> pd.DataFrame:
+    if "started" not in runs:
+        # A runs.csv from before the column: known only where it holds by definition.
+        runs = runs.assign(
+            started=[True if c not in STARTED_BY else None for c in runs["curriculum"]]
+        )
     grouped = runs.groupby(["task_space", "curriculum", "optimizer"], sort=False)
     table = grouped.agg(
         seeds=("seed", "count"),
         test_mastered_mean=("test_mastered", "mean"),
-        test_mastered_std=("test_mastered", lambda v: float(np.std(v, ddof=0))),
+        test_mastered_std=("test_mastered", _std_over_seeds),
         env_steps=("env_steps", "mean"),
         generations=("generations", "mean"),
         wall_s_mean=("wall_s", "mean"),
-        seeds_started=("started", "sum"),
+        seeds_started=("started", _count_started),
     ).reset_index()
+    table["seeds_started"] = table["seeds_started"].astype("Int64")  # NA where not known
     return table[TABLE_COLUMNS]
 
 
@@ -184,34 +219,78 @@ def markdown(table: pd.DataFrame) -> str:
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in table.itertuples():
+        std = "n/a" if pd.isna(r.test_mastered_std) else f"{100 * r.test_mastered_std:.1f}"
+        started = "n/a" if pd.isna(r.seeds_started) else f"{r.seeds_started:.0f} of {r.seeds}"
         lines.append(
             f"| {r.task_space} | {r.curriculum} | {r.optimizer} | {r.seeds} | "
-            f"{100 * r.test_mastered_mean:.1f} ± {100 * r.test_mastered_std:.1f} | "
-            f"{r.env_steps:,.0f} | {r.generations:.0f} | {r.wall_s_mean:.0f} | "
-            f"{r.seeds_started:.0f} of {r.seeds} |"
+            f"{100 * r.test_mastered_mean:.1f} ± {std} | "
+            f"{r.env_steps:,.0f} | {r.generations:.0f} | {r.wall_s_mean:.0f} | {started} |"
         )
     return "\n".join(lines) + "\n"
 
 
-def plot(curves: pd.DataFrame, path: Path) -> None:
+def marks_of(budget: float, test_points: int) -> list[float]:
+    """The env-step marks at which a run is scored (as _run computes them), the last the budget."""
+    return [budget * (k + 1) / test_points for k in range(test_points)]
+
+
+def per_mark(curves: pd.DataFrame, budget: float, test_points: int) -> pd.DataFrame:
+    """Each curriculum's test mastery at each mark, the mean over its seeds.
+
+    A run's value at a mark is its first scoring at or after the mark: the scoring that the
+    mark triggered (one scoring stands for every mark one step crossed). One row per
+    (task_space, curriculum, optimizer, mark): mark (0-based), mark_steps (the nominal env
+    steps), env_steps (the mean over seeds of the scorings' own env steps), test_mastered
+    (the mean over seeds) and seeds.
+    """
+    marks = marks_of(budget, test_points)
+    keys = ["task_space", "curriculum", "optimizer"]
+    rows = []
+    for key, runs in curves.groupby(keys, sort=False):
+        for k, mark in enumerate(marks):
+            at = []
+            for _, run in runs.groupby("seed", sort=False):
+                after = run[run["env_steps"] >= mark]
+                if len(after):
+                    at.append(after.iloc[0])
+            if not at:
+                continue
+            rows.append(
+                {
+                    **dict(zip(keys, key, strict=True)),
+                    "mark": k,
+                    "mark_steps": mark,
+                    "env_steps": float(np.mean([p["env_steps"] for p in at])),
+                    "test_mastered": float(np.mean([p["test_mastered"] for p in at])),
+                    "seeds": len(at),
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=[*keys, "mark", "mark_steps", "env_steps", "test_mastered", "seeds"]
+    )
+
+
+def plot(curves: pd.DataFrame, path: Path, budget: float, test_points: int) -> None:
+    """Test mastery at each mark, the mean over seeds (per_mark), plotted at the mark."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    spaces = list(dict.fromkeys(curves["task_space"]))
+    means = per_mark(curves, budget, test_points)
+    spaces = list(dict.fromkeys(means["task_space"]))
     fig, axes = plt.subplots(1, len(spaces), figsize=(6 * len(spaces), 4), squeeze=False)
     for ax, space in zip(axes[0], spaces, strict=True):
-        part = curves[curves["task_space"] == space]
+        part = means[means["task_space"] == space]
         for (curriculum, optimizer), rows in part.groupby(["curriculum", "optimizer"], sort=False):
-            # Seeds reach the budget in different generations: bin by env steps.
-            edges = np.linspace(0, rows["env_steps"].max(), 11)
-            bins = np.digitize(rows["env_steps"], edges[1:-1])
-            mean = rows.groupby(bins)["test_mastered"].mean()
-            x = [edges[b + 1] for b in mean.index]
-            ax.plot(x, 100 * mean.to_numpy(), marker=".", label=f"{curriculum} ({optimizer})")
+            ax.plot(
+                rows["mark_steps"],
+                100 * rows["test_mastered"],
+                marker=".",
+                label=f"{curriculum} ({optimizer})",
+            )
         ax.set_title(space)
-        ax.set_xlabel("training env steps")
+        ax.set_xlabel(f"training env steps (the {test_points} scoring marks)")
         ax.set_ylabel("test tasks mastered (%), mean over seeds")
         ax.set_ylim(-3, 103)
         ax.legend(fontsize=7)
@@ -220,21 +299,109 @@ def plot(curves: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
+SEEDS_STARTED_NOTE = (
+    "Seeds started: runs in which ALP-GMM fitted a mixture, PLR⊥ / ACCEL replayed a level (before"
+    " that ALP-GMM is DR and PLR⊥ / ACCEL train nothing); DR and POET always."
+)
+
+
+def replot(out: Path, budget: int | None = None, test_points: int | None = None) -> pd.DataFrame:
+    """Re-render out/curves.png, table.csv and table.md from out/curves.csv and runs.csv."""
+    curves = pd.read_csv(out / "curves.csv")
+    runs = pd.read_csv(out / "runs.csv")
+    old = (out / "table.md").read_text() if (out / "table.md").exists() else ""
+    # The footer's facts (budget, test set, marks, commit, time) are the recording's: kept.
+    kept = ("Budget ", "Test set scored at ")
+    footer = [line for line in old.splitlines() if line.startswith(kept)]
+    if budget is None:
+        found = re.search(r"Budget ([\d,]+) training env steps", old)
+        if not found:
+            raise SystemExit(f"{out / 'table.md'} names no budget: pass --budget")
+        budget = int(found.group(1).replace(",", ""))
+    if test_points is None:
+        found = re.search(r"scored at (\d+) marks", old)
+        if found:
+            test_points = int(found.group(1))
+        else:  # a run whose steps are small is scored once at every mark
+            run_keys = ["task_space", "curriculum", "optimizer", "seed"]
+            test_points = int(curves.groupby(run_keys).size().max())
+            footer.append(
+                f"Test set scored at {test_points} marks (not recorded by this study's run: the"
+                " most scorings of any run)."
+            )
+    _check_marks(curves, budget, test_points)
+    table = summarise(runs)
+    table.to_csv(out / "table.csv", index=False)
+    notes = [*footer, SEEDS_STARTED_NOTE, "Re-rendered from runs.csv by `run_study.py --replot`."]
+    if "started" not in runs:
+        notes[-1] += (
+            " This runs.csv predates the `started` column: seeds started is given for DR, POET"
+            " and Enhanced POET (always, by definition) and n/a for PLR⊥, ACCEL and ALP-GMM (not"
+            " recorded)."
+        )
+    (out / "table.md").write_text(markdown(table) + "\n" + "\n".join(notes) + "\n")
+    plot(curves, out / "curves.png", budget, test_points)
+    return table
+
+
+def _check_marks(curves: pd.DataFrame, budget: float, test_points: int) -> None:
+    """Each run's scorings fall on distinct marks and its last on the budget, or the marks are
+    not the run's."""
+    marks = marks_of(budget, test_points)
+    for key, run in curves.groupby(["task_space", "curriculum", "optimizer", "seed"], sort=False):
+        passed = [sum(steps >= m for m in marks) for steps in run["env_steps"]]
+        if min(passed) < 1 or len(set(passed)) != len(passed) or passed[-1] != len(marks):
+            raise SystemExit(
+                f"run {key}: its scorings do not fit {test_points} marks up to {budget:,.0f}"
+                " steps: pass --budget / --test-points"
+            )
+
+
 def main(argv: list[str] | None = None) -> pd.DataFrame:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="small budget (minutes)")
-    size.add_argument("--smoke", action="store_true", help="tiny budget, one seed (seconds)")
+    size.add_argument(
+        "--quick",
+        action="store_true",
+        help="small budget (minutes); without --out it overwrites the committed quick/ results",
+    )
+    size.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny budget, one seed (seconds); default --out smoke/ (git-ignored)",
+    )
+    size.add_argument(
+        "--replot",
+        type=Path,
+        metavar="DIR",
+        help="run nothing: re-render DIR's curves.png, table.csv and table.md from its CSVs",
+    )
     parser.add_argument("--spaces", default="cartpole", help="comma-separated task spaces")
     parser.add_argument("--curricula", default=",".join(CURRICULA))
     parser.add_argument("--optimizers", default="es", help="es; ppo needs policy=actor_critic")
-    parser.add_argument("--budget", type=int, default=None, help="training env steps per run")
+    parser.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        help="training env steps per run (--replot: the recorded one, where table.md lacks it)",
+    )
     parser.add_argument("--seeds", type=int, default=None, help="seeds per curriculum")
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (processes)")
-    parser.add_argument("--out", type=Path, default=None, help="default: beside this script")
+    parser.add_argument(
+        "--test-points", type=int, default=None, help="scoring marks per run (--replot only)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default: beside this script (results/, quick/, smoke/); the full study and "
+        "--quick overwrite the committed results there",
+    )
     args = parser.parse_args(argv)
+    if args.replot is not None:
+        return replot(args.replot, args.budget, args.test_points)
     scale = SCALES["quick" if args.quick else "smoke" if args.smoke else "full"]
     if args.budget is not None:
         scale = dataclasses.replace(scale, budget=args.budget)
@@ -273,11 +440,10 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     (out / "table.md").write_text(
         markdown(table)
         + f"\nBudget {scale.budget:,} training env steps per run; test set of {scale.test_size}"
-        f" tasks; commit {commit}; {time.perf_counter() - started:.0f} s in all. Seeds"
-        " started: runs in which ALP-GMM fitted a mixture, PLR⊥ / ACCEL replayed a level (before"
-        " that ALP-GMM is DR and PLR⊥ / ACCEL train nothing); DR and POET always.\n"
+        f" tasks scored at {scale.test_points} marks; commit {commit};"
+        f" {time.perf_counter() - started:.0f} s in all.\n{SEEDS_STARTED_NOTE}\n"
     )
-    plot(curves, out / "curves.png")
+    plot(curves, out / "curves.png", scale.budget, scale.test_points)
     print(markdown(table))
     return table
 
