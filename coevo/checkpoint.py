@@ -38,10 +38,19 @@ def save(directory: Path, generation: int, state: dict[str, Any], keep: int = 3)
     directory.mkdir(parents=True, exist_ok=True)
     path = checkpoint_path(directory, generation)
     tmp = path.with_name(path.name + ".tmp")
-    payload = pickle.dumps(
-        {"format": FORMAT_VERSION, "generation": generation, "state": state},
-        protocol=pickle.HIGHEST_PROTOCOL,
-    )
+    try:
+        payload = pickle.dumps(
+            {"format": FORMAT_VERSION, "generation": generation, "state": state},
+            protocol=pickle.HIGHEST_PROTOCOL,
+        )
+    except Exception as error:  # noqa: BLE001 - a plug-in's state may hold anything
+        where = _unpicklable_part(state, "state")
+        raise CheckpointError(
+            f"the run's state after generation {generation} cannot be checkpointed: {where} "
+            f"does not pickle ({type(error).__name__}: {error}). A curriculum's state_dict "
+            "(curriculum_state) and an optimizer's states must be plain data pickle can "
+            "save: no lambdas, local functions, open files or locks"
+        ) from error
     with open(tmp, "wb") as handle:
         handle.write(_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n")
         handle.write(payload)
@@ -50,6 +59,24 @@ def save(directory: Path, generation: int, state: dict[str, Any], keep: int = 3)
     os.replace(tmp, path)
     for old in list_checkpoints(directory)[:-keep]:
         old.unlink(missing_ok=True)
+    return path
+
+
+def _unpicklable_part(value: Any, path: str) -> str:
+    """The deepest entry of nested dicts, lists and tuples under `path` that does not pickle
+    (e.g. "state['curriculum']['students'][0]"), to name in the error."""
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list | tuple)
+        else ()
+    )
+    for key, item in items:
+        try:
+            pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - any failure points here
+            return _unpicklable_part(item, f"{path}[{key!r}]")
     return path
 
 

@@ -537,6 +537,20 @@ def _run(
             write_report(run_dir, renderer)
             logger.close()
             raise
+        except Exception as error:
+            # A bug (often a plug-in's): the run stops, but says so where its progress is,
+            # with the report of what it did and the way back once the bug is fixed.
+            saved = checkpoint.list_checkpoints(checkpoints)
+            done = checkpoint.generation_of(saved[-1]) if saved else 0
+            hint = f"after fixing it, resume with: coevo-run resume={run_dir}"
+            what = f"{type(error).__name__}: {error}"
+            stopped.write_text(f"stopped by an error after generation {done}: {what}; {hint}\n")
+            echo(f"error: {what} (stopped after generation {done}; traceback below); {hint}")
+            with contextlib.suppress(Exception):  # the error may be the report's own
+                write_report(run_dir, renderer)
+            logger.close()
+            error.add_note(f"coevo: stopped after generation {done}; {hint}")
+            raise
         write_report(run_dir, renderer)
     logger.close()
     echo(f"run directory: {run_dir}")

@@ -203,3 +203,43 @@ def test_a_pairs_file_naming_a_run_says_when_its_newest_checkpoint_is_skipped(tm
     ]
     returns = pd.read_csv(tmp_path / "eligible" / "returns.csv")
     assert returns["policy"].tolist() == [f"{run}/checkpoints/gen_000001.pkl#policy_0"]
+
+
+def test_a_plugin_error_stops_the_run_with_its_report_and_the_way_back(tmp_path):
+    import user_curricula
+
+    raw = {**RAW, "curriculum": {"name": "user_curricula:BuggyDR", "generations": 4}}
+    clean, broken = tmp_path / "clean", tmp_path / "broken"
+    runner.run(parse_config(raw), clean, quiet)
+    lines: list[str] = []
+    user_curricula.BUG_AT["generation"] = 3
+    try:
+        with pytest.raises(ValueError, match="my bug in step") as raised:
+            runner.run(parse_config(raw), broken, lines.append)
+    finally:
+        user_curricula.BUG_AT["generation"] = 0
+    hint = f"after fixing it, resume with: coevo-run resume={broken}"
+    assert lines[-1] == (
+        f"error: ValueError: my bug in step (stopped after generation 2; traceback below); {hint}"
+    )
+    assert (broken / "stopped.txt").read_text() == (
+        f"stopped by an error after generation 2: ValueError: my bug in step; {hint}\n"
+    )
+    assert f"coevo: stopped after generation 2; {hint}" in raised.value.__notes__
+    assert "my bug in step" in (broken / "report.html").read_text()
+    runner.run(None, broken, quiet, resume=True)  # the bug fixed
+    assert not (broken / "stopped.txt").exists()
+    for name, frame in run_tables(clean).items():
+        pd.testing.assert_frame_equal(run_tables(broken)[name], frame, obj=name)
+
+
+def test_a_state_that_does_not_pickle_is_named_at_the_first_checkpoint(tmp_path):
+    raw = {**RAW, "curriculum": {"name": "user_curricula:UnpicklableDR", "generations": 2}}
+    with pytest.raises(CheckpointError) as refused:
+        runner.run(parse_config(raw), tmp_path / "run", quiet)
+    message = str(refused.value)
+    assert message.startswith(
+        "the run's state after generation 0 cannot be checkpointed: "
+        "state['curriculum']['rule'] does not pickle (AttributeError: Can't"
+    )
+    assert "curriculum_state" in message and "no lambdas" in message

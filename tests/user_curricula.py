@@ -112,3 +112,39 @@ class ForgetfulDR(DomainRandomization):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict({**state, "generation": 0})
+
+
+# The generation at which BuggyDR's step raises (0: never); a test sets it, then "fixes the
+# bug" by setting it back before resuming.
+BUG_AT = {"generation": 0}
+
+
+@dataclass(frozen=True)
+class BuggyDRConfig(DRConfig):
+    name: str = setting("user_curricula:BuggyDR")
+
+
+class BuggyDR(DomainRandomization):
+    """Domain randomisation with a bug of the kind a plug-in has: its step raises at one
+    generation."""
+
+    config_class = BuggyDRConfig
+
+    def step(self):
+        if self.generation + 1 == BUG_AT["generation"]:
+            raise ValueError("my bug in step")
+        return super().step()
+
+
+@dataclass(frozen=True)
+class UnpicklableDRConfig(DRConfig):
+    name: str = setting("user_curricula:UnpicklableDR")
+
+
+class UnpicklableDR(DomainRandomization):
+    """Domain randomisation whose state holds a lambda: pickle cannot save it."""
+
+    config_class = UnpicklableDRConfig
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "rule": lambda score: score > 0}
