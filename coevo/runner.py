@@ -26,11 +26,11 @@ from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
 from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
 from coevo.report.progress import GenerationProgress
-from coevo.report.tables import ELIGIBILITY_COLUMNS, STOPPED
+from coevo.report.tables import ELIGIBILITY_COLUMNS, STOPPED, TEST_SCORES, TEST_SET
 from coevo.resume_rules import check_resume_config
 from coevo.start_policy import load_start_theta
 from coevo.tasks.task import TaskSpace
-from coevo.tasks.test_sets import TestSet, make_test_set, measure, no_test
+from coevo.tasks.test_sets import TestSet, make_test_set, measure_detailed, no_test
 
 CONFIG_FILE = "config.yaml"
 CHECKPOINTS = checkpoint.CHECKPOINTS_DIR
@@ -495,6 +495,9 @@ def _run(
         # test set's episodes, too, come after it.
         try:
             test_set = _test_set(config, space, echo)
+            if test_set is not None:
+                rows = test_set.rows(space, config.test_set.episodes)
+                pd.DataFrame(rows).to_csv(run_dir / TEST_SET, index=False)
             progress = GenerationProgress()
             pool.progress = progress
             while curriculum.generation < total:
@@ -505,10 +508,14 @@ def _run(
                     progress.finish()
                 # After the generation's own figures: test episodes never count as training.
                 if test_set is not None:  # no test set: no test columns
-                    due = config.test_set.due(curriculum.generation)
-                    result.summary.update(
-                        measure(curriculum, test_set, config.test_set) if due else no_test()
-                    )
+                    if config.test_set.due(curriculum.generation):
+                        columns, rows = measure_detailed(curriculum, test_set, config.test_set)
+                        result.summary.update(columns)
+                        result.tables[TEST_SCORES] = [
+                            {"generation": curriculum.generation, **row} for row in rows
+                        ]
+                    else:
+                        result.summary.update(no_test())
                 recorder.record(result, curriculum.population_frame())
                 logger.log(result.summary)
                 save_checkpoint()

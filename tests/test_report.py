@@ -87,6 +87,30 @@ def test_a_single_row_summary_draws_no_generation_curves(tmp_path):
     assert 'id="fig-curves"' not in page and "1 generations" in page
 
 
+def test_the_headline_of_an_unfinished_run_says_how_far_it_got(tmp_path):
+    rows = [
+        {"generation": g, "best_score": 1.0, "env_steps": 10, "steps_per_s": 5.0} for g in (1, 2, 3)
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "summary.csv", index=False)
+    (tmp_path / "config.yaml").write_text("curriculum:\n  name: dr\n  generations: 10\n")
+    page = write_report(tmp_path).read_text()
+    # No stopped.txt: nothing said why it ended (SIGKILL), or it still runs.
+    assert "<p>3 of 10 generations (no end recorded: still running, or killed);" in page
+    assert "best score 1.0 in the last generation" in page
+    (tmp_path / "stopped.txt").write_text("interrupted after generation 3; resume with: ...\n")
+    page = write_report(tmp_path).read_text()
+    assert "<p>3 of 10 generations;" in page and "interrupted after generation 3" in page
+    (tmp_path / "config.yaml").write_text("curriculum:\n  name: dr\n  generations: 3\n")
+    assert "<p>3 generations;" in write_report(tmp_path).read_text()
+
+
+def test_the_eligible_parents_headline_counts_no_generations(tmp_path):
+    row = {"generation": 0, "pairs": 4, "eligible": 2, "best_score": 1.0, "env_steps": 10}
+    pd.DataFrame([row]).to_csv(tmp_path / "summary.csv", index=False)
+    page = write_report(tmp_path).read_text()
+    assert "<p>one evaluation of the pairs file; 2 of 4 pairs eligible;" in page
+
+
 def test_the_new_panels_load_in_headless_chromium(run_dir, tmp_path):
     result = page_result_in_chromium(
         run_dir,

@@ -19,7 +19,14 @@ import pandas as pd
 import yaml
 
 from coevo.report import plots
-from coevo.report.tables import CROSS_SCORES, ELIGIBILITY, POPULATION, STOPPED, SUMMARY
+from coevo.report.tables import (
+    CROSS_SCORES,
+    ELIGIBILITY,
+    POPULATION,
+    STOPPED,
+    SUMMARY,
+    TEST_SET,
+)
 from coevo.tasks.task import TaskSpace
 
 REPORT = "report.html"
@@ -88,11 +95,14 @@ def write_report(
     if summary.empty:
         parts.append("<p>No generation has finished yet.</p>")
     else:
-        parts.append(_headline(summary))
+        parts.append(_headline(summary, _planned_generations(config_text), stopped.is_file()))
+        test_set = _read(run_dir / TEST_SET)
         parts.append(
             "".join(
                 _figure(run_dir, *f)
-                for f in _figures(summary, population, cross, labels, plot_dir, eligibility)
+                for f in _figures(
+                    summary, population, cross, labels, plot_dir, eligibility, test_set
+                )
             )
         )
     if render_task is not None and not population.empty:
@@ -131,6 +141,7 @@ def _figures(
     labels: dict[int, str],
     plot_dir: Path,
     eligibility: pd.DataFrame | None = None,
+    test_set: pd.DataFrame | None = None,
 ) -> list[tuple[str, str, Path]]:
     """(id, caption, image) of each figure the tables allow."""
     eligibility = pd.DataFrame() if eligibility is None else eligibility
@@ -152,8 +163,7 @@ def _figures(
         figures.append(
             (
                 "fig-test-mastery",
-                "Share of the held-out test tasks mastered (return at or above the mastery "
-                f"threshold), {by}, at each generation it was measured.",
+                _mastery_caption(test_set, by),
                 plots.mastery_curve(summary, plot_dir / "test_mastery.png"),
             )
         )
@@ -336,10 +346,46 @@ def _return_freed_memory() -> None:
         pass
 
 
-def _headline(summary: pd.DataFrame) -> str:
+def _mastery_caption(test_set: pd.DataFrame | None, by: str) -> str:
+    """What "% mastered" counts: the test set's size, threshold and episodes per task (from
+    test_set.csv; a run from before that file had none, and says less)."""
+    if test_set is None or not {"test_task", "threshold", "episodes"} <= set(test_set.columns):
+        return (
+            "Share of the held-out test tasks mastered (return at or above the mastery "
+            f"threshold), {by}, at each generation it was measured."
+        )
+    episodes = int(test_set["episodes"].iloc[0])
+    return (
+        f"Share of the {len(test_set)} held-out test tasks mastered, {by}, at each generation "
+        f"it was measured. The tasks are drawn uniformly within the task space's bounds "
+        f"(test_set.csv); a task is mastered by a mean return of at least "
+        f"{test_set['threshold'].iloc[0]:g} over {episodes} "
+        f"episode{'s' if episodes != 1 else ''}. Every policy's return on every task: "
+        "test_scores.csv."
+    )
+
+
+def _planned_generations(config_text: str) -> int | None:
+    """curriculum.generations of the run's config, or None."""
+    try:
+        planned = (yaml.safe_load(config_text) or {}).get("curriculum", {}).get("generations")
+    except (yaml.YAMLError, AttributeError):
+        return None
+    return planned if isinstance(planned, int) else None
+
+
+def _headline(summary: pd.DataFrame, planned: int | None = None, stopped: bool = False) -> str:
     # Any curriculum's summary: each part only when its column is there.
     last = summary.iloc[-1]
-    parts = [f"{len(summary)} generations"]
+    done = len(summary)  # one row per generation
+    if "pairs" in summary and "eligible" in summary:  # eligible_parents mode: no generations
+        parts = ["one evaluation of the pairs file"]
+    elif planned is not None and done < planned:
+        # No stopped.txt: the run still goes on, or ended without a word (SIGKILL, power).
+        unsaid = "" if stopped else " (no end recorded: still running, or killed)"
+        parts = [f"{done} of {planned} generations{unsaid}"]
+    else:
+        parts = [f"{done} generations"]
     if "active" in summary and "archived" in summary:
         parts.append(f"{int(last['active'])} active and {int(last['archived'])} archived pairs")
     if "pairs" in summary and "eligible" in summary:  # eligible_parents mode
@@ -353,7 +399,7 @@ def _headline(summary: pd.DataFrame) -> str:
             f"(generation {int(measured['generation'])})"
         )
     if "best_score" in summary and _finite(last["best_score"]):
-        parts.append(f"best score {last['best_score']:.1f}")
+        parts.append(f"best score {last['best_score']:.1f} in the last generation")
     if "env_steps" in summary:
         parts.append(f"{int(summary['env_steps'].sum()):,} env steps")
     return f"<p>{'; '.join(parts)}.</p>"

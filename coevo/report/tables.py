@@ -23,6 +23,10 @@ STOPPED = "stopped.txt"
 ELIGIBILITY = "eligibility.csv"
 POPULATION = "population.csv"
 CROSS_SCORES = "cross_scores.csv"
+# The held-out test set's tasks (written when the run starts) and, per test generation, each
+# policy's return on each of them (the rows behind summary.csv's test_* columns).
+TEST_SET = "test_set.csv"
+TEST_SCORES = "test_scores"  # a table stem: RUN_DIR/test_scores.csv
 ELIGIBILITY_COLUMNS = [f.name for f in Decision.__dataclass_fields__.values()]
 
 

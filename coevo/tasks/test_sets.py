@@ -70,6 +70,22 @@ class TestSet:
     def __len__(self) -> int:
         return len(self.tasks)
 
+    def rows(self, space: TaskSpace, episodes: int) -> list[dict[str, object]]:
+        """test_set.csv's rows: each test task with its parameters and its distance from the
+        initial task (the order), the mastery threshold and the episodes per task."""
+        start = space.initial_task()
+        return [
+            {
+                "test_task": index,
+                "task_id": task.id,
+                **{f"task.{name}": value for name, value in task.params},
+                "distance": round(space.distance(start, task), 12),
+                "threshold": self.threshold,
+                "episodes": episodes,
+            }
+            for index, task in enumerate(self.tasks)
+        ]
+
 
 @dataclass(frozen=True)
 class TestScore:
@@ -94,6 +110,25 @@ class TestScore:
         if self.best_of:
             return float(self.mastered.any(axis=0).mean())
         return float(self.mastered.mean(axis=1).mean())
+
+    def rows(self, names: Sequence[str]) -> list[dict[str, object]]:
+        """test_scores.csv's rows: each policy's mean return on each test task (`test_task`:
+        its index in the test set, easiest first), whether it reached the threshold, and
+        `counted`: the policy whose return is the task's (the best of a population; every
+        policy when each counts on its own)."""
+        rows: list[dict[str, object]] = []
+        for index, name in enumerate(names):
+            for task in range(self.scores.shape[1]):
+                rows.append(
+                    {
+                        "test_task": task,
+                        "policy": name,
+                        "return": float(self.scores[index, task]),
+                        "mastered": bool(self.mastered[index, task]),
+                        "counted": bool(not self.best_of or self.best_policy[task] == index),
+                    }
+                )
+        return rows
 
     def summary(self) -> dict[str, float]:
         """summary.csv's test columns."""
@@ -202,6 +237,13 @@ def score_test_set(
 def measure(curriculum, test_set: TestSet, config: TestSetConfig) -> dict[str, float]:
     """summary.csv's test columns for a curriculum's policies now (any `Curriculum`: it says
     which policies and whether a task takes the best of them)."""
+    return measure_detailed(curriculum, test_set, config)[0]
+
+
+def measure_detailed(
+    curriculum, test_set: TestSet, config: TestSetConfig
+) -> tuple[dict[str, float], list[dict[str, object]]]:
+    """`measure`'s columns, and test_scores.csv's rows of every policy on every test task."""
     chosen = curriculum.policies_for_testing()
     score = score_test_set(
         curriculum.pool,
@@ -211,4 +253,4 @@ def measure(curriculum, test_set: TestSet, config: TestSetConfig) -> dict[str, f
         config.seed,
         best_of=chosen.best_of,
     )
-    return score.summary()
+    return score.summary(), score.rows(list(chosen.policies))
