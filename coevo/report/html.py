@@ -360,7 +360,7 @@ def _mastery_caption(test_set: pd.DataFrame | None, by: str) -> str:
         f"it was measured. The tasks are drawn uniformly within the task space's bounds "
         f"(test_set.csv); a task is mastered by a mean return of at least "
         f"{test_set['threshold'].iloc[0]:g} over {episodes} "
-        f"episode{'s' if episodes != 1 else ''}. Every policy's return on every task: "
+        f"episode{'s' if episodes != 1 else ''}. The returns counted, per task: "
         "test_scores.csv."
     )
 

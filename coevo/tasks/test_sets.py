@@ -112,11 +112,23 @@ class TestScore:
         return float(self.mastered.mean(axis=1).mean())
 
     def rows(self, names: Sequence[str]) -> list[dict[str, object]]:
-        """test_scores.csv's rows: each policy's mean return on each test task (`test_task`:
-        its index in the test set, easiest first), whether it reached the threshold, and
-        `counted`: the policy whose return is the task's (the best of a population; every
-        policy when each counts on its own)."""
+        """test_scores.csv's rows: the returns the share counts, on each test task
+        (`test_task`: its index in the test set, easiest first), and whether each reached
+        the threshold. A population's task has one row, its best policy's (empty `policy`
+        when every policy failed there); policies that each count have a row per task."""
         rows: list[dict[str, object]] = []
+        if self.best_of:
+            for task in range(self.scores.shape[1]):
+                best = int(self.best_policy[task])
+                rows.append(
+                    {
+                        "test_task": task,
+                        "policy": names[best] if best >= 0 else "",
+                        "return": float(self.returns[task]),
+                        "mastered": bool(best >= 0 and self.mastered[best, task]),
+                    }
+                )
+            return rows
         for index, name in enumerate(names):
             for task in range(self.scores.shape[1]):
                 rows.append(
@@ -125,7 +137,6 @@ class TestScore:
                         "policy": name,
                         "return": float(self.scores[index, task]),
                         "mastered": bool(self.mastered[index, task]),
-                        "counted": bool(not self.best_of or self.best_policy[task] == index),
                     }
                 )
         return rows
