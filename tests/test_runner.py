@@ -243,3 +243,34 @@ def test_a_state_that_does_not_pickle_is_named_at_the_first_checkpoint(tmp_path)
         "state['curriculum']['rule'] does not pickle (AttributeError: Can't"
     )
     assert "curriculum_state" in message and "no lambdas" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "reported"),
+    [
+        ("user_curricula:LearnabilityPLR", "LearnabilityPLR.level_score"),
+        ("user_curricula:NamedLearnabilityPLR", "learnability"),
+    ],
+)
+def test_a_plr_subclass_with_its_own_level_score_is_reported_as_such(tmp_path, name, reported):
+    # The built-in score's fallback (positive_value_loss needs a critic; ES has none) is not
+    # what such a subclass uses: no warning about it, and the summary names the subclass's.
+    raw = {
+        **RAW,
+        "curriculum": {"name": name, "generations": 3, "buffer_size": 4, "replay_prob": 0.5},
+    }
+    lines: list[str] = []
+    runner.run(parse_config(raw), tmp_path / "run", lines.append)
+    assert not [line for line in lines if "instead" in line]
+    summary = pd.read_csv(tmp_path / "run" / "summary.csv")
+    assert (summary["level_score"] == reported).all()
+    eligibility = pd.read_csv(tmp_path / "run" / "eligibility.csv")
+    assert eligibility["reason"].str.contains("learnability ").any()
+    # The built-in PLR on the same config still says what it falls back to.
+    lines.clear()
+    runner.run(
+        parse_config({**raw, "curriculum": {**raw["curriculum"], "name": "plr"}}),
+        tmp_path / "plr",
+        lines.append,
+    )
+    assert [line for line in lines if "PLR scores levels by return_regret instead" in line]

@@ -20,6 +20,7 @@ from coevo.curricula.level_sampling import (
     Plan,
     Student,
 )
+from coevo.curricula.plr import PrioritizedLevelReplay
 from coevo.settings import setting
 from coevo.tasks.task import Task
 
@@ -148,3 +149,18 @@ class UnpicklableDR(DomainRandomization):
 
     def state_dict(self) -> dict[str, Any]:
         return {**super().state_dict(), "rule": lambda score: score > 0}
+
+
+class LearnabilityPLR(PrioritizedLevelReplay):
+    """PLR with a level score of its own: learnability p(1 - p), p = return / 500 (CartPole's
+    best return), as a user's subclass writes it."""
+
+    def level_score(self, student, signal, level):
+        if signal.error or not np.isfinite(signal.mean_return):
+            return float("nan"), "evaluation failed, no score"
+        p = float(np.clip(signal.mean_return / 500.0, 0.0, 1.0))
+        return p * (1 - p), f"learnability {p * (1 - p):.3g}"
+
+
+class NamedLearnabilityPLR(LearnabilityPLR):
+    score_name = "learnability"

@@ -96,10 +96,27 @@ class PLRConfig(LevelSamplingConfig):
 class PrioritizedLevelReplay(LevelSamplingCurriculum):
     config_class = PLRConfig
     config: PLRConfig
+    # A subclass with a level score of its own overrides `level_score` and may name its
+    # score here (summary.csv's `level_score` column); unnamed, it reads
+    # "ClassName.level_score". Either way `curriculum.score` and its fallback warning are
+    # about the built-in scores, which such a subclass does not use.
+    score_name: str | None = None
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
-        self.score_used = _score_used(config, self.optimizer, warn=True)
+        own = _own_level_score(type(self))
+        # The built-in score (what `level_score` of this class computes, and what an
+        # override calling super() gets); only reported when the class has no score of
+        # its own.
+        if own:
+            try:
+                self.score_used = _score_used(config, self.optimizer, warn=False)
+            except ConfigError:  # score_fallback=none: refused only where the score is used
+                self.score_used = LevelScore.RETURN_REGRET.value
+            self.score_reported = self.score_name or f"{type(self).__name__}.level_score"
+        else:
+            self.score_used = _score_used(config, self.optimizer, warn=True)
+            self.score_reported = self.score_used
         self.fill_cap = fill_cap = self._fill_cap()
         self.buffers: dict[int, LevelBuffer] = {
             s.index: LevelBuffer(
@@ -165,7 +182,8 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
     @classmethod
     def check(cls, config: Any, optimizer: Any) -> None:
         super().check(config, optimizer)
-        _score_used(config, optimizer, warn=False)  # a value score without values: refused
+        if not _own_level_score(cls):
+            _score_used(config, optimizer, warn=False)  # a value score without values: refused
 
     # -- planning --------------------------------------------------------------------------
     def begin_generation(self) -> None:
@@ -352,7 +370,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             **self._counts,
             "buffer_size": float(np.mean(sizes)),
             "buffer_mean_score": float(np.mean(scores)) if scores else float("nan"),
-            "level_score": self.score_used,
+            "level_score": self.score_reported,
         }
 
     def student_rows(self, student: Student) -> list[dict[str, Any]]:
@@ -376,6 +394,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             f"{s['new_batches']:>2} | buffer {s['buffer_size']:6.0f} added "
             f"{s['levels_added']:>2} | best {s['best_score']:7.1f} | {s['wall_s']:5.1f}s"
         )
+
+
+def _own_level_score(cls: type) -> bool:
+    """Does `cls` (a subclass of PLR or ACCEL) score levels with a `level_score` of its own?"""
+    return cls.level_score is not PrioritizedLevelReplay.level_score or cls.score_name is not None
 
 
 def _score_used(config: PLRConfig, optimizer: Any, warn: bool) -> str:
