@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from coevo.errors import ConfigError, missing_package_hint
 
@@ -61,6 +61,11 @@ def require_config(owner: type, config: object) -> None:
         f"{owner.__name__} needs {article} {wanted} (or a subclass), got "
         f"{type(config).__name__}{hint}"
     )
+
+
+def import_object(field: str, path: str) -> Any:
+    """The object at `package.module:attribute`, or a ConfigError naming `field`."""
+    return _import(field, path)
 
 
 def _import(field: str, path: str) -> type:

@@ -2,6 +2,7 @@
 its own config file in the user's config directory (Hydra search path), tables, report,
 checkpoints, and SIGKILL-resume identical to an undisturbed run."""
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -131,3 +132,34 @@ def test_a_plugin_named_on_the_command_line_starts_from_its_own_defaults(tmp_pat
     recorded = (run_dir / "config.yaml").read_text()
     assert "name: user_curricula:NearbyTasks" in recorded and "hard_below: 50" in recorded
     assert "mc_lower" not in recorded and "spread: 0.2" in recorded  # its own default
+
+
+def test_a_task_space_of_the_users_own_by_import_path(tmp_path):
+    # tests/user_tasks.py: CartPole whose mutation changes one parameter at a time. POET's
+    # children then differ from their parent in exactly one parameter.
+    run_dir = tmp_path / "run"
+    done = cli(
+        "coevo-run",
+        "task.name=user_tasks:cartpole_one_at_a_time",
+        "curriculum.generations=4",
+        "curriculum.reproduce_every=1",
+        "curriculum.repro_threshold=50",
+        "optimizer.population=8",
+        "pool=local",
+        f"hydra.run.dir={run_dir}",
+        env=ENV,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    children = pd.read_csv(run_dir / "eligibility.csv").query("kind == 'child'")
+    assert len(children) > 0
+    population = pd.read_csv(run_dir / "population.csv").set_index("pair_id")
+    for _, child in children.iterrows():
+        task = json.loads(child["task"])
+        assert task["space"] == "cartpole_one_at_a_time"
+        parent = population.loc[int(child["parent_id"])]
+        changed = [k for k, v in task["params"].items() if v != parent[f"task.{k}"]]
+        assert len(changed) == 1, (task, parent)
+    typo = cli("coevo-run", "task.name=user_tasks:nope", "pool=local", env=ENV, cwd=tmp_path)
+    assert typo.returncode == 2
+    assert "task.name: module 'user_tasks' has no 'nope'" in typo.stderr

@@ -54,11 +54,32 @@ def names() -> list[str]:
 
 
 def get(name: str, params: Mapping[str, Mapping[str, Any]] | None = None) -> TaskSpace:
-    """The registered task space `name`, with per-parameter overrides of bounds/init/step."""
+    """The registered task space `name`, or the one `package.module:factory` gives (a
+    function returning a TaskSpace, e.g. one a user registers, or a TaskSpace), with
+    per-parameter overrides of bounds/init/step."""
     _load_builtins()
-    if name not in _FACTORIES:
-        missing = "".join(f"; {m} not loaded ({why})" for m, why in _UNAVAILABLE.items())
+    if name in _FACTORIES:
+        return _FACTORIES[name]().with_overrides(params)
+    if isinstance(name, str) and ":" in name:
+        return _imported(name).with_overrides(params)
+    missing = "".join(f"; {m} not loaded ({why})" for m, why in _UNAVAILABLE.items())
+    raise ConfigError(
+        "task.name",
+        f"unknown task space '{name}'; known: {', '.join(names())}, or "
+        f"package.module:factory (a function returning a TaskSpace){missing}",
+    )
+
+
+def _imported(path: str) -> TaskSpace:
+    """The task space at import path `path`: a TaskSpace, or a function returning one."""
+    from coevo.plugins import import_object  # here: plugins imports the errors module only
+
+    target = import_object("task.name", path)
+    space = target() if callable(target) and not isinstance(target, TaskSpace) else target
+    if not isinstance(space, TaskSpace):
         raise ConfigError(
-            "task.name", f"unknown task space '{name}'; known: {', '.join(names())}{missing}"
+            "task.name",
+            f"'{path}' gives a {type(space).__name__}, not a TaskSpace (a TaskSpace, or a "
+            "function returning one)",
         )
-    return _FACTORIES[name]().with_overrides(params)
+    return space
