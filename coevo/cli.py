@@ -7,6 +7,7 @@ import difflib
 import json
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -105,12 +106,25 @@ def _stopped(run_dir: Path, message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+# Set when the interrupt came from SIGTERM: the exit code then says so (143, not 130).
+_TERMINATED: list[bool] = []
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    _TERMINATED.append(True)
+    raise KeyboardInterrupt
+
+
+def _interrupt_code() -> int:
+    return 128 + signal.SIGTERM if _TERMINATED else 130
+
+
 def _interrupted(error: runner.RunInterrupted) -> NoReturn:
     _stopped(
         error.run_dir,
-        f"interrupted after generation {error.generation}; resume with: "
-        f"coevo-run resume={error.run_dir}",
-        130,
+        f"{'terminated (SIGTERM)' if _TERMINATED else 'interrupted'} after generation "
+        f"{error.generation}; resume with: coevo-run resume={error.run_dir}",
+        _interrupt_code(),
     )
 
 
@@ -592,6 +606,9 @@ def run_main() -> None:
     """`coevo-run [overrides]`, or `coevo-run resume=RUN_DIR|CHECKPOINT [safe overrides]`."""
     args = sys.argv[1:]
     resume = [arg for arg in args if arg.startswith("resume=")]
+    # A batch scheduler's cancel or preemption (SIGTERM) stops the run as Ctrl-C does:
+    # report, stopped.txt and the resume hint, then the exit code of a SIGTERM.
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         if resume:
             # A resumed run keeps its own recorded config: Hydra composition is skipped.
@@ -604,7 +621,7 @@ def run_main() -> None:
         _run_composed()
     except KeyboardInterrupt:  # before the first generation started (pool start-up)
         print("interrupted before the first generation finished", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(_interrupt_code())
 
 
 def _key_values(args: list[str], allowed: tuple[str, ...], program: str) -> dict[str, str]:

@@ -63,8 +63,18 @@ def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 240) -> No
         time.sleep(0.02)
 
 
-@pytest.mark.parametrize("backend", ["local", "ray"])
-def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(tmp_path, backend):
+@pytest.mark.parametrize(
+    ("backend", "signum", "code", "said"),
+    [
+        ("local", signal.SIGINT, 130, "interrupted"),
+        ("ray", signal.SIGINT, 130, "interrupted"),
+        # A batch scheduler's cancel: the same stop, with a SIGTERM's exit code.
+        ("local", signal.SIGTERM, 143, "terminated (SIGTERM)"),
+    ],
+)
+def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(
+    tmp_path, backend, signum, code, said
+):
     args = [*SMALL, f"pool={backend}", "curriculum.generations=12", "optimizer.population=24"]
     run = tmp_path / "run"
     process = subprocess.Popen(
@@ -75,21 +85,21 @@ def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(tmp_p
         cwd=ROOT,
     )
     _wait_for(run / "checkpoints" / "gen_000002.pkl", process)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr[-3000:]
+    assert process.returncode == code, stderr[-3000:]
     assert "Traceback" not in stderr + stdout
-    last = [line for line in stderr.splitlines() if line.startswith("interrupted")][-1]
+    last = [line for line in stderr.splitlines() if line.startswith(said)][-1]
     generation = int(last.split("after generation ")[1].split(";")[0])
     assert generation >= 2
-    assert last == (
-        f"interrupted after generation {generation}; resume with: coevo-run resume={run}"
-    )
-    assert f'<p class="stopped"><strong>{last}</strong></p>' in (run / "report.html").read_text()
+    hint = f"after generation {generation}; resume with: coevo-run resume={run}"
+    assert last == f"{said} {hint}"
+    banner = f'<p class="stopped"><strong>interrupted {hint}</strong></p>'
+    assert banner in (run / "report.html").read_text()
     assert pd.read_csv(run / "summary.csv")["generation"].max() >= generation
 
-    if backend == "ray":
-        return  # resuming exactly is the same on both backends; the local run checks it
+    if backend == "ray" or signum == signal.SIGTERM:
+        return  # resuming exactly is the same whatever stopped it; the first case checks it
     resumed = cli("coevo-run", f"resume={run}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"after generation {generation}" in resumed.stdout
