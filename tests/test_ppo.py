@@ -140,7 +140,7 @@ def test_ppo_learns_cartpole_on_the_pool():
             states = [t.state for t in told]
             training.append([t.record.mean_return for t in told])
         after = pool.evaluate([(theta, task) for theta in thetas], episodes=4, seed=7)
-    assert optimizer.steps_taken(states[0]) == 25
+    assert states[0].updates == 25
     assert told[0].record.extra["value_loss"] > 0
     # Two pairs trained at once, in one pool call per step, both learn: the stochastic
     # policy's episodes grow from ~20 steps, the deterministic one balances for long. (A

@@ -146,7 +146,3 @@ class Optimizer(ABC):
         `optimizer.population`: a curriculum asking for more is refused before the run starts.
         None: any number (PPO gives each task a stream)."""
         return None
-
-    def steps_taken(self, state: Any) -> int:
-        """Steps taken since `init_state` (population.csv's `optimizer_steps`)."""
-        return int(getattr(state, "t", 0))

@@ -122,9 +122,6 @@ class PPO(Optimizer):
     def init_state(self, theta: np.ndarray, rng: np.random.Generator) -> PPOState:
         return StreamingPPOState.fresh(self._spec(), int(rng.integers(0, 2**31 - 1)))
 
-    def steps_taken(self, state: PPOState) -> int:
-        return int(state.updates)
-
     def ask(
         self,
         theta: np.ndarray,
