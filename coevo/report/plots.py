@@ -43,9 +43,21 @@ def population_curves(summary: pd.DataFrame, path: Path) -> Path:
         )
     if "admitted" in summary:
         pairs.bar(gens, summary["admitted"], alpha=0.3, label="admitted this generation")
-    pairs.set_ylabel("pairs / tasks")
+    population = [c for c in ("active", "archived", "pairs") if c in summary]
+    played = [c for c in ("tasks", "policies") if c in summary]
+    pairs.set_ylabel(" / ".join(["pairs"] * bool(population) + played) or "count")
     if pairs.get_legend_handles_labels()[0]:  # a plug-in curriculum may have none of these
         pairs.legend(loc="upper left", fontsize=8)
+    else:
+        pairs.text(
+            0.5,
+            0.5,
+            "no population columns in summary.csv",
+            ha="center",
+            va="center",
+            transform=pairs.transAxes,
+            color="0.5",
+        )
     for column in ("best_score", "median_score"):
         if column in summary:
             scores.plot(gens, summary[column], label=column.replace("_", " "), marker=".")
@@ -55,6 +67,7 @@ def population_curves(summary: pd.DataFrame, path: Path) -> Path:
     speed.plot(gens, summary["steps_per_s"], marker=".", color="tab:gray")
     speed.set_ylabel("env steps / s")
     speed.set_xlabel("generation")
+    speed.xaxis.set_major_locator(MaxNLocator(integer=True))  # no generation 2.5
     return _save(fig, path)
 
 
@@ -130,8 +143,18 @@ def lineage_tree(
         )
     ax.set_yticks([])
     ax.set_xlabel("generation created")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    # Room on the right for the labels of the latest tasks: they are drawn beside their node
+    # (outside the axes otherwise, squeezing the plot or cut off).
+    longest = max((len(_with_label(int(p), labels)) + 1 for p in frame["pair_id"]), default=0)
+    label_inches = longest * 8 * 0.55 / 72  # 8 pt text, ~0.55 em per character
+    axes_inches = 7 * 0.8
+    share = min(label_inches / axes_inches, 0.7)
+    low, high = float(frame["born"].min()), float(frame["born"].max())
+    span = max(high - low, 1.0)
+    ax.set_xlim(low - 0.05 * span, high + (span * 1.05) * share / (1 - share) + 0.05 * span)
     ax.legend(loc="best", fontsize=8)
-    return _save(fig, path, layout=not labels)
+    return _save(fig, path)
 
 
 # Colours of a task's state in the parameter plot.
@@ -182,6 +205,7 @@ def task_parameters(population: pd.DataFrame, last_generation: int, path: Path) 
         ax.set_ylabel(column.removeprefix("task."), fontsize=8)
     axes[0, 0].legend(loc="upper left", fontsize=7, ncol=3)
     axes[-1, 0].set_xlabel("generation")
+    axes[-1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))
     return _save(fig, path)
 
 
@@ -193,6 +217,7 @@ def mastery_curve(summary: pd.DataFrame, path: Path) -> Path:
     ax.set_ylim(-3, 103)
     ax.set_ylabel("test tasks mastered (%)")
     ax.set_xlabel("generation")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     return _save(fig, path)
 
