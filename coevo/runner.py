@@ -26,7 +26,13 @@ from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
 from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
 from coevo.report.progress import GenerationProgress
-from coevo.report.tables import ELIGIBILITY_COLUMNS, STOPPED, TEST_SCORES, TEST_SET
+from coevo.report.tables import (
+    ELIGIBILITY_COLUMNS,
+    RETURNS,
+    STOPPED,
+    TEST_SCORES,
+    TEST_SET,
+)
 from coevo.resume_rules import check_resume_config
 from coevo.start_policy import load_start_theta
 from coevo.tasks.task import TaskSpace
@@ -196,7 +202,7 @@ def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None])
     per_episode = pd.DataFrame(returns, columns=[f"episode_{k}" for k in range(returns.shape[1])])
     per_episode.insert(0, "name", [p.name for p in pairs])
     per_episode.insert(1, "policy", [p.source for p in pairs])
-    per_episode.to_csv(run_dir / "returns.csv", index=False)
+    per_episode.to_csv(run_dir / RETURNS, index=False)
     eligible = int((frame["outcome"] == "eligible").sum())
     pd.DataFrame(
         [

@@ -38,7 +38,11 @@ def test_eligible_parents_mode_reports_who_passes(tmp_path):
     summary = pd.read_csv(tmp_path / "summary.csv")
     assert summary["pairs"].tolist() == [8] and summary["eligible"].tolist() == [count]
     assert "active" not in summary  # nothing is active or archived in this mode
-    assert f"{count} of 8 pairs eligible" in (tmp_path / "report.html").read_text()
+    page = (tmp_path / "report.html").read_text()
+    assert f"one evaluation of the pairs file; {count} of 8 pairs eligible" in page
+    # Its figure: each pair's mean and episodes against the threshold.
+    assert 'src="plots/eligible.png"' in page and "over its 5 episodes" in page
+    assert (tmp_path / "plots" / "eligible.png").stat().st_size > 1000
 
 
 def test_eligible_parents_bad_pairs_file_names_the_field(tmp_path):

@@ -23,6 +23,7 @@ from coevo.report.tables import (
     CROSS_SCORES,
     ELIGIBILITY,
     POPULATION,
+    RETURNS,
     STOPPED,
     SUMMARY,
     TEST_SET,
@@ -97,11 +98,12 @@ def write_report(
     else:
         parts.append(_headline(summary, _planned_generations(config_text), stopped.is_file()))
         test_set = _read(run_dir / TEST_SET)
+        returns = _read(run_dir / RETURNS)
         parts.append(
             "".join(
                 _figure(run_dir, *f)
                 for f in _figures(
-                    summary, population, cross, labels, plot_dir, eligibility, test_set
+                    summary, population, cross, labels, plot_dir, eligibility, test_set, returns
                 )
             )
         )
@@ -142,9 +144,22 @@ def _figures(
     plot_dir: Path,
     eligibility: pd.DataFrame | None = None,
     test_set: pd.DataFrame | None = None,
+    returns: pd.DataFrame | None = None,
 ) -> list[tuple[str, str, Path]]:
     """(id, caption, image) of each figure the tables allow."""
     eligibility = pd.DataFrame() if eligibility is None else eligibility
+    if returns is not None and "name" in returns and "pairs" in summary and len(summary) == 1:
+        episodes = sum(c.startswith("episode_") for c in returns.columns)
+        figures_of_mode = [
+            (
+                "fig-eligible",
+                f"Each pair's mean return over its {episodes} episodes (bar: green eligible, "
+                "red not; dots: the episodes, returns.csv) against eligible.threshold "
+                "(dashed).",
+                plots.eligible_pairs(returns, eligibility, plot_dir / "eligible.png"),
+            )
+        ]
+        return figures_of_mode
     figures = []
     if len(summary) > 1:  # one row (the eligible-parents mode) is no curve
         figures.append(

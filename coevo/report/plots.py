@@ -285,3 +285,23 @@ def levels_over_generations(played: pd.DataFrame, path: Path) -> Path:
     axes[-1, 0].set_xlabel("generation")
     axes[-1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))  # no generation 1.25
     return _save(fig, path)
+
+
+def eligible_pairs(returns: pd.DataFrame, eligibility: pd.DataFrame, path: Path) -> Path:
+    """eligible_parents mode: each pair's mean return (bar, green when eligible) with its
+    episodes' returns (dots), against the threshold (dashed line)."""
+    rows = eligibility[eligibility["rule"] == "eligibility"].sort_values("pair_id")
+    episodes = returns[[c for c in returns.columns if c.startswith("episode_")]]
+    names = returns["name"].astype(str).tolist()
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1.2))
+    positions = np.arange(len(names))[::-1]  # the pairs file's first pair on top
+    colours = ["tab:green" if o == "eligible" else "tab:red" for o in rows["outcome"]]
+    ax.barh(positions, rows["score"].to_numpy(dtype=float), color=colours, alpha=0.6)
+    for position, (_, values) in zip(positions, episodes.iterrows(), strict=True):
+        ax.scatter(values.to_numpy(dtype=float), [position] * len(values), s=10, color="k")
+    threshold = float(rows["threshold"].iloc[0])
+    ax.axvline(threshold, color="0.3", linestyle="--", label=f"threshold {threshold:g}")
+    ax.set_yticks(positions, names, fontsize=8)
+    ax.set_xlabel("return")
+    ax.legend(loc="lower right", fontsize=8)
+    return _save(fig, path)

@@ -23,6 +23,7 @@ STOPPED = "stopped.txt"
 ELIGIBILITY = "eligibility.csv"
 POPULATION = "population.csv"
 CROSS_SCORES = "cross_scores.csv"
+RETURNS = "returns.csv"  # eligible_parents mode: every pair's per-episode returns
 # The held-out test set's tasks (written when the run starts) and, per test generation, each
 # policy's return on each of them (the rows behind summary.csv's test_* columns).
 TEST_SET = "test_set.csv"
