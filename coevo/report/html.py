@@ -165,7 +165,9 @@ def _figures(
         figures.append(
             (
                 "fig-curves",
-                "Population, scores and throughput per generation.",
+                "Population, scores and throughput per generation (env steps per second of "
+                "the generation's wall time, the driver's work included: a generation that "
+                "refits a model or writes a large checkpoint shows a dip).",
                 plots.population_curves(summary, plot_dir / "curves.png"),
             )
         )
