@@ -433,7 +433,9 @@ def _run(
             raise
         # The optimizer knows the policy's class; the user wrote its kind's name.
         raise ConfigError(error.field, f"{error.message} (policy={config.policy.name})") from None
-    curricula.get(config.curriculum.name).check(config.curriculum, optimizer)
+    curriculum_class = curricula.get(config.curriculum.name)
+    curriculum_class.check(config.curriculum, optimizer)
+    curriculum_class.check_space(config.curriculum, space)
     renderer = space.metadata.get("render_png")
     # Read (and checked against the run's own config) before anything is written or started.
     saved = _saved_state(config, run_dir, checkpoint_file, echo) if resume else None

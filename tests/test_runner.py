@@ -274,3 +274,14 @@ def test_a_plr_subclass_with_its_own_level_score_is_reported_as_such(tmp_path, n
         lines.append,
     )
     assert [line for line in lines if "PLR scores levels by return_regret instead" in line]
+
+
+def test_a_plugin_checks_its_settings_against_the_task_space_before_the_pool_starts(tmp_path):
+    raw = {
+        **RAW,
+        "pool": {"backend": "ray", "num_workers": 2},  # never started: refused before
+        "curriculum": {"name": "user_curricula:OneParameterDR", "param": "gravty"},
+    }
+    with pytest.raises(ConfigError, match=r"curriculum.param: must be one of \[.*\], got 'gravty'"):
+        runner.run(parse_config(raw), tmp_path / "run", quiet)
+    assert not (tmp_path / "run").exists()

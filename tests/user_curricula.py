@@ -21,6 +21,7 @@ from coevo.curricula.level_sampling import (
     Student,
 )
 from coevo.curricula.plr import PrioritizedLevelReplay
+from coevo.errors import ConfigError
 from coevo.settings import setting
 from coevo.tasks.task import Task
 
@@ -164,3 +165,22 @@ class LearnabilityPLR(PrioritizedLevelReplay):
 
 class NamedLearnabilityPLR(LearnabilityPLR):
     score_name = "learnability"
+
+
+@dataclass(frozen=True)
+class OneParameterDRConfig(DRConfig):
+    name: str = setting("user_curricula:OneParameterDR")
+    param: str = setting("gravity", doc="the one task parameter randomised")
+
+
+class OneParameterDR(DomainRandomization):
+    """Domain randomisation of one parameter of the space, named in its config: a setting
+    only the task space can check, before the pool starts (`check_space`)."""
+
+    config_class = OneParameterDRConfig
+
+    @classmethod
+    def check_space(cls, config, space) -> None:
+        names = [p.name for p in space.params]
+        if config.param not in names:
+            raise ConfigError("curriculum.param", f"must be one of {names}, got {config.param!r}")

@@ -180,6 +180,7 @@ class Curriculum(ABC):
         require_config(type(self), config)
         check_arguments(space, pool, optimizer, seed, initial_theta)
         self.check(config, optimizer)
+        self.check_space(config, space)
         self.check_parts(space, pool, optimizer)
         # The policy the pool runs is the one a gradient optimizer (PPO) learns with: told
         # here, so PPO(config, n) built without `policy=` works, and a misfit is refused now.
@@ -208,6 +209,12 @@ class Curriculum(ABC):
     def check(cls, config: CurriculumConfig, optimizer: Optimizer) -> None:
         """Refuse (ConfigError) a config that cannot work with this optimizer: called by the
         runner before any pool starts, and by the constructor. Default: nothing to check."""
+
+    @classmethod  # noqa: B027 - optional to override, like `check`
+    def check_space(cls, config: CurriculumConfig, space: TaskSpace) -> None:
+        """Refuse (ConfigError) a setting the run's task space cannot take (a parameter name
+        it lacks, a level count it cannot reach): called by the runner before any pool
+        starts, and by the constructor. Default: nothing to check."""
 
     @staticmethod
     def check_parts(space: TaskSpace, pool: EvaluationPool, optimizer: Optimizer) -> None:
