@@ -21,12 +21,18 @@ class BrokenES(EvolutionStrategy):
         new = told.theta.copy()
         if self.spoil == "nan":
             new[3] = np.nan
-        else:
+        elif self.spoil == "short":
             new = new[:-1]
+        elif self.spoil == "text":
+            new = [str(v) for v in new]
+        elif self.spoil == "list":  # a fine update, as a list of Python floats
+            new = new.tolist()
+        elif self.spoil == "float64":
+            new = new.astype(np.float64)
         return Told(new, told.state, told.record)
 
 
-@pytest.mark.parametrize("spoil", ["nan", "short"])
+@pytest.mark.parametrize("spoil", ["nan", "short", "text"])
 @pytest.mark.parametrize("curriculum", ["dr", "poet"])
 def test_a_broken_update_is_not_applied_and_its_row_says_why(
     cartpole, cartpole_policy, spoil, curriculum
@@ -50,10 +56,29 @@ def test_a_broken_update_is_not_applied_and_its_row_says_why(
         np.testing.assert_array_equal(learner.theta, theta)
     failed = [d for d in first.decisions + second.decisions if d.outcome == "step_failed"]
     assert len(failed) == 2
-    expected = (
-        "the optimizer's update gave 1 non-finite parameter (nan/inf) of 114"
-        if spoil == "nan"
-        else "the optimizer's update gave a parameter vector of shape (113,); the policy has 114"
-    )
+    expected = {
+        "nan": "the optimizer's update gave 1 non-finite parameter (nan/inf) of 114",
+        "short": "the optimizer's update gave a parameter vector of shape (113,); the policy "
+        "has 114",
+        "text": "the optimizer's update gave parameters of type list (dtype <U",
+    }[spoil]
     assert all(expected in d.reason for d in failed), failed[0].reason
     assert second.summary["failed_episodes"] == 0  # the kept weights still play
+
+
+@pytest.mark.parametrize("given", ["list", "float64"])
+def test_an_update_as_a_list_or_float64_becomes_the_learners_float32_weights(
+    cartpole, cartpole_policy, given
+):
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        es = BrokenES(ESConfig(population=4), cartpole_policy.num_params)
+        es.spoil = given
+        built = DomainRandomization(
+            DRConfig(tasks_per_step=1), space=cartpole, pool=pool, optimizer=es
+        )
+        before = built.students[0].theta.copy()
+        result = built.step()
+    theta = built.students[0].theta
+    assert isinstance(theta, np.ndarray) and theta.dtype == np.float32
+    assert not np.array_equal(theta, before)  # the update was applied
+    assert not [d for d in result.decisions if d.outcome == "step_failed"]

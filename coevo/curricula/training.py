@@ -57,13 +57,22 @@ def tell_checked(
 
 
 def _checked(theta: np.ndarray, state: Any, step: Told) -> Told:
-    new = np.asarray(step.theta)
-    if new.shape != np.shape(theta):
+    try:
+        new = np.asarray(step.theta)
+    except (TypeError, ValueError):  # ragged
+        new = np.asarray(step.theta, dtype=object)
+    if new.dtype.kind not in "fiu":
+        problem = f"parameters of type {type(step.theta).__name__} (dtype {new.dtype})"
+    elif new.shape != np.shape(theta):
         problem = f"a parameter vector of shape {new.shape}; the policy has {np.size(theta)}"
     else:
         bad = new.size - int(np.count_nonzero(np.isfinite(new)))
         if not bad:
-            return step
+            dtype = np.asarray(theta).dtype
+            if new is step.theta and new.dtype == dtype:
+                return step
+            # A list or float64 vector becomes the learner's own kind: float32 weights.
+            return Told(new.astype(dtype), step.state, step.record)
         problem = f"{bad} non-finite parameter{'s' if bad > 1 else ''} (nan/inf) of {new.size}"
     record = step.record
     reason = f"the optimizer's update gave {problem}: weights and optimizer state kept"
