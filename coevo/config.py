@@ -181,6 +181,13 @@ _PLUGINS = (
 )
 
 
+# The fields of the base config classes (a plug-in's config_class when it sets none).
+_BASE_FIELDS = {
+    "optimizer": {f.name for f in dataclasses.fields(optimizers.OptimizerConfig)} - {"name"},
+    "curriculum": {f.name for f in dataclasses.fields(curricula.CurriculumConfig)} - {"name"},
+}
+
+
 def _plugin_config(raw: Any, kind: str, get: Any) -> type:
     default = (
         dataclasses.fields(RunConfig)[[f.name for f in dataclasses.fields(RunConfig)].index(kind)]
@@ -188,9 +195,20 @@ def _plugin_config(raw: Any, kind: str, get: Any) -> type:
         .name
     )
     name = raw.get("name", default) if isinstance(raw, Mapping) else default
-    config_class = get(name).config_class
+    plugin = get(name)
+    config_class = plugin.config_class
     if not (dataclasses.is_dataclass(config_class) and "name" in config_class.__dataclass_fields__):
         raise ConfigError(f"{kind}.name", f"{name}'s config_class must be a dataclass with `name`")
+    fields = set(config_class.__dataclass_fields__)
+    extra = [key for key in raw if key not in fields] if isinstance(raw, Mapping) else []
+    if extra and set(fields) == {"name"} | _BASE_FIELDS[kind]:
+        # The base class's config: the plug-in has no config_class of its own (yet).
+        raise ConfigError(
+            f"{kind}.{extra[0]}",
+            f"unknown key: {plugin.__name__}.config_class is {config_class.__name__}, the base "
+            f"config ({', '.join(sorted(fields))} only); give {plugin.__name__} a "
+            "config_class, a frozen dataclass subclassing it with your settings",
+        )
     return config_class
 
 

@@ -452,3 +452,15 @@ def test_every_config_class_of_coevo_builds_from_its_defaults():
     assert {"ESConfig", "PPOConfig", "ACCELConfig", "EnhancedPoetConfig", "WorkerLimits"} <= names
     assert {"ARSConfig", "PLRConfig", "DRConfig", "ALPGMMConfig", "LevelSamplingConfig"} <= names
     assert {"RunConfig", "TestSetConfig", "OptimizerConfig", "CurriculumConfig"} <= names
+
+
+def test_a_plugin_without_a_config_class_of_its_own_is_told_to_write_one():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # user_curricula
+    raw = {"optimizer": {"name": "user_curricula:NoConfigES", "sigma": 0.2}}
+    with pytest.raises(ConfigError) as refused:
+        parse_config(raw)
+    assert str(refused.value) == (
+        "optimizer.sigma: unknown key: NoConfigES.config_class is OptimizerConfig, the base "
+        "config (name only); give NoConfigES a config_class, a frozen dataclass subclassing "
+        "it with your settings"
+    )

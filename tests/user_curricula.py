@@ -22,6 +22,7 @@ from coevo.curricula.level_sampling import (
 )
 from coevo.curricula.plr import PrioritizedLevelReplay
 from coevo.errors import ConfigError
+from coevo.optimizers.base import Optimizer
 from coevo.settings import setting
 from coevo.tasks.task import Task
 
@@ -184,3 +185,16 @@ class OneParameterDR(DomainRandomization):
         names = [p.name for p in space.params]
         if config.param not in names:
             raise ConfigError("curriculum.param", f"must be one of {names}, got {config.param!r}")
+
+
+class NoConfigES(Optimizer):
+    """A plug-in optimizer whose author has not written its config_class yet."""
+
+    def init_state(self, theta, rng):
+        return None
+
+    def ask(self, theta, state, tasks, rng, register):
+        raise NotImplementedError
+
+    def tell(self, theta, state, asked, results):
+        raise NotImplementedError
