@@ -442,6 +442,10 @@ def _run(
     # A resumed run's policies come from its checkpoint: the start file is not read again.
     start = config.policy.start_from
     initial_theta = load_start_theta(start, policy, echo) if start and saved is None else None
+    if config.pool.backend == "ray" and config.pool.address:
+        from coevo.pool.ray_backend import check_reachable
+
+        check_reachable(config.pool.address)  # a wrong address is a config error too
     # After the config checks: a refused run leaves no directory and no lock file.
     run_dir.mkdir(parents=True, exist_ok=True)
     _hold_run_dir(run_dir, "resume" if resume else "hydra.run.dir")

@@ -46,6 +46,22 @@ def test_a_typo_exits_2_naming_the_closest_valid_keys(tmp_path, typo, suggestion
     assert not (tmp_path / "summary.csv").exists()
 
 
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [("127.0.0.1:1", "Connection refused"), ("nohost.invalid:6379", "not known")],
+)
+def test_an_address_where_no_cluster_answers_exits_2_at_once(tmp_path, address, why):
+    # Ray's own connect retries for ever (a typo'd port or host hung the run for good).
+    started = time.monotonic()
+    run = tmp_path / "run"
+    done = cli("coevo-run", f"pool.address={address}", f"hydra.run.dir={run}", timeout=120)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert f"coevo-run: error: pool.address: no Ray cluster answers at {address} (" in done.stderr
+    assert why in done.stderr and "ray start --head" in done.stderr
+    assert time.monotonic() - started < 60
+    assert not run.exists()  # refused before the run directory was made
+
+
 def test_an_unknown_group_choice_exits_2_listing_the_choices(tmp_path):
     done = cli("coevo-run", "curriculum=poett", f"hydra.run.dir={tmp_path}")
     assert done.returncode == 2

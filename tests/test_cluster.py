@@ -209,3 +209,25 @@ def test_a_node_killed_with_rays_default_health_checks(one_node, tmp_path):
     finally:
         cluster.shutdown()
     _assert_same_tables(tmp_path, one_node.result())
+
+
+def test_an_embedded_run_beside_a_running_cluster_starts_a_ray_of_its_own(
+    cluster, one_node, tmp_path
+):
+    # RAY_ADDRESS set (as on a cluster's nodes) and `ray start` running on this machine: a
+    # run without pool.address still starts its own Ray (it used to join the cluster at the
+    # handover, generations in, and die there: num_cpus is refused on an existing cluster).
+    run_dir = tmp_path / "run"
+    with open(tmp_path / "stderr.txt", "w") as stderr:
+        process = subprocess.Popen(
+            [COEVO_RUN, *OVERRIDES, f"hydra.run.dir={run_dir}"],
+            env={**cluster.env, "RAY_ADDRESS": cluster.address},
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    out = _finish(process, tmp_path)
+    assert f"gen   {GENERATIONS}/{GENERATIONS}" in out
+    assert "2 Ray worker(s) starting" in out  # its own, embedded
+    _assert_same_tables(run_dir, one_node.result())

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from coevo.errors import ConfigError
 from coevo.policies.base import Policy
 from coevo.pool.limits import CallWatch, WorkerLimits, merge_skipped, rss_mb, timeout_message
 from coevo.pool.results import WorkerStartError
@@ -130,6 +131,31 @@ class _DefaultTokenNotice(logging.Filter):
         return not record.getMessage().startswith("Token authentication is enabled")
 
 
+# Seconds to wait for a cluster's head to accept a connection before calling it unreachable.
+CONNECT_TIMEOUT_S = 10.0
+
+
+def check_reachable(address: str) -> None:
+    """ConfigError unless a HOST:PORT address accepts a TCP connection (its GCS port): Ray's
+    own connect to a wrong port or host retries for ever, quietly but for its log lines.
+    `auto` is left to Ray (it reads the address `ray start` left on this machine)."""
+    import socket
+
+    if address == "auto":
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        why = error.strerror or str(error) or type(error).__name__
+        raise ConfigError(
+            "pool.address",
+            f"no Ray cluster answers at {address} ({why}); start one there with `ray start "
+            "--head --port=PORT`, or check the host and port (`ray status` on the head "
+            "prints them)",
+        ) from None
+
+
 class RayWorkers:
     def __init__(
         self,
@@ -154,10 +180,15 @@ class RayWorkers:
         self._failed_starts: dict[int, int] = {}  # replacements that died before answering
         if not ray.is_initialized():
             if address:
+                check_reachable(address)
                 ray.init(address=address, logging_level="WARNING")
             else:
                 _quiet_default_token_notice()
                 ray.init(
+                    # A Ray instance of its own: without "local", ray.init joins a cluster
+                    # that RAY_ADDRESS or a `ray start` on this machine names, and refuses
+                    # num_cpus there (the run died generations in, at the handover).
+                    address="local",
                     num_cpus=os.cpu_count() or 1,
                     include_dashboard=False,
                     logging_level="WARNING",
