@@ -32,6 +32,7 @@ from coevo.config import (
 from coevo.curricula.base import GenerationFailed
 from coevo.errors import ConfigError, yaml_error_text
 from coevo.pool import EvaluationError
+from coevo.pool.results import WorkerStartError
 from coevo.resume_rules import RESUME_OVERRIDES, allowed_on_resume
 
 
@@ -191,7 +192,7 @@ def _run_composed(cfg: DictConfig) -> None:
         _fail(str(error))
     except runner.RunInterrupted as error:
         _interrupted(error)
-    except GenerationFailed as error:
+    except (GenerationFailed, WorkerStartError) as error:
         _stopped(run_dir, f"coevo-run: error: {error}", 1)
 
 
@@ -232,7 +233,7 @@ def _resume(target: str, overrides: list[str]) -> None:
         _fail(str(error))
     except runner.RunInterrupted as error:
         _interrupted(error)
-    except GenerationFailed as error:
+    except (GenerationFailed, WorkerStartError) as error:
         _stopped(run_dir, f"coevo-run: error: {error}", 1)
 
 

@@ -115,3 +115,25 @@ def test_ray_workers_that_cannot_import_the_env_stop_the_pool_saying_why(
     theta = policy.init(np.random.default_rng(0))
     with EvaluationPool(space, policy, "local") as pool:  # the same space runs here
         assert pool.evaluate([(theta, space.task(level=2))], 1).tolist() == [[10.0]]
+
+
+def test_a_cluster_workers_import_failure_points_at_the_nodes_environment():
+    from coevo.pool.ray_backend import _start_failure
+
+    error = RuntimeError("Traceback ...\nModuleNotFoundError: No module named 'mypolicies'")
+    message = _start_failure(error, "10.0.0.1:6379")
+    assert "which this process could: ModuleNotFoundError: No module named 'mypolicies'." in message
+    assert "the environment of `ray start` on each node, not this process's" in message
+    assert "on this process's sys.path" not in message  # the embedded case's advice
+    assert "on this process's sys.path" in _start_failure(error)
+
+
+def test_a_cluster_that_answers_but_refuses_the_driver_names_token_authentication(monkeypatch):
+    from coevo.pool.ray_backend import _connect_failure
+
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    message = _connect_failure("10.0.0.1:6379", ConnectionError("Failed to connect"))
+    assert message.startswith("cannot connect to the Ray cluster at 10.0.0.1:6379: Failed")
+    assert "run with RAY_AUTH_MODE=token" in message
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    assert "RAY_AUTH_MODE" not in _connect_failure("10.0.0.1:6379", ConnectionError("x"))

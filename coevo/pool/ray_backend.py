@@ -104,14 +104,22 @@ class RayWorker(Worker):
         return rollouts.slot_token[slot], int(rollouts.slot_job[slot]), seconds
 
 
-def _start_failure(error: BaseException) -> str:
+def _start_failure(error: BaseException, address: str | None = None) -> str:
     """What a worker's failed start says, in one line, and the usual cause."""
     lines = [line.strip() for line in str(error).splitlines()]
     raised = [line for line in lines if re.match(r"^[\w.]*(Error|Exception): ", line)]
     said = raised[-1] if raised else lines[0] if lines else type(error).__name__
+    start = (
+        f"Ray's workers could not build the pool's env or policy, which this process could: {said}."
+    )
+    if address:  # a cluster's workers take the environment of `ray start` on their node
+        return (
+            f"{start} On a cluster, Ray's workers import your modules with the environment "
+            "of `ray start` on each node, not this process's: start Ray there with the "
+            "modules' directory on PYTHONPATH, or install the package on every node"
+        )
     return (
-        f"Ray's workers could not build the pool's env or policy, which this process could: "
-        f"{said}. Code imported from a directory on this process's sys.path but not on "
+        f"{start} Code imported from a directory on this process's sys.path but not on "
         "PYTHONPATH (which Ray's worker processes inherit) is the usual cause: set PYTHONPATH, "
         "install the package, or use backend='local' (pool=local)"
     )
@@ -156,6 +164,20 @@ def check_reachable(address: str) -> None:
         ) from None
 
 
+def _connect_failure(address: str, error: ConnectionError) -> str:
+    """Why connecting to a cluster that answers failed: most often Ray's token
+    authentication (on by default for `ray start` since Ray 2.60), which an explicit
+    address never turns on in the driver by itself."""
+    text = f"cannot connect to the Ray cluster at {address}: {error}"
+    if os.environ.get("RAY_AUTH_MODE") is None:
+        text += (
+            "; a cluster started by `ray start` uses token authentication: run with "
+            "RAY_AUTH_MODE=token (the token from ~/.ray/auth_token or RAY_AUTH_TOKEN, as on "
+            "the head)"
+        )
+    return text
+
+
 class RayWorkers:
     def __init__(
         self,
@@ -181,7 +203,10 @@ class RayWorkers:
         if not ray.is_initialized():
             if address:
                 check_reachable(address)
-                ray.init(address=address, logging_level="WARNING")
+                try:
+                    ray.init(address=address, logging_level="WARNING")
+                except ConnectionError as error:
+                    raise ConfigError("pool.address", _connect_failure(address, error)) from None
             else:
                 _quiet_default_token_notice()
                 ray.init(
@@ -217,7 +242,7 @@ class RayWorkers:
             where = ray.get([w.where.options(max_task_retries=0).remote() for w in self.workers])
         except Exception as error:  # noqa: BLE001 - the actor's own error, whatever it is
             self.close()
-            raise WorkerStartError(_start_failure(error)) from None
+            raise WorkerStartError(_start_failure(error, address)) from None
         self.pids = [pid for pid, _ in where]
         self.nodes = [node for _, node in where]
 
