@@ -146,6 +146,48 @@ def test_rllib_style_class_runs_unchanged_in_the_pool():
         assert got == total
 
 
+class WholeTaskEnv(gym.Env):
+    """An RLlib-style env whose set_task replaces its whole task, and whose step reads a
+    key (`push`) that a curriculum over gravity alone does not declare."""
+
+    def __init__(self, config):
+        self.inner = gym.make("CartPole-v1", max_episode_steps=-1).unwrapped
+        self.observation_space = self.inner.observation_space
+        self.action_space = self.inner.action_space
+        self.task = {"gravity": 9.8, "push": 14.0}
+
+    def get_task(self):
+        return dict(self.task)
+
+    def set_task(self, task):
+        self.task = task  # the whole task, as RLlib envs commonly do
+
+    def reset(self, *, seed=None, options=None):
+        self.inner.gravity = self.task["gravity"]
+        return self.inner.reset(seed=seed)
+
+    def step(self, action):
+        self.inner.force_mag = self.task["push"]  # KeyError if set_task got gravity alone
+        return self.inner.step(action)
+
+
+def test_a_whole_task_env_keeps_the_keys_its_curriculum_does_not_vary():
+    space, policy = _space(
+        {
+            "name": "whole_task",
+            "entry_point": f"{__name__}:WholeTaskEnv",
+            "env_config": {},
+            "params": {"gravity": {"low": 5.0, "high": 15.0, "init": 9.8, "step": 1.0}},
+            "max_episode_steps": 100,
+        }
+    )
+    assert space.env_task(space.task(gravity=12.0)) == {"push": 14.0, "gravity": 12.0}
+    theta = policy.init(np.random.default_rng(0))
+    with EvaluationPool(space, policy, "local", 1, envs_per_worker=2) as pool:
+        returns, errors = pool.evaluate_detailed([(theta, space.task(gravity=12.0))], 2, seed=1)
+    assert errors == {} and np.isfinite(returns).all()
+
+
 @pytest.mark.parametrize(
     ("task", "message"),
     [

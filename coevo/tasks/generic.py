@@ -314,12 +314,19 @@ def class_task_space(
         steps = max_episode_steps or getattr(getattr(env, "spec", None), "max_episode_steps", None)
         if steps is None:
             raise ConfigError("task.max_episode_steps", f"required for entry_point {entry_point}")
+        declared = {p.name for p in schema}
+        fixed = (
+            tuple((key, value) for key, value in current.items() if key not in declared)
+            if task_format == "dict" and isinstance(current, Mapping)
+            else ()
+        )
         space = TaskSpace(
             name=name,
             params=schema,
             make_env=factory,
             max_episode_steps=int(steps),
             task_format=task_format,
+            fixed_task=fixed,
         )
         _check_task_form(env, space, entry_point)
     finally:
