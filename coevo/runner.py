@@ -24,6 +24,7 @@ from coevo.eligible import judge_groups, load_pairs
 from coevo.errors import ConfigError, yaml_error_text
 from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
+from coevo.pool.results import error_line
 from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
 from coevo.report.progress import GenerationProgress
 from coevo.report.tables import (
@@ -512,6 +513,7 @@ def _run(
                 pd.DataFrame(rows).to_csv(run_dir / TEST_SET, index=False)
             progress = GenerationProgress()
             pool.progress = progress
+            traceback_shown = False
             while curriculum.generation < total:
                 progress.start(curriculum.generation + 1, total)
                 try:
@@ -538,9 +540,20 @@ def _run(
                     report_built = time.monotonic()
                 line = curriculum.progress_line(result, total)
                 failed = int(result.summary.get("failed_episodes", 0) or 0)
-                if failed:  # the errors are in eligibility.csv; say they happened
+                first = next((d.error for d in result.decisions if d.error), "")
+                if failed:  # the errors are in eligibility.csv; say they happened, and the first
                     line += f" | {failed} episodes failed"
+                    if first:
+                        line += f" (first: {error_line(first)})"
                 echo(line)
+                if pool.first_error_text and not traceback_shown:
+                    # Once per run: where the first failure happened (the env's file and
+                    # line); every error's last line is in eligibility.csv's `error` column.
+                    echo(
+                        "the first failed episode's error (every error: eligibility.csv's "
+                        f"error column):\n{pool.first_error_text.rstrip()}"
+                    )
+                    traceback_shown = True
                 sys.stdout.flush()
         except KeyboardInterrupt:
             saved = checkpoint.list_checkpoints(checkpoints)

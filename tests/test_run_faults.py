@@ -132,8 +132,12 @@ def test_coevo_run_with_envs_that_raise_or_return_nan_or_inf_goes_on(tmp_path):
     failed_counts = pd.read_csv(tmp_path / "summary.csv")["failed_episodes"].tolist()
     lines = [line for line in done.stdout.splitlines() if line.startswith("gen ")]
     for line, count in zip(lines, failed_counts, strict=True):
-        assert line.endswith(f"| {count} episodes failed") is (count > 0), line
+        # ... with the first error's last line.
+        assert (f"| {count} episodes failed (first: " in line) is (count > 0), line
     assert sum(failed_counts) > 0
+    # Once per run, the first error whole: where in the env it was raised.
+    shown = done.stdout.split("the first failed episode's error (every error: eligibility")
+    assert len(shown) == 2 and 'fragile_env.py", line' in shown[1], done.stdout[-3000:]
     rows = pd.read_csv(tmp_path / "eligibility.csv")
     hazard = rows["task"].map(lambda text: json.loads(text)["params"]["hazard"])
     expected_errors = {

@@ -112,6 +112,8 @@ class EvaluationPool:
             )
         }
         self.last_error = ""  # the first error of the most recent call with a failed episode
+        # The first failed episode's whole error text (a traceback: the env's file and line).
+        self.first_error_text = ""
         self._ray_restarts = 0  # restarts seen as a new pid answering (Ray's own)
         self._replaced_pids: set[int] = set()  # processes a restart replaced (see _note_pid)
         self.busy_by_worker = np.zeros(num_workers)
@@ -265,7 +267,10 @@ class EvaluationPool:
         self.stats["jobs"] += jobs
         self.stats["failed_episodes"] += len(errors)
         if errors:
-            self.last_error = error_line(errors[min(errors)])
+            first = errors[min(errors)]
+            self.last_error = error_line(first)
+            if not self.first_error_text:
+                self.first_error_text = first
 
     def run_chunks(self, jobs: Sequence[Any], method: str = "run") -> list[Any]:
         """Cut `jobs` into chunks and run `Worker.<method>(chunk, sources)` for each on the
