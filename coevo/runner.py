@@ -250,8 +250,27 @@ def scale_warnings(config: RunConfig, space: TaskSpace) -> list[str]:
     POET's defaults are on CartPole's scale (returns up to 500), and on a space whose
     returns stay below them (Pendulum's are <= 0) no pair would ever reproduce."""
     solved = space.solved_score
+    curriculum = config.curriculum
     if solved is None:
-        return []
+        if getattr(curriculum, "repro_threshold", None) is None:
+            return []
+        # POET's thresholds keep their CartPole-scale defaults unless set: on another
+        # env's returns pairs may never reproduce, and ANNECS has nothing to count with.
+        annecs = (
+            "; ANNECS counts nothing without curriculum.solved_threshold"
+            if getattr(curriculum, "solved_threshold", 0) is None
+            else ""
+        )
+        limits = ", ".join(
+            f"{name} {getattr(curriculum, name):g}"
+            for name in ("repro_threshold", "mc_lower", "mc_upper")
+            if getattr(curriculum, name, None) is not None
+        )
+        return [
+            f"warning: task space '{space.name}' declares no solved_score, so nothing checks "
+            f"the curriculum's score thresholds ({limits}; CartPole's scale by default) "
+            f"against its returns: set them on its scale{annecs}"
+        ]
     above = [
         f"curriculum.{name} {value:g}"
         for name in ("repro_threshold", "mc_lower")

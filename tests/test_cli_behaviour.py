@@ -614,3 +614,29 @@ def test_coevo_run_help_lists_the_choices_a_user_has():
     assert "pool: local, ray\n" in done.stdout
     assert "_defaults" not in done.stdout and "powered by Hydra" not in done.stdout
     assert "\npool:\n  backend: ray\n" in done.stdout  # the config, as Hydra prints it
+
+
+def test_poet_on_a_space_without_a_solved_score_is_warned_its_thresholds_are_unchecked(
+    tmp_path,
+):
+    # tests/fragile_env.py's space (hazard 0: CartPole) declares no solved_score: POET's
+    # CartPole-scale thresholds are not checked against it, and ANNECS cannot count.
+    done = cli(
+        "coevo-run",
+        "pool=local",
+        "curriculum.generations=1",
+        "optimizer.population=4",
+        "task.name=fragile",
+        "task.entry_point=fragile_env:FragileCartPole",
+        "+task.params.hazard={low: 0, high: 3, init: 0, step: 3, round_to: 1}",
+        "task.max_episode_steps=100",
+        f"hydra.run.dir={tmp_path}",
+        env={"PYTHONPATH": str(Path(__file__).parent)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[0] == (
+        "warning: task space 'fragile' declares no solved_score, so nothing checks the "
+        "curriculum's score thresholds (repro_threshold 200, mc_lower 50, mc_upper 475; "
+        "CartPole's scale by default) against its returns: set them on its scale; ANNECS "
+        "counts nothing without curriculum.solved_threshold"
+    )
