@@ -545,3 +545,24 @@ def test_coevo_eval_on_an_int_task_env_takes_the_level_alone_and_refuses_video(t
         "coevo-eval: error: video: the env of task space 'corridor' cannot render a frame"
     )
     assert "Traceback" not in refused.stderr and not video.exists()
+
+
+def test_a_module_that_ends_in_tanh_is_warned_of_a_second_squash(caplog):
+    # A deterministic actor that already returns actions: tanh bounds squash it again, so
+    # its largest action is tanh(1) = 0.76 of the range; clip bounds pass it through.
+    observation = gym.spaces.Box(-5, 5, (2,), np.float32)
+    action = gym.spaces.Box(-1, 1, (1,), np.float32)
+    actor = torch.nn.Sequential(torch.nn.Linear(2, 1), torch.nn.Tanh())
+    with torch.no_grad():
+        actor[0].weight.fill_(0.0)
+        actor[0].bias.fill_(10.0)  # the module's own output: 1.0
+    obs = np.zeros((1, 2), np.float32)
+    with caplog.at_level("WARNING", logger="coevo.policies"):
+        squashed = from_module(actor, observation, action)
+    assert "ends in Tanh and policy.bounds=tanh squashes its output again" in caplog.text
+    assert squashed.policy.act(squashed.theta[None], obs)[0, 0] == pytest.approx(np.tanh(1.0))
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="coevo.policies"):
+        clipped = from_module(actor, observation, action, {"bounds": "clip"})
+    assert caplog.text == ""
+    assert clipped.policy.act(clipped.theta[None], obs)[0, 0] == pytest.approx(1.0)

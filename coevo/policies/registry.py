@@ -8,6 +8,7 @@ kind is built, so numpy-only runs and their workers never load it.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -16,6 +17,8 @@ import gymnasium as gym
 from coevo.errors import ConfigError
 from coevo.policies.base import ActionSpec, Policy, obs_dim_of
 from coevo.policies.mlp import MLPPolicy
+
+log = logging.getLogger(__name__)
 
 Builder = Callable[[gym.Space, gym.Space, Mapping[str, Any]], Policy]
 _BUILDERS: dict[str, Builder] = {}
@@ -94,6 +97,7 @@ def torch_policy_for(
     options = options or {}
     head = _head(options)
     spec = ActionSpec.for_space(action_space, head["action_mode"], head["bounds"])
+    _warn_double_squash(module, spec, source)
     return TorchPolicy(
         module,
         obs_dim_of(observation_space),
@@ -104,6 +108,25 @@ def torch_policy_for(
         source=source,
         start_from_module=start_from_module,
     )
+
+
+def _warn_double_squash(module: Any, spec: ActionSpec, source: str) -> None:
+    """A continuous module whose last layer is a tanh already returns actions in [-1, 1];
+    tanh bounds squash them again, so they never reach more than tanh(1) = 76% of the
+    range. Said once, at the start (the usual RLlib or hand-written deterministic actor)."""
+    import torch
+
+    if spec.discrete or spec.bounds != "tanh":
+        return
+    leaves = [m for m in module.modules() if not list(m.children())]
+    if leaves and isinstance(leaves[-1], torch.nn.Tanh | torch.nn.Hardtanh):
+        log.warning(
+            "%s ends in %s and policy.bounds=tanh squashes its output again: actions reach "
+            "at most tanh(1) = 76%% of the action range; for a module that returns actions, "
+            "use policy.bounds=clip",
+            source,
+            type(leaves[-1]).__name__,
+        )
 
 
 def build_module(
