@@ -285,3 +285,24 @@ def test_a_plugin_checks_its_settings_against_the_task_space_before_the_pool_sta
     with pytest.raises(ConfigError, match=r"curriculum.param: must be one of \[.*\], got 'gravty'"):
         runner.run(parse_config(raw), tmp_path / "run", quiet)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_task_whose_every_episode_failed_reads_failed_not_trained(tmp_path):
+    # Domain randomisation over tests/fragile_env.py's hazard: hazard 1 raises in step.
+    raw = {
+        **RAW,
+        "task": {
+            "name": "fragile",
+            "entry_point": "fragile_env:FragileCartPole",
+            "params": {"hazard": {"low": 0, "high": 1, "init": 0, "step": 1, "type": "int"}},
+            "max_episode_steps": 50,
+        },
+        "curriculum": {"name": "dr", "generations": 3, "tasks_per_step": 4},
+    }
+    runner.run(parse_config(raw), tmp_path / "run", quiet)
+    rows = pd.read_csv(tmp_path / "run" / "eligibility.csv").query("rule == 'sample'")
+    broken = rows["task"].str.contains('"hazard": 1')
+    assert broken.any() and (~broken).any()
+    assert (rows.loc[broken, "outcome"] == "failed").all()
+    assert rows.loc[broken, "error"].str.contains("the cart lost a wheel").all()
+    assert (rows.loc[~broken, "outcome"] == "trained").all()

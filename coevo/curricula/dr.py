@@ -60,7 +60,7 @@ class DomainRandomization(LevelSamplingCurriculum):
                     student,
                     signal.task,
                     "sample",
-                    outcome.training_outcome,
+                    outcome.outcome_of(signal),
                     f"uniform task from the space; training return {signal.mean_return:.4g}",
                     score=signal.mean_return,
                     error=signal.error,

@@ -132,6 +132,13 @@ class Outcome:
         the weights (every job failed, a refused update; its `optimizer` row says why)."""
         return "not_trained" if self.step is not None and not self.step.applied else "trained"
 
+    def outcome_of(self, signal: Signal) -> str:
+        """One training task's row outcome: `failed` when every episode on it failed (it
+        taught the step nothing, whatever the other tasks did), else `training_outcome`."""
+        if signal.error and not np.isfinite(signal.mean_return):
+            return "failed"
+        return self.training_outcome
+
 
 def warn_if_run_too_short(config: Any, needed: int, what: str, fix: str) -> None:
     """Warn when a run's tasks (at most generations x rounds x tasks_per_step per policy)
@@ -236,7 +243,7 @@ class LevelSamplingCurriculum(Curriculum):
                     student,
                     signal.task,
                     "train",
-                    outcome.training_outcome,
+                    outcome.outcome_of(signal),
                     f"training return {signal.mean_return:.4g}",
                     score=signal.mean_return,
                     error=signal.error,
