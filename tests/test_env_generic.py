@@ -256,6 +256,11 @@ def test_a_whole_task_env_keeps_the_keys_its_curriculum_does_not_vary():
             {"name": "c", "entry_point": "justaname", "params": {"g": PENDULUM_G}},
             "task.entry_point: 'justaname' is not an import path",
         ),
+        (  # a module named without the class in it
+            {"name": "c", "entry_point": "coevo.tasks.pendulum", "params": {"g": PENDULUM_G}},
+            "task.entry_point: 'coevo.tasks.pendulum' is a module; name what in it to use: "
+            "'coevo.tasks.pendulum:ClassName'",
+        ),
         (
             {
                 "name": "c",

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
 import inspect
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -251,9 +253,25 @@ def resolve_entry_point(path: str, field: str = "task.entry_point") -> Any:
             field, f"cannot import module '{module_name}' of '{path}': {error}{hint}"
         ) from None
     try:
-        return _get_path(module, attr)
+        found = _get_path(module, attr)
     except AttributeError:
-        raise ConfigError(field, f"module '{module_name}' has no attribute '{attr}'") from None
+        found = None
+    if found is None or isinstance(found, types.ModuleType):
+        if isinstance(found, types.ModuleType) or _is_module(path):
+            dotted = path.replace(":", ".")
+            raise ConfigError(
+                field, f"'{path}' is a module; name what in it to use: '{dotted}:ClassName'"
+            )
+        raise ConfigError(field, f"module '{module_name}' has no attribute '{attr}'")
+    return found
+
+
+def _is_module(path: str) -> bool:
+    """Can `path` (dotted, no colon) be imported as a module?"""
+    try:
+        return ":" not in path and importlib.util.find_spec(path) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def class_task_space(
