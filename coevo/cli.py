@@ -741,7 +741,7 @@ def eval_main() -> None:
     print(f"{label} on {task!r} (checkpoint of generation {generation})")
     for index, value in enumerate(returns):
         print(f"episode {index}: return {value:.2f}")
-    print(f"mean {np.nanmean(returns):.2f} over {len(returns)} episodes")
+    print(f"mean {np.nanmean(returns):.2f} over {len(returns)} episode{'s' * (len(returns) != 1)}")
     if "video" in options:
         print(f"video: {options['video']}")
 

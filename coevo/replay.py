@@ -76,7 +76,7 @@ def pick_pair(population: Population, pair_id: int | None) -> Pair:
         try:
             return population.get(pair_id)
         except KeyError:
-            known = ", ".join(str(p.pair_id) for p in population.all_pairs())
+            known = ", ".join(str(i) for i in sorted(p.pair_id for p in population.all_pairs()))
             raise ConfigError("pair", f"no pair {pair_id} in this run; known: {known}") from None
     scored = [p for p in population.active if np.isfinite(p.score)] or population.active
     return max(scored, key=lambda p: p.score if np.isfinite(p.score) else -np.inf)
