@@ -655,8 +655,9 @@ its return in each episode, deterministically (episode k resets with seed S+k).
   pair=ID        the pair (POET) or policy index (single-policy curricula); default: the
                  active pair with the best last score, or policy 0
   task=...       a pair id (POET: that pair's task), a value (a one-parameter space), or
-                 name=value,... (those parameters changed, the others kept); default: the
-                 pair's own task, or the space's initial task
+                 name=value,... (those parameters changed, the others kept; a value
+                 outside the run's bounds is evaluated as given, with a warning); default:
+                 the pair's own task, or the space's initial task
   episodes=N     episodes to run (default 5)
   seed=S         the first episode's reset seed (default 0)
   video=FILE.gif film the first episode (reset seed S) as a GIF"""

@@ -82,12 +82,20 @@ def pick_pair(population: Population, pair_id: int | None) -> Pair:
     return max(scored, key=lambda p: p.score if np.isfinite(p.score) else -np.inf)
 
 
-def parse_task(space: TaskSpace, population: Population, text: str | None, default: Task) -> Task:
-    """`None`: the pair's own task; a pair id: that pair's task; or `name=value,...`."""
+def parse_task(
+    space: TaskSpace,
+    population: Population,
+    text: str | None,
+    default: Task,
+    warn: Callable[[str], None] | None = None,
+) -> tuple[TaskSpace, Task]:
+    """`None`: the pair's own task; a pair id: that pair's task; or `name=value,...`. With
+    the space to evaluate it on: a value outside the run's bounds (out of distribution, as
+    a test of generalisation asks) widens that parameter's bounds, and `warn` says so."""
     if text is None:
-        return default
+        return space, default
     if text.strip().isdigit():
-        return pick_pair(population, int(text)).task
+        return space, pick_pair(population, int(text)).task
     values = {}
     for item in text.split(","):
         name, sep, value = item.partition("=")
@@ -97,7 +105,18 @@ def parse_task(space: TaskSpace, population: Population, text: str | None, defau
             values[name.strip()] = float(value)
         except ValueError:
             raise ConfigError(f"task.{name.strip()}", f"must be a number, got '{value}'") from None
-    return space.task(**{**default.as_dict(), **values})
+    wider = {}
+    for name, value in values.items():
+        p = space.param(name)  # an unknown name: refused here, naming the known ones
+        if not p.low <= value <= p.high:
+            wider[name] = {"low": min(p.low, value), "high": max(p.high, value)}
+            if warn is not None:
+                warn(
+                    f"task.{name} {value:g} is outside the run's bounds [{p.low:g}, "
+                    f"{p.high:g}]: evaluated as given (out of distribution)"
+                )
+    space = space.with_overrides(wider)
+    return space, space.task(**{**default.as_dict(), **values})
 
 
 def episode_returns(
@@ -170,12 +189,13 @@ def replay(
     video: Path | None = None,
     on_skip: Callable[[str], None] | None = None,
 ) -> tuple[Pair | SavedPolicy, Task, np.ndarray, int]:
-    """(pair or policy, task, returns [episodes], the checkpoint's generation)."""
+    """(pair or policy, task, returns [episodes], the checkpoint's generation). `on_skip`
+    gets the warnings: a damaged checkpoint skipped, a task outside the run's bounds."""
     saved = load_saved_run(path, on_skip)
     space, policy_spec = prepare(saved.config)
     if saved.population is not None:
         pair = pick_pair(saved.population, pair_id)
-        task = parse_task(space, saved.population, task_text, pair.task)
+        space, task = parse_task(space, saved.population, task_text, pair.task, on_skip)
     else:
         pair = pick_policy(saved, pair_id, space)
         if task_text is not None and "=" not in task_text:
@@ -191,7 +211,7 @@ def replay(
                     "task", f"expected a value of {space.names[0]} or name=value; got '{task_text}'"
                 ) from None
             task_text = f"{space.names[0]}={task_text}"  # one parameter: its value alone
-        task = parse_task(space, Population(), task_text, pair.task)
+        space, task = parse_task(space, Population(), task_text, pair.task, on_skip)
     if video is not None:  # first: an env that cannot render stops before the episodes run
         record_gif(space, policy_spec, pair.theta, task, seed, video)
     returns = episode_returns(space, policy_spec, pair.theta, task, episodes, seed)

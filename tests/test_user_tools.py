@@ -178,8 +178,16 @@ def test_coevo_eval_on_another_task_and_bad_arguments(run_dir):
     assert "force_mag=4, gravity=25" in done.stdout
     bad = cli("coevo-eval", run_dir, "pair=999")
     assert bad.returncode == 2 and "no pair 999 in this run; known: 0" in bad.stderr
-    bad = cli("coevo-eval", run_dir, "task=gravity=99")
-    assert bad.returncode == 2 and "task.gravity: 99 outside bounds [2, 30]" in bad.stderr
+    # Out of distribution (a test of generalisation): evaluated as given, and said so.
+    far = cli("coevo-eval", run_dir, "pair=0", "task=gravity=99", "episodes=2")
+    assert far.returncode == 0, far.stderr
+    assert "gravity=99" in far.stdout and "mean " in far.stdout
+    assert far.stderr == (
+        "coevo-eval: warning: task.gravity 99 is outside the run's bounds [2, 30]: evaluated "
+        "as given (out of distribution)\n"
+    )
+    bad = cli("coevo-eval", run_dir, "task=gravty=9")
+    assert bad.returncode == 2 and "task.params.gravty: unknown parameter" in bad.stderr
     bad = cli("coevo-eval", run_dir, "colour=red")
     assert bad.returncode == 2 and "unknown argument 'colour=red'" in bad.stderr
     for argument, message in [
