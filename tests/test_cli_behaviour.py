@@ -84,14 +84,24 @@ def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 240) -> No
     [
         ("local", signal.SIGINT, 130, "interrupted"),
         ("ray", signal.SIGINT, 130, "interrupted"),
-        # A batch scheduler's cancel: the same stop, with a SIGTERM's exit code.
+        # A batch scheduler's cancel: the same stop, with a SIGTERM's exit code; also where
+        # Ray starts in the main thread (a worker limit, or pool.address), whose ray.init
+        # sets a SIGTERM handler of its own.
         ("local", signal.SIGTERM, 143, "terminated (SIGTERM)"),
+        ("ray pool.episode_timeout_s=60", signal.SIGTERM, 143, "terminated (SIGTERM)"),
     ],
 )
 def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(
     tmp_path, backend, signum, code, said
 ):
-    args = [*SMALL, f"pool={backend}", "curriculum.generations=12", "optimizer.population=24"]
+    backend, *extra = backend.split()
+    args = [
+        *SMALL,
+        f"pool={backend}",
+        *extra,
+        "curriculum.generations=12",
+        "optimizer.population=24",
+    ]
     run = tmp_path / "run"
     process = subprocess.Popen(
         [COEVO_RUN, *args, f"hydra.run.dir={run}"],

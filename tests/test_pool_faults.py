@@ -137,3 +137,16 @@ def test_a_cluster_that_answers_but_refuses_the_driver_names_token_authenticatio
     assert "run with RAY_AUTH_MODE=token" in message
     monkeypatch.setenv("RAY_AUTH_MODE", "token")
     assert "RAY_AUTH_MODE" not in _connect_failure("10.0.0.1:6379", ConnectionError("x"))
+
+
+def test_an_ipv6_address_in_brackets_is_reached():
+    import socket
+
+    from coevo.pool.ray_backend import check_reachable
+
+    try:
+        server = socket.create_server(("::1", 0), family=socket.AF_INET6)
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    with server:
+        check_reachable(f"[::1]:{server.getsockname()[1]}")  # no ConfigError

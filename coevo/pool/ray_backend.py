@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -152,6 +154,7 @@ def check_reachable(address: str) -> None:
     if address == "auto":
         return
     host, _, port = address.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")  # an IPv6 host: [::1]:6379
     try:
         socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as error:
@@ -164,12 +167,45 @@ def check_reachable(address: str) -> None:
         ) from None
 
 
+def _start_ray(address: str | None) -> None:
+    """Connect to the cluster at `address`, or start a Ray of this process's own."""
+    import ray
+
+    # ray.init in the main thread installs its own SIGTERM handler (sys.exit): the caller's
+    # is put back after (coevo-run stops a run with its report on SIGTERM).
+    main = threading.current_thread() is threading.main_thread()
+    sigterm = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        if address:
+            check_reachable(address)
+            try:
+                ray.init(address=address, logging_level="WARNING")
+            except ConnectionError as error:
+                raise ConfigError("pool.address", _connect_failure(address, error)) from None
+        else:
+            _quiet_default_token_notice()
+            ray.init(
+                # A Ray instance of its own: without "local", ray.init joins a cluster that
+                # RAY_ADDRESS or a `ray start` on this machine names, and refuses num_cpus
+                # there (the run died generations in, at the handover).
+                address="local",
+                num_cpus=os.cpu_count() or 1,
+                include_dashboard=False,
+                logging_level="WARNING",
+            )
+    finally:
+        if sigterm is not None:
+            signal.signal(signal.SIGTERM, sigterm)
+
+
 def _connect_failure(address: str, error: ConnectionError) -> str:
     """Why connecting to a cluster that answers failed: most often Ray's token
     authentication (on by default for `ray start` since Ray 2.60), which an explicit
     address never turns on in the driver by itself."""
     text = f"cannot connect to the Ray cluster at {address}: {error}"
-    if os.environ.get("RAY_AUTH_MODE") is None:
+    # `auto` with no cluster on this machine is no authentication problem; a HOST:PORT that
+    # answered (check_reachable) and refused most often is.
+    if address != "auto" and os.environ.get("RAY_AUTH_MODE") is None:
         text += (
             "; a cluster started by `ray start` uses token authentication: run with "
             "RAY_AUTH_MODE=token (the token from ~/.ray/auth_token or RAY_AUTH_TOKEN, as on "
@@ -201,23 +237,7 @@ class RayWorkers:
         self.starting: dict[int, Any] = {}
         self._failed_starts: dict[int, int] = {}  # replacements that died before answering
         if not ray.is_initialized():
-            if address:
-                check_reachable(address)
-                try:
-                    ray.init(address=address, logging_level="WARNING")
-                except ConnectionError as error:
-                    raise ConfigError("pool.address", _connect_failure(address, error)) from None
-            else:
-                _quiet_default_token_notice()
-                ray.init(
-                    # A Ray instance of its own: without "local", ray.init joins a cluster
-                    # that RAY_ADDRESS or a `ray start` on this machine names, and refuses
-                    # num_cpus there (the run died generations in, at the handover).
-                    address="local",
-                    num_cpus=os.cpu_count() or 1,
-                    include_dashboard=False,
-                    logging_level="WARNING",
-                )
+            _start_ray(address)
             self.owns_ray = True
         total_cpus = ray.cluster_resources().get("CPU", 1.0)
         cpus_each = min(1.0, total_cpus / num_workers)
