@@ -3,6 +3,7 @@
 import pickle
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import cloudpickle
@@ -171,6 +172,37 @@ class WholeTaskEnv(gym.Env):
         return self.inner.step(action)
 
 
+class MergingTaskEnv(WholeTaskEnv):
+    """The other RLlib pattern: set_task merges into the env's task, which also holds an
+    object that does not pickle and a counter of the env's own."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.task.update(lock=threading.Lock(), episodes_seen=0)
+
+    def set_task(self, task):
+        self.task.update(task)
+
+    def reset(self, *, seed=None, options=None):
+        self.task["episodes_seen"] += 1
+        return super().reset(seed=seed, options=options)
+
+
+def test_a_merging_env_is_given_its_declared_keys_only():
+    space, _ = _space(
+        {
+            "name": "merging",
+            "entry_point": f"{__name__}:MergingTaskEnv",
+            "env_config": {},
+            "params": {"gravity": {"low": 5.0, "high": 15.0, "init": 9.8, "step": 1.0}},
+            "max_episode_steps": 100,
+        }
+    )
+    assert space.fixed_task == ()  # nothing it would lose: its own entries stay its own
+    assert space.env_task(space.task(gravity=12.0)) == {"gravity": 12.0}
+    pickle.dumps(space)  # ships to Ray's workers (the lock is not in it)
+
+
 def test_a_whole_task_env_keeps_the_keys_its_curriculum_does_not_vary():
     space, policy = _space(
         {
@@ -182,6 +214,7 @@ def test_a_whole_task_env_keeps_the_keys_its_curriculum_does_not_vary():
         }
     )
     assert space.env_task(space.task(gravity=12.0)) == {"push": 14.0, "gravity": 12.0}
+    pickle.dumps(space)
     theta = policy.init(np.random.default_rng(0))
     with EvaluationPool(space, policy, "local", 1, envs_per_worker=2) as pool:
         returns, errors = pool.evaluate_detailed([(theta, space.task(gravity=12.0))], 2, seed=1)

@@ -332,9 +332,8 @@ def class_task_space(
         steps = max_episode_steps or getattr(getattr(env, "spec", None), "max_episode_steps", None)
         if steps is None:
             raise ConfigError("task.max_episode_steps", f"required for entry_point {entry_point}")
-        declared = {p.name for p in schema}
         fixed = (
-            tuple((key, value) for key, value in current.items() if key not in declared)
+            _replaced_entries(env, current, {p.name for p in schema})
             if task_format == "dict" and isinstance(current, Mapping)
             else ()
         )
@@ -350,6 +349,40 @@ def class_task_space(
     finally:
         env.close()
     return space
+
+
+def _replaced_entries(
+    env: Any, current: Mapping[str, Any], declared: set[str]
+) -> tuple[tuple[str, Any], ...]:
+    """The env's own task entries that a task of the declared parameters alone would lose:
+    an env whose `set_task` replaces its whole task (RLlib's `self.task = task`) drops the
+    keys it is not given; one that merges keeps them, and gets nothing extra. Only plain
+    data is carried (numbers, strings and containers of them): it travels in the task
+    space to every worker."""
+    undeclared = {key: value for key, value in current.items() if key not in declared}
+    if not undeclared:
+        return ()
+    try:
+        env.set_task({key: current[key] for key in current if key in declared})
+        after = env.get_task()
+        kept = set(after) if isinstance(after, Mapping) else set()
+    except Exception:  # noqa: BLE001 - an env that cannot do without them: it replaces
+        kept = set()
+    finally:
+        env.set_task(dict(current))  # as it was: the form check comes next
+    lost = {key: value for key, value in undeclared.items() if key not in kept}
+    return tuple((key, value) for key, value in lost.items() if _plain(value))
+
+
+def _plain(value: Any) -> bool:
+    """Numbers, strings, None, and lists, tuples and dicts of them."""
+    if value is None or isinstance(value, bool | int | float | str | np.number):
+        return True
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
 
 
 def _check_task_form(env: Any, space: TaskSpace, entry_point: str) -> None:

@@ -9,6 +9,7 @@ int everywhere: in the task, the env, mutation and the tables.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping
@@ -168,9 +169,9 @@ class TaskSpace:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     ordered: tuple[tuple[str, str], ...] = ()
     task_format: str = "dict"  # dict, scalar, or "package.module:function" (see module doc)
-    # Entries of the env's own task that the space does not vary (an RLlib-style env's
-    # get_task() keys left out of task.params), as (key, value): a dict task carries them
-    # too, so a `set_task` that replaces its whole task keeps them.
+    # Entries of the env's own task that the space does not vary and that its `set_task`
+    # would lose (an RLlib-style env replacing its whole task, with get_task() keys left out
+    # of task.params), as (key, value) of plain data: a dict task carries them too.
     fixed_task: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
@@ -221,9 +222,9 @@ class TaskSpace:
     def env_task(self, task: Task) -> Any:
         """What the env's `set_task` receives for `task` (see `task_format`)."""
         if self.task_format == "dict":
-            return (
-                {**dict(self.fixed_task), **task.as_dict()} if self.fixed_task else task.as_dict()
-            )
+            if self.fixed_task:  # a copy each: an env may change what it is given
+                return {**copy.deepcopy(dict(self.fixed_task)), **task.as_dict()}
+            return task.as_dict()
         if self.task_format == "scalar":
             return task.params[0][1]
         return _task_function(self.task_format)(task.as_dict())
