@@ -28,6 +28,7 @@ from coevo.pool.results import error_line
 from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
 from coevo.report.progress import GenerationProgress
 from coevo.report.tables import (
+    CROSS_SCORES_STEM,
     ELIGIBILITY_COLUMNS,
     RETURNS,
     STOPPED,
@@ -478,7 +479,7 @@ def _run(
     with _pool(config, space, policy) as pool:
         echo(describe_pool(pool))
         curriculum = build(config, space, pool, initial_theta)
-        recorder = RunRecorder(run_dir)
+        recorder = RunRecorder(run_dir, tables=(CROSS_SCORES_STEM, TEST_SCORES))
         checkpoints = run_dir / CHECKPOINTS
 
         def save_checkpoint() -> None:

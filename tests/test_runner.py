@@ -306,3 +306,22 @@ def test_a_task_whose_every_episode_failed_reads_failed_not_trained(tmp_path):
     assert (rows.loc[broken, "outcome"] == "failed").all()
     assert rows.loc[broken, "error"].str.contains("the cart lost a wheel").all()
     assert (rows.loc[~broken, "outcome"] == "trained").all()
+
+
+def test_resuming_from_before_the_first_test_leaves_no_duplicate_test_rows(tmp_path):
+    # The test set's table first gets rows at generation 3; a resume from the checkpoint of
+    # generation 2 must drop them, not append the re-run's to them.
+    raw = {
+        **RAW,
+        "checkpoints_kept": 10,
+        "curriculum": {"name": "dr", "generations": 4, "tasks_per_step": 2},
+        "test_set": {"every": 3, "size": 4},
+    }
+    run = tmp_path / "run"
+    runner.run(parse_config(raw), run, quiet)
+    before = pd.read_csv(run / "test_scores.csv")
+    assert before["generation"].tolist() == [3] * 4
+    runner.run(
+        None, run, quiet, resume=True, checkpoint_file=run / "checkpoints" / "gen_000002.pkl"
+    )
+    pd.testing.assert_frame_equal(pd.read_csv(run / "test_scores.csv"), before)

@@ -29,10 +29,13 @@ class BrokenES(EvolutionStrategy):
             new = new.tolist()
         elif self.spoil == "float64":
             new = new.astype(np.float64)
+        elif self.spoil == "huge":  # finite as float64, inf as the policy's float32
+            new = new.astype(np.float64)
+            new[3] = 1e39
         return Told(new, told.state, told.record)
 
 
-@pytest.mark.parametrize("spoil", ["nan", "short", "text"])
+@pytest.mark.parametrize("spoil", ["nan", "short", "text", "huge"])
 @pytest.mark.parametrize("curriculum", ["dr", "poet"])
 def test_a_broken_update_is_not_applied_and_its_row_says_why(
     cartpole, cartpole_policy, spoil, curriculum
@@ -61,6 +64,7 @@ def test_a_broken_update_is_not_applied_and_its_row_says_why(
         "short": "the optimizer's update gave a parameter vector of shape (113,); the policy "
         "has 114",
         "text": "the optimizer's update gave parameters of type list (dtype <U",
+        "huge": "the optimizer's update gave 1 non-finite parameter (nan/inf) of 114",
     }[spoil]
     assert all(expected in d.reason for d in failed), failed[0].reason
     assert second.summary["failed_episodes"] == 0  # the kept weights still play

@@ -66,13 +66,14 @@ def _checked(theta: np.ndarray, state: Any, step: Told) -> Told:
     elif new.shape != np.shape(theta):
         problem = f"a parameter vector of shape {new.shape}; the policy has {np.size(theta)}"
     else:
-        bad = new.size - int(np.count_nonzero(np.isfinite(new)))
+        # A list or float64 vector becomes the learner's own kind (float32) before the check:
+        # a value beyond float32's range is an inf there.
+        dtype = np.asarray(theta).dtype
+        with np.errstate(over="ignore"):
+            cast = new.astype(dtype, copy=False)
+        bad = cast.size - int(np.count_nonzero(np.isfinite(cast)))
         if not bad:
-            dtype = np.asarray(theta).dtype
-            if new is step.theta and new.dtype == dtype:
-                return step
-            # A list or float64 vector becomes the learner's own kind: float32 weights.
-            return Told(new.astype(dtype), step.state, step.record)
+            return step if cast is step.theta else Told(cast, step.state, step.record)
         problem = f"{bad} non-finite parameter{'s' if bad > 1 else ''} (nan/inf) of {new.size}"
     record = step.record
     reason = f"the optimizer's update gave {problem}: weights and optimizer state kept"

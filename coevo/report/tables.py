@@ -22,7 +22,8 @@ SUMMARY = "summary.csv"
 STOPPED = "stopped.txt"
 ELIGIBILITY = "eligibility.csv"
 POPULATION = "population.csv"
-CROSS_SCORES = "cross_scores.csv"
+CROSS_SCORES_STEM = "cross_scores"  # POET's results table (GenerationResult.tables)
+CROSS_SCORES = f"{CROSS_SCORES_STEM}.csv"
 RETURNS = "returns.csv"  # eligible_parents mode: every pair's per-episode returns
 # The held-out test set's tasks (written when the run starts) and, per test generation, each
 # policy's return on each of them (the rows behind summary.csv's test_* columns).
@@ -34,12 +35,15 @@ ELIGIBILITY_COLUMNS = [f.name for f in Decision.__dataclass_fields__.values()]
 class RunRecorder:
     """Writes each generation's rows to the run directory's CSV files."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, tables: tuple[str, ...] = ()):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.summary_rows: list[dict[str, Any]] = []
         self.eligibility_rows: list[dict[str, Any]] = []
-        self.extra_rows: dict[str, list[dict[str, Any]]] = {}  # file stem -> rows
+        # File stem -> rows. `tables` are known from the start (not from their first rows):
+        # a checkpoint taken before a table's first rows then carries it, empty, and a
+        # resume from it removes rows written after it instead of appending to them.
+        self.extra_rows: dict[str, list[dict[str, Any]]] = {stem: [] for stem in tables}
 
     def record(self, result: GenerationResult, population: pd.DataFrame) -> None:
         """Append a generation's rows; `population` is the curriculum's population table."""

@@ -29,6 +29,7 @@ from coevo.curricula.poet.population import Pair, Population
 from coevo.curricula.poet.transfer import best_policies, pick_best
 from coevo.curricula.training import mean_extras, train
 from coevo.errors import ConfigError
+from coevo.report.tables import CROSS_SCORES_STEM
 from coevo.settings import setting
 from coevo.tasks.task import Task
 
@@ -246,7 +247,7 @@ class Poet(Curriculum):
             {"generation": gen, "policy_pair_id": p, "task_pair_id": t, "score": score}
             for p, t, score in cross_scores
         ]
-        return GenerationResult(gen, self._summary(counts), decisions, {"cross_scores": cross})
+        return GenerationResult(gen, self._summary(counts), decisions, {CROSS_SCORES_STEM: cross})
 
     def _evaluate(self, pairs: list[Pair]) -> None:
         seed = int(self.rng.integers(0, 2**31 - 1))
