@@ -6,6 +6,7 @@ import dataclasses
 import difflib
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -157,7 +158,7 @@ def _written_in(path: Path, keys: tuple[str, ...]) -> Any:
 def resolve_config_paths(raw: dict[str, Any]) -> None:
     """Rewrite relative file settings that come from a config file against that file."""
     hydra_config = HydraConfig.get()
-    given = {override.split("=", 1)[0].lstrip("+~") for override in hydra_config.overrides.task}
+    given = {override_key(override) for override in hydra_config.overrides.task}
     choices = hydra_config.runtime.choices
     for section, key in PATH_SETTINGS:
         settings = raw.get(section)
@@ -250,7 +251,7 @@ def _pool_preset(name: str, run_dir: Path) -> list[str]:
     # otherwise win over pool=ray, as Hydra applies values after group choices).
     written = yaml.safe_load((CONF_DIR / "pool" / f"{name}.yaml").read_text()) or {}
     replaced = {"pool", *(f"pool.{key}" for key in written if key != "defaults")}
-    command = [o for o in command or [] if o.split("=", 1)[0].lstrip("+~") not in replaced]
+    command = [o for o in command or [] if override_key(o) not in replaced]
     try:
         composed = hydra_configs.compose(CONF_DIR, [*command, f"pool={name}"])["pool"]
     except Exception:  # noqa: BLE001 - e.g. a preset of the user's own, not on this path
@@ -353,38 +354,68 @@ DECLARED_FIELDS = frozenset(
 )
 
 
-def _plugin_fields(composed: dict, values: list[str]) -> set[str]:
+def override_key(arg: str) -> str:
+    """The dotted key an override sets, without Hydra's +, ++ or ~ prefix."""
+    return arg.split("=", 1)[0].lstrip("+~")
+
+
+def _override_values(arg: str, sweep: bool) -> list[str]:
+    """An override's value, unquoted; with `sweep` (a multirun), each of a comma list."""
+    value = arg.split("=", 1)[1] if "=" in arg else ""
+    items = value.split(",") if sweep and not value.startswith(("[", "{")) else [value]
+    # Hydra escapes a sweep job's special characters (`pkg\\:Class`) in its overrides.
+    return [re.sub(r"\\(.)", r"\1", item.strip().strip("'\"")) for item in items]
+
+
+def _named_plugins(overrides: list[str], section: str, sweep: bool) -> list[str]:
+    """The plug-in names `section.name=...` on the command line gives (several in a sweep)."""
+    named = [a for a in overrides if "=" in a and override_key(a) == f"{section}.name"]
+    return _override_values(named[-1], sweep) if named else []
+
+
+def _fields_of(section: str, name: str) -> set[str] | None:
+    """The config fields of plug-in `name`, or None when it does not resolve (a bad name is
+    parse_config's error, named there)."""
+    try:
+        return {f.name for f in dataclasses.fields(plugin_config_class(section, name))}
+    except Exception:  # noqa: BLE001 - an import error, an unknown name, ...
+        return None
+
+
+def _plugin_fields(composed: dict, overrides: list[str], sweep: bool = False) -> set[str]:
     """The settings of the optimizer and curriculum plug-ins this run names (`section.field`):
     a plug-in's group file may leave out fields its config dataclass has, as task and policy
-    files may."""
+    files may. Every plug-in of a sweep over `section.name` counts."""
     fields: set[str] = set()
     for section in ("optimizer", "curriculum"):
-        given = [a.split("=", 1)[1] for a in values if a.split("=", 1)[0] == f"{section}.name"]
         preset = composed.get(section) if isinstance(composed.get(section), dict) else {}
-        name = given[-1] if given else preset.get("name")
-        if not isinstance(name, str):
-            continue
-        try:
-            config_class = plugin_config_class(section, name)
-        except Exception:  # noqa: BLE001 - a bad name is parse_config's error, named there
-            continue
-        fields |= {f"{section}.{f.name}" for f in dataclasses.fields(config_class)}
+        names = _named_plugins(overrides, section, sweep) or [preset.get("name")]
+        for name in names:
+            if isinstance(name, str):
+                fields |= {f"{section}.{f}" for f in _fields_of(section, name) or ()}
     return fields
 
 
 def _named_on_command_line(raw: dict, overrides: list[str]) -> None:
-    """A plug-in named by `section.name=...` on the command line replaces the preset's class
-    and starts from its own defaults: the preset's other keys are dropped unless the
-    command line sets them (ES's `optimizer.population` is no setting of a user's
-    optimizer, and ES's `sigma` is not the default of a user's `sigma`)."""
-    stated = {o.split("=", 1)[0].lstrip("+~") for o in overrides if "=" in o}
+    """A plug-in named by `section.name=...` on the command line replaces the preset's class:
+    the preset's keys that are no settings of it are dropped (ES's `optimizer.population`
+    is none of a user's optimizer), while those it has stay (an experiment preset's
+    thresholds for POET when Enhanced POET is named)."""
+    stated = {override_key(o) for o in overrides if "=" in o}
     for section in ("optimizer", "curriculum"):
-        if f"{section}.name" in stated and isinstance(raw.get(section), dict):
-            raw[section] = {
-                key: value
-                for key, value in raw[section].items()
-                if key == "name" or f"{section}.{key}" in stated
-            }
+        names = _named_plugins(overrides, section, sweep=False)
+        settings = raw.get(section)
+        if not names or not isinstance(settings, dict):
+            continue
+        fields = _fields_of(section, names[-1])
+        if fields is None:
+            continue
+        raw[section] = {
+            key: value
+            for key, value in settings.items()
+            if key in fields
+            or any(k == f"{section}.{key}" or k.startswith(f"{section}.{key}.") for k in stated)
+        }
 
 
 def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
@@ -445,7 +476,7 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
         existing |= known
         mappings |= {k for k in known if isinstance(_value_at(composed, k), dict)}
         swept = [pick for pick in picked if pick not in choices]  # this run's swept options
-        declared = DECLARED_FIELDS | _plugin_fields(composed, values)
+        declared = DECLARED_FIELDS | _plugin_fields(composed, overrides, multirun)
         for arg in values:
             key = arg.split("=", 1)[0]
             if key not in known and key in declared:
