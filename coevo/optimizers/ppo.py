@@ -192,15 +192,23 @@ class PPO(Optimizer):
         return done
 
     def _no_episode_ended(self) -> str:
-        """Why a rollout has no training return: no stream's episode ended within n_steps
-        (they go on in the next rollout). Warned of once: every row would say it."""
+        """Why a rollout has no training return: no stream's episode ended within n_steps.
+        A stream goes on with its episode in the next rollout only if it gets the same task
+        then; a curriculum drawing new tasks each update cuts it. Warned of once: every
+        row would say it."""
         reason = (
             f"no episode ended within the rollout's optimizer.n_steps={self.config.n_steps} "
-            "steps per stream: no training return (the episodes go on in the next rollout)"
+            "steps per stream: no training return (a stream's episode goes on in the next "
+            "rollout only if its task is the same then)"
         )
         if not getattr(self, "_warned_no_return", False):
             self._warned_no_return = True
-            log.warning("ppo: %s; a larger optimizer.n_steps gives one", reason)
+            log.warning(
+                "ppo: %s; under a curriculum that draws new tasks at each update (DR, "
+                "ALP-GMM, PLR's new levels) episodes longer than n_steps are cut every "
+                "time: make optimizer.n_steps longer than an episode",
+                reason,
+            )
         return reason
 
 
