@@ -337,3 +337,25 @@ def test_a_curriculum_gives_ppo_the_pools_policy():
             DomainRandomization(
                 DRConfig(), space=space, pool=pool, optimizer=PPO(config, mlp.num_params)
             )
+
+
+def test_learner_ray_that_runs_in_the_driver_says_why(caplog):
+    # A local pool: no Ray to send the update to. The run goes on in the driver, and says so
+    # once (it used to say nothing, whatever the reason).
+    space = tasks.get("pendulum")
+    policy = _policy(space)
+    settings = dict(n_envs=2, n_steps=16, batch_size=16, n_epochs=1)
+    optimizer = PPO(PPOConfig(learner="ray", **settings), policy.num_params, policy=policy)
+    rngs = [np.random.default_rng(0)]
+    thetas = [policy.init(rngs[0])]
+    states = [optimizer.init_state(thetas[0], rngs[0])]
+    with (
+        caplog.at_level("WARNING", logger="coevo.optimizers"),
+        EvaluationPool(space, policy, "local", 1, envs_per_worker=2) as pool,
+    ):
+        for _ in range(2):
+            told = _steps(pool, optimizer, thetas, states, [[space.initial_task()]], rngs)
+            thetas, states = [t.theta for t in told], [t.state for t in told]
+    warned = [r.getMessage() for r in caplog.records if "learner=ray" in r.getMessage()]
+    assert optimizer.learner_runs["driver"] == 2
+    assert len(warned) == 1 and "runs in the driver for the whole run: " in warned[0]

@@ -26,7 +26,7 @@ from coevo.errors import ConfigError
 from coevo.optimizers import ppo_learner
 from coevo.optimizers.base import Asked, Optimizer, OptimizerConfig, Register, StepRecord, Told
 from coevo.optimizers.ppo_learner import PPOState, Rollout, Updated
-from coevo.optimizers.ppo_remote import learner_place, run_learner
+from coevo.optimizers.ppo_remote import learner_place, run_learner, why_in_driver
 from coevo.optimizers.ppo_streams import StreamingPPOState, continuations, with_stream_ends
 from coevo.policies.actor_critic import ActorCriticSpec
 from coevo.pool.jobs import Stored
@@ -170,6 +170,12 @@ class PPO(Optimizer):
             rollouts.append(stack(results))
         if self.learner_place is None:
             self.learner_place = learner_place(self.config.learner)
+            if self.config.learner == "ray" and self.learner_place == "driver":
+                log.warning(
+                    "ppo: optimizer.learner=ray, but the learner runs in the driver for the "
+                    "whole run: %s",
+                    why_in_driver(),
+                )
         updated = run_learner(
             self.learner_place,
             self._spec(),

@@ -47,6 +47,21 @@ def learner_place(setting: str) -> str:
     return "ray" if setting == "ray" and ray_has_room() else "driver"
 
 
+def why_in_driver() -> str:
+    """Why `learner: ray` runs in the driver, for its warning."""
+    if "ray" not in sys.modules:
+        return "this run has no Ray (pool=local)"
+    import ray
+
+    if not ray.is_initialized():
+        return (
+            "Ray was not running yet at the first update (an embedded Ray starts in the "
+            "background while the first generations run); it takes effect on a cluster "
+            "(pool.address=...)"
+        )
+    return "Ray had no CPU free at the first update (the pool's workers hold them)"
+
+
 def ray_has_room() -> bool:
     """Ray is running (in this process) and has at least one CPU free for a task."""
     if "ray" not in sys.modules:  # never start Ray, nor import it, for the learner
