@@ -24,7 +24,7 @@ from coevo.eligible import judge_groups, load_pairs
 from coevo.errors import ConfigError, yaml_error_text
 from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
-from coevo.pool.results import error_line
+from coevo.pool.results import WorkerStartError, error_line
 from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
 from coevo.report.progress import GenerationProgress
 from coevo.report.tables import (
@@ -284,6 +284,12 @@ def scale_warnings(config: RunConfig, space: TaskSpace) -> list[str]:
         f"'{space.name}' ({solved:g}): pairs may never reproduce or pass the minimal "
         f"criterion; set curriculum.repro_threshold, mc_lower and mc_upper on its scale"
     ]
+
+
+def _last_checkpointed(checkpoints: Path) -> int:
+    """The generation of the newest checkpoint in `checkpoints` (0: none)."""
+    saved = checkpoint.list_checkpoints(checkpoints)
+    return checkpoint.generation_of(saved[-1]) if saved else 0
 
 
 def _test_set(config: RunConfig, space: TaskSpace, echo: Callable[[str], None]) -> TestSet | None:
@@ -576,8 +582,7 @@ def _run(
                     traceback_shown = True
                 sys.stdout.flush()
         except KeyboardInterrupt:
-            saved = checkpoint.list_checkpoints(checkpoints)
-            done = checkpoint.generation_of(saved[-1]) if saved else 0
+            done = _last_checkpointed(checkpoints)
             stopped.write_text(
                 f"interrupted after generation {done}; resume with: coevo-run resume={run_dir}\n"
             )
@@ -592,12 +597,14 @@ def _run(
         except Exception as error:
             # A bug (often a plug-in's): the run stops, but says so where its progress is,
             # with the report of what it did and the way back once the bug is fixed.
-            saved = checkpoint.list_checkpoints(checkpoints)
-            done = checkpoint.generation_of(saved[-1]) if saved else 0
+            done = _last_checkpointed(checkpoints)
             hint = f"after fixing it, resume with: coevo-run resume={run_dir}"
             what = f"{type(error).__name__}: {error}"
             stopped.write_text(f"stopped by an error after generation {done}: {what}; {hint}\n")
-            echo(f"error: {what} (stopped after generation {done}; traceback below); {hint}")
+            if not isinstance(error, ConfigError | CheckpointError | WorkerStartError):
+                # (Those are coevo's own errors, whose message is the whole story: the caller
+                # reports them, coevo-run as an error line.)
+                echo(f"error: {what} (stopped after generation {done}; traceback below); {hint}")
             with contextlib.suppress(Exception):  # the error may be the report's own
                 write_report(run_dir, renderer)
             logger.close()

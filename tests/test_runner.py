@@ -325,3 +325,15 @@ def test_resuming_from_before_the_first_test_leaves_no_duplicate_test_rows(tmp_p
         None, run, quiet, resume=True, checkpoint_file=run / "checkpoints" / "gen_000002.pkl"
     )
     pd.testing.assert_frame_equal(pd.read_csv(run / "test_scores.csv"), before)
+
+
+def test_a_state_that_stops_pickling_mid_run_is_reported_once_and_recorded(tmp_path):
+    raw = {**RAW, "curriculum": {"name": "user_curricula:LateUnpicklableDR", "generations": 4}}
+    lines: list[str] = []
+    with pytest.raises(CheckpointError, match="after generation 2 cannot be checkpointed"):
+        runner.run(parse_config(raw), tmp_path / "run", lines.append)
+    # coevo's own error: its message is the whole story, said by the caller (coevo-run's
+    # error line), not echoed a second time with a "traceback below" that never comes.
+    assert not [line for line in lines if line.startswith("error:")]
+    stopped = (tmp_path / "run" / "stopped.txt").read_text()
+    assert stopped.startswith("stopped by an error after generation 1: CheckpointError: ")

@@ -198,3 +198,13 @@ class NoConfigES(Optimizer):
 
     def tell(self, theta, state, asked, results):
         raise NotImplementedError
+
+
+class LateUnpicklableDR(DomainRandomization):
+    """Its state holds a lambda from generation 2 on: the run stops at that checkpoint."""
+
+    config_class = UnpicklableDRConfig
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        return {**state, "rule": lambda score: score > 0} if self.generation >= 2 else state
