@@ -253,15 +253,17 @@ def test_a_state_that_does_not_pickle_is_named_at_the_first_checkpoint(tmp_path)
     ],
 )
 def test_a_plr_subclass_with_its_own_level_score_is_reported_as_such(tmp_path, name, reported):
-    # The built-in score's fallback (positive_value_loss needs a critic; ES has none) is not
-    # what such a subclass uses: no warning about it, and the summary names the subclass's.
+    # The summary names the subclass's score. Declared with score_name, the built-in score's
+    # fallback (positive_value_loss needs a critic; ES has none) is not its business: no
+    # warning. Unnamed, the override may call the built-in score: the warning stays.
     raw = {
         **RAW,
         "curriculum": {"name": name, "generations": 3, "buffer_size": 4, "replay_prob": 0.5},
     }
     lines: list[str] = []
     runner.run(parse_config(raw), tmp_path / "run", lines.append)
-    assert not [line for line in lines if "instead" in line]
+    warned = [line for line in lines if "PLR scores levels by return_regret instead" in line]
+    assert bool(warned) is (reported != "learnability")
     summary = pd.read_csv(tmp_path / "run" / "summary.csv")
     assert (summary["level_score"] == reported).all()
     eligibility = pd.read_csv(tmp_path / "run" / "eligibility.csv")
@@ -337,3 +339,16 @@ def test_a_state_that_stops_pickling_mid_run_is_reported_once_and_recorded(tmp_p
     assert not [line for line in lines if line.startswith("error:")]
     stopped = (tmp_path / "run" / "stopped.txt").read_text()
     assert stopped.startswith("stopped by an error after generation 1: CheckpointError: ")
+
+
+def test_a_plr_subclass_wrapping_the_builtin_score_keeps_its_checks(tmp_path):
+    raw = {
+        **RAW,
+        "curriculum": {
+            "name": "user_curricula:ScaledPLR",
+            "score": "positive_value_loss",
+            "score_fallback": "none",
+        },
+    }
+    with pytest.raises(ConfigError, match="curriculum.score: positive_value_loss needs the value"):
+        runner.run(parse_config(raw), tmp_path / "run", quiet)

@@ -96,27 +96,29 @@ class PLRConfig(LevelSamplingConfig):
 class PrioritizedLevelReplay(LevelSamplingCurriculum):
     config_class = PLRConfig
     config: PLRConfig
-    # A subclass with a level score of its own overrides `level_score` and may name its
-    # score here (summary.csv's `level_score` column); unnamed, it reads
-    # "ClassName.level_score". Either way `curriculum.score` and its fallback warning are
-    # about the built-in scores, which such a subclass does not use.
+    # A subclass with a level score of its own overrides `level_score` and names its score
+    # here: summary.csv's `level_score` column says it, and `curriculum.score`'s checks and
+    # fallback warning (about the built-in scores) are left out. An override left unnamed
+    # may call the built-in score (super()), so those stay; its column reads
+    # "ClassName.level_score".
     score_name: str | None = None
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
-        own = _own_level_score(type(self))
         # The built-in score (what `level_score` of this class computes, and what an
-        # override calling super() gets); only reported when the class has no score of
-        # its own.
-        if own:
+        # override calling super() gets).
+        if self.score_name is not None:  # a score of its own, declared
             try:
                 self.score_used = _score_used(config, self.optimizer, warn=False)
-            except ConfigError:  # score_fallback=none: refused only where the score is used
+            except ConfigError:  # score_fallback=none: the built-in score is not used
                 self.score_used = LevelScore.RETURN_REGRET.value
-            self.score_reported = self.score_name or f"{type(self).__name__}.level_score"
+            self.score_reported = self.score_name
         else:
             self.score_used = _score_used(config, self.optimizer, warn=True)
-            self.score_reported = self.score_used
+            overridden = type(self).level_score is not PrioritizedLevelReplay.level_score
+            self.score_reported = (
+                f"{type(self).__name__}.level_score" if overridden else self.score_used
+            )
         self.fill_cap = fill_cap = self._fill_cap()
         self.buffers: dict[int, LevelBuffer] = {
             s.index: LevelBuffer(
@@ -182,7 +184,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
     @classmethod
     def check(cls, config: Any, optimizer: Any) -> None:
         super().check(config, optimizer)
-        if not _own_level_score(cls):
+        if cls.score_name is None:  # the built-in score may be used: checked
             _score_used(config, optimizer, warn=False)  # a value score without values: refused
 
     # -- planning --------------------------------------------------------------------------
@@ -394,11 +396,6 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             f"{s['new_batches']:>2} | buffer {s['buffer_size']:6.0f} added "
             f"{s['levels_added']:>2} | best {s['best_score']:7.1f} | {s['wall_s']:5.1f}s"
         )
-
-
-def _own_level_score(cls: type) -> bool:
-    """Does `cls` (a subclass of PLR or ACCEL) score levels with a `level_score` of its own?"""
-    return cls.level_score is not PrioritizedLevelReplay.level_score or cls.score_name is not None
 
 
 def _score_used(config: PLRConfig, optimizer: Any, warn: bool) -> str:
