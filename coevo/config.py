@@ -181,11 +181,8 @@ _PLUGINS = (
 )
 
 
-# The fields of the base config classes (a plug-in's config_class when it sets none).
-_BASE_FIELDS = {
-    "optimizer": {f.name for f in dataclasses.fields(optimizers.OptimizerConfig)} - {"name"},
-    "curriculum": {f.name for f in dataclasses.fields(curricula.CurriculumConfig)} - {"name"},
-}
+# The base config classes: a plug-in's config_class when it sets none of its own.
+_BASE_CONFIGS = (optimizers.OptimizerConfig, curricula.CurriculumConfig)
 
 
 def _plugin_config(raw: Any, kind: str, get: Any) -> type:
@@ -201,7 +198,7 @@ def _plugin_config(raw: Any, kind: str, get: Any) -> type:
         raise ConfigError(f"{kind}.name", f"{name}'s config_class must be a dataclass with `name`")
     fields = set(config_class.__dataclass_fields__)
     extra = [key for key in raw if key not in fields] if isinstance(raw, Mapping) else []
-    if extra and set(fields) == {"name"} | _BASE_FIELDS[kind]:
+    if extra and config_class in _BASE_CONFIGS:
         # The base class's config: the plug-in has no config_class of its own (yet).
         raise ConfigError(
             f"{kind}.{extra[0]}",

@@ -464,3 +464,10 @@ def test_a_plugin_without_a_config_class_of_its_own_is_told_to_write_one():
         "config (name only); give NoConfigES a config_class, a frozen dataclass subclassing "
         "it with your settings"
     )
+
+
+def test_a_plugin_whose_own_config_adds_no_field_gets_the_plain_unknown_key_message():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # user_curricula
+    raw = {"optimizer": {"name": "user_curricula:NameOnlyOptimizer", "sigma": 0.2}}
+    with pytest.raises(ConfigError, match=r"^optimizer.sigma: unknown key; allowed: name$"):
+        parse_config(raw)

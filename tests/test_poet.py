@@ -208,6 +208,7 @@ def test_children_admitted_in_a_transfer_generation_take_only_better_policies(
                 if row.kind == "transfer" and row.pair_id in born:
                     own = cross[(row.pair_id, row.pair_id)]
                     assert "no score of its own yet" in row.reason
+                    assert row.threshold == own  # the bar it was judged against
                     assert (row.outcome == "transferred") == (row.score > own), row.reason
                     checked += 1
     assert checked > 0, checked

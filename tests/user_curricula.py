@@ -22,7 +22,7 @@ from coevo.curricula.level_sampling import (
 )
 from coevo.curricula.plr import PrioritizedLevelReplay
 from coevo.errors import ConfigError
-from coevo.optimizers.base import Optimizer
+from coevo.optimizers.base import Optimizer, OptimizerConfig
 from coevo.settings import setting
 from coevo.tasks.task import Task
 
@@ -216,3 +216,14 @@ class ScaledPLR(PrioritizedLevelReplay):
     def level_score(self, student, signal, level):
         score, how = super().level_score(student, signal, level)
         return 2 * score, f"2 x ({how})"
+
+
+@dataclass(frozen=True)
+class NameOnlyConfig(OptimizerConfig):
+    """A config class of its own that adds no setting (only its name's default)."""
+
+    name: str = setting("user_curricula:NameOnlyOptimizer")
+
+
+class NameOnlyOptimizer(NoConfigES):
+    config_class = NameOnlyConfig

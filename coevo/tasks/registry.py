@@ -75,7 +75,20 @@ def _imported(path: str) -> TaskSpace:
     from coevo.plugins import import_object  # here: plugins imports the errors module only
 
     target = import_object("task.name", path)
-    space = target() if callable(target) and not isinstance(target, TaskSpace) else target
+    if isinstance(target, type):  # a class (a TaskSpace subclass, say): not a space yet
+        raise ConfigError(
+            "task.name",
+            f"'{path}' is a class; name a TaskSpace, or a function returning one (e.g. the "
+            "function you registered with @coevo.tasks.register)",
+        )
+    space = target
+    if callable(target) and not isinstance(target, TaskSpace):
+        try:
+            space = target()
+        except ConfigError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the user's factory, whatever it raised
+            raise ConfigError("task.name", f"{path}() failed: {error!r}") from None
     if not isinstance(space, TaskSpace):
         raise ConfigError(
             "task.name",

@@ -521,7 +521,9 @@ class Poet(Curriculum):
                     pair_id=pair.pair_id,
                     parent_id=source.pair_id,
                     score=best.score,
-                    threshold=recent,
+                    # The bar the transfer was judged against: a new child's own policy's
+                    # score in this evaluation when it has no recent score of its own.
+                    threshold=recent if np.isfinite(recent) else own,
                 )
             )
         return transfers
