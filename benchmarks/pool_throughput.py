@@ -29,6 +29,11 @@ torch.fx into numpy; `--policy torch_norm`: with a LayerNorm, run by vmap; see p
 
     .venv/bin/python benchmarks/pool_throughput.py [--json] [--workers 2] [--repeats 2]
         [--hidden 64 64] [--policy mlp|torch] [--jobs cartpole_256x5 lunar_lander_64x2]
+
+Your own env: a job names its task space as `task.name` does, by import path of a function
+returning the TaskSpace (its module on PYTHONPATH, for Ray's workers too), e.g.
+`PYTHONPATH=. .venv/bin/python benchmarks/pool_throughput.py --jobs mypkg.spaces:mine_64x5`
+(`rollout_overheads.py --task mypkg.spaces:mine` splits one worker's time the same way).
 """
 
 from __future__ import annotations
@@ -82,11 +87,13 @@ def job_of(name: str) -> Job:
 
 
 def job_name(name: str) -> str:
-    """A --jobs entry checked: a registered task space, then `<pairs>x<episodes>` or `es`."""
+    """A --jobs entry checked: a task space (registered, or `package.module:function` of
+    your own, as `task.name` takes it), then `<pairs>x<episodes>` or `es`."""
     space, _, kind = name.rpartition("_")
-    if space not in tasks.names():
+    if space not in tasks.names() and ":" not in space:
         raise argparse.ArgumentTypeError(
-            f"'{name}': unknown task '{space}'; registered: {', '.join(tasks.names())}"
+            f"'{name}': unknown task '{space}'; registered: {', '.join(tasks.names())}, or "
+            "package.module:function returning a TaskSpace"
         )
     pairs, _, episodes = kind.partition("x")
     if kind != "es" and not (pairs.isdigit() and episodes.isdigit() and int(pairs) > 0):
@@ -332,7 +339,7 @@ def run_baseline(
     pairs, seeds = job_inputs(job, space, policy, repeat)
     started = time.perf_counter()
     refs = [
-        baseline_episode.remote(space.name, args.hidden, theta, task.as_dict(), seed)
+        baseline_episode.remote(job.space, args.hidden, theta, task.as_dict(), seed)
         for theta, task in pairs
         for seed in seeds
     ]
@@ -371,12 +378,14 @@ def measure_pool(
             figures.note(job, f"{label}_slots", slots)
             figures.note(job, "chunk_sizes", pool.chunk_sizes(job.num_episodes))
             for repeat in range(args.repeats):
-                raw, raw_cpu = raw_rates(space.name, args.raw_seconds)
+                # By the job's name for the space (an import path is looked up in Ray's
+                # processes too; the space's own name may be registered nowhere).
+                raw, raw_cpu = raw_rates(job.space, args.raw_seconds)
                 figures.add(job, "raw_single_steps_per_s", raw)
                 figures.add(job, "raw_single_steps_per_cpu_s", raw_cpu)
                 if label == "coevo":
                     parallel, parallel_cpu = raw_parallel_rates(
-                        space.name, args.workers, args.raw_seconds
+                        job.space, args.workers, args.raw_seconds
                     )
                     figures.add(job, "raw_parallel_steps_per_s", parallel)
                     figures.add(job, "raw_parallel_steps_per_cpu_s", parallel_cpu)
@@ -407,7 +416,7 @@ def measure_baseline(
     # Warm-up: the task workers import torch and coevo once, before any timing.
     theta, task = es_centre(space, policy, -1)
     warm = baseline_episode.remote
-    ray.get([warm(space.name, args.hidden, theta, task.as_dict(), 0) for _ in range(4)])
+    ray.get([warm(jobs[0].space, args.hidden, theta, task.as_dict(), 0) for _ in range(4)])
     for job in jobs:
         for repeat in range(args.baseline_repeats):
             rate, mean_return = run_baseline(space, policy, job, repeat, args)
@@ -484,10 +493,11 @@ def print_table(results: dict[str, dict[str, Any]], conditions: dict[str, Any]) 
         f"best of {first['repeats']} repeats (baseline: {first['baseline_repeats']}); "
         f"load average before {conditions['loadavg_before']}, after {conditions['loadavg_after']}"
     )
+    width = max(21, *(len(name) + 1 for name in results))  # a user's module:function name
     print(
-        f"{'job':<21}{'slots':<14}{'coevo':>10}{'raw x W':>10}{'/raw':>6}{'baseline':>10}"
+        f"{'job':<{width}}{'slots':<14}{'coevo':>10}{'raw x W':>10}{'/raw':>6}{'baseline':>10}"
         f"{'/base':>7}{'raw par':>10}{'| per CPU s':>12}{'raw':>9}{'/raw':>6}"
-        f"{'replay':>9}{'/replay':>8}{'raw par':>9}{'/par':>6}{'busy':>6}"
+        f"{'replay':>9}{'/replay':>8}{'par':>9}{'/par':>6}{'busy':>6}"
     )
     for name, row in results.items():
         for label in ("coevo", "coevo_gym_slots"):
@@ -495,7 +505,7 @@ def print_table(results: dict[str, dict[str, Any]], conditions: dict[str, Any]) 
                 continue
             slots = row[f"{label}_slots"].rsplit(".", 1)[-1]
             print(
-                f"{name:<21}{slots:<14}{row[f'{label}_steps_per_s']:>10,.0f}"
+                f"{name:<{width}}{slots:<14}{row[f'{label}_steps_per_s']:>10,.0f}"
                 f"{row['raw_x_workers_steps_per_s']:>10,.0f}"
                 f"{row[f'{label}_over_raw_x_workers']:>6.2f}"
                 f"{row['baseline_steps_per_s']:>10,.0f}{row[f'{label}_over_baseline']:>7.1f}"
@@ -513,7 +523,7 @@ def print_table(results: dict[str, dict[str, Any]], conditions: dict[str, Any]) 
         "coevo over raw x W and over baseline (one Ray task per episode, torch batch 1);\n"
         "raw par: the env alone in W processes at once (what the cores give right now).\n"
         "per CPU s: env steps per CPU second of the workers' processes vs the raw env's\n"
-        "(fixed action), vs replay (the same episodes' actions, plain loop) and vs raw par\n"
+        "(fixed action), vs replay (the same episodes' actions, plain loop) and vs par\n"
         "(the raw loop in W processes at once, mean per process: the pool's conditions);\n"
         "busy: workers' time in Worker.run / (wall x workers)."
     )
