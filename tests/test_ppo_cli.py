@@ -9,7 +9,14 @@ from cli_support import SMALL_PPO, cli
 
 pytest.importorskip("torch")
 
-PPO_DIAGNOSTICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+PPO_DIAGNOSTICS = (
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "approx_kl",
+    "clip_fraction",
+    "explained_variance",
+)
 
 
 @pytest.mark.parametrize(

@@ -228,6 +228,18 @@ def test_update_matches_sb3_train(env_id, clip_vf, ent_coef, sde):
     moved = np.abs(expected - theta).max()
     assert moved > 1e-4  # the update did something
     np.testing.assert_allclose(ours, expected, atol=2e-6)
+    # The diagnostics are SB3's train/* figures (approx_kl: the last epoch's; entropy: its
+    # entropy_loss with the sign turned; policy_loss: its policy_gradient_loss).
+    logged = model.logger.name_to_value
+    for ours_value, name, sign in [
+        (info.policy_loss, "policy_gradient_loss", 1),
+        (info.value_loss, "value_loss", 1),
+        (info.entropy, "entropy_loss", -1),
+        (info.approx_kl, "approx_kl", 1),
+        (info.clip_fraction, "clip_fraction", 1),
+        (info.explained_variance, "explained_variance", 1),
+    ]:
+        assert ours_value == pytest.approx(sign * logged[f"train/{name}"], rel=1e-4, abs=1e-6), name
 
 
 @pytest.mark.parametrize(

@@ -231,6 +231,7 @@ def _told(theta: np.ndarray, state: PPOState, mean: float, done: Updated) -> Tol
         "entropy": info.entropy,
         "approx_kl": info.approx_kl,
         "clip_fraction": info.clip_fraction,
+        "explained_variance": info.explained_variance,
     }
     return Told(done.theta, done.state, StepRecord(mean, 0, "", extra))
 

@@ -139,13 +139,16 @@ class PPOState:
 
 @dataclass
 class UpdateInfo:
-    """Diagnostics of one update (means over its minibatches)."""
+    """Diagnostics of one update, as SB3's `train/*` defines them: means over every
+    minibatch (the one that crosses target_kl included), except approx_kl, the last
+    epoch's mean; explained_variance of the rollout's values for its returns."""
 
     policy_loss: float = float("nan")
     value_loss: float = float("nan")
     entropy: float = float("nan")
     approx_kl: float = float("nan")
     clip_fraction: float = float("nan")
+    explained_variance: float = float("nan")
     learning_rate: float = float("nan")
     epochs: int = 0
     extra: dict[str, float] = field(default_factory=dict)
@@ -370,6 +373,10 @@ def _update_group(
     epochs = np.zeros(pairs, dtype=np.int64)
     sums = np.zeros((len(_DIAGNOSTICS), pairs))
     batches = np.zeros(pairs, dtype=np.int64)
+    kl_row = _DIAGNOSTICS.index("approx_kl")
+    # SB3's approx_kl is its last epoch's mean: summed per epoch, started again at each.
+    epoch_kl = np.zeros(pairs)
+    epoch_batches = np.zeros(pairs, dtype=np.int64)
     rows = torch.arange(pairs)[:, None]
     orders = np.zeros((pairs, count), dtype=np.int64)
     for _ in range(config.n_epochs):
@@ -378,6 +385,8 @@ def _update_group(
         for pair in np.flatnonzero(active):
             orders[pair] = rngs[pair].permutation(count)  # only pairs still stepping draw
             epochs[pair] += 1
+        epoch_kl[active] = 0.0
+        epoch_batches[active] = 0
         order = torch.from_numpy(orders)
         for begin in range(0, count, config.batch_size):
             if not active.any():
@@ -386,9 +395,14 @@ def _update_group(
             batch = {name: tensor[rows, index] for name, tensor in tensors.items()}
             loss, parts = ppo_loss(net, params, batch, config, clip_ranges)
             values = torch.stack([parts[name] for name in _DIAGNOSTICS]).detach().numpy()
+            # As SB3: a minibatch's figures count before the target_kl check (the one that
+            # crosses the bound counts, and is not applied).
+            sums[:, active] += values[:, active]
+            batches[active] += 1
+            epoch_kl[active] += values[kl_row, active]
+            epoch_batches[active] += 1
             if config.target_kl is not None:
-                # As SB3: the minibatch that crosses the bound is not applied.
-                active &= ~(values[_DIAGNOSTICS.index("approx_kl")] > 1.5 * config.target_kl)
+                active &= ~(values[kl_row] > 1.5 * config.target_kl)
             losses = loss.detach().numpy()
             _refuse(active, np.isfinite(losses), errors, epochs, "non-finite loss", losses)
             if not active.any():
@@ -407,8 +421,6 @@ def _update_group(
             adam_m, adam_v = _adam_step(
                 params, grad, adam_m, adam_v, adam_steps, learning_rates, active
             )
-            sums[:, active] += values[:, active]
-            batches[active] += 1
     outcomes = []
     for pair, (theta, state, rollout) in enumerate(zip(thetas, states, rollouts, strict=True)):
         if errors[pair]:
@@ -446,13 +458,23 @@ def _update_group(
             policy_loss=means["policy_loss"],
             value_loss=means["value_loss"],
             entropy=means["entropy"],
-            approx_kl=means["approx_kl"],
+            approx_kl=float(epoch_kl[pair]) / max(int(epoch_batches[pair]), 1),
             clip_fraction=means["clip_fraction"],
+            explained_variance=explained_variance(
+                tensors["values"][pair].numpy(), tensors["returns"][pair].numpy()
+            ),
             learning_rate=float(learning_rates[pair]),
             epochs=int(epochs[pair]),
         )
         outcomes.append(Updated(new_theta, new_state, info))
     return outcomes
+
+
+def explained_variance(predicted: np.ndarray, returns: np.ndarray) -> float:
+    """1 - Var(returns - predicted) / Var(returns), as SB3 logs it (NaN when the returns do
+    not vary): how much of the returns' spread the value predictions explain."""
+    spread = float(np.var(returns))
+    return float("nan") if spread == 0 else float(1 - np.var(returns - predicted) / spread)
 
 
 def _adam_step(
