@@ -289,7 +289,9 @@ def _apply_resume_overrides(config: RunConfig, overrides: list[str], run_dir: Pa
         if not allowed_on_resume(key):
             _fail(
                 f"{key}: cannot be changed on resume (the run would no longer be the run it "
-                f"was); allowed with resume=: {', '.join(RESUME_OVERRIDES)}"
+                f"was); allowed with resume=: {', '.join(RESUME_OVERRIDES)}. To go on with "
+                "other settings, start a new run from this run's weights: "
+                f"policy.start_from={run_dir}[:NAME] (the optimizer's state starts afresh)"
             )
         node = raw
         *parents, leaf = key.split(".")

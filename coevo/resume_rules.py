@@ -65,7 +65,9 @@ def check_resume_config(recorded: dict, given: dict, run_dir: Any) -> None:
         first,
         f"cannot be changed on resume: the run in {run_dir} has {old.get(first, _MISSING)!r}, "
         f"this config {new.get(first, _MISSING)!r}{others} (the run would no longer be the run "
-        f"it was; allowed to change: {', '.join(RESUME_OVERRIDES)}). From Python, resume with "
-        "the run's own config: runner.run(None, run_dir, resume=True), or "
+        f"it was; allowed to change: {', '.join(RESUME_OVERRIDES)}). To go on with other "
+        f"settings, start a new run (a directory of its own) from this run's weights: "
+        f"policy.start_from={run_dir}[:NAME] (the optimizer's state starts afresh). From "
+        "Python, resume with the run's own config: runner.run(None, run_dir, resume=True), or "
         "dataclasses.replace(runner.load_run_config(run_dir), ...) for an allowed change",
     )

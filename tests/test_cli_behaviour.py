@@ -158,6 +158,7 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     assert refused.returncode == 2
     assert refused.stderr.startswith("coevo-run: error: optimizer.lr: cannot be changed on resume")
     assert "allowed with resume=: curriculum.generations, report_every_s" in refused.stderr
+    assert f"start a new run from this run's weights: policy.start_from={short}" in refused.stderr
     bad = cli("coevo-run", f"resume={short}", "curriculum.generations=0")
     assert bad.returncode == 2 and "curriculum.generations: must be an integer >= 1" in bad.stderr
 

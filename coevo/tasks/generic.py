@@ -282,9 +282,12 @@ def class_task_space(
     env_config: Mapping[str, Any] | None = None,
     max_episode_steps: int | None = None,
     task_format: str = "dict",
+    solved_score: float | None = None,
 ) -> TaskSpace:
     """A task space over a user's task-settable env class, given by import path (or, from
     Python, the class itself: Ray ships a class defined in a script or notebook by value).
+    `solved_score`: the return that counts as solved (test sets, POET's scale warning), as
+    `task.solved_score` in YAML.
 
     One env is built and given the initial task in the declared `task_format` (get_task,
     set_task, reset), so an env that does not take that form fails here, quoted, before
@@ -344,6 +347,7 @@ def class_task_space(
             max_episode_steps=int(steps),
             task_format=task_format,
             fixed_task=fixed,
+            solved_score=None if solved_score is None else float(solved_score),
         )
         _check_task_form(env, space, entry_point)
     finally:
