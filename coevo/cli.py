@@ -774,8 +774,9 @@ def eval_main() -> None:
     label = f"policy {pair.pair_id} ({name})" if name else f"pair {pair.pair_id} policy"
     print(f"{label} on {task!r} (checkpoint of generation {generation})")
     for index, value in enumerate(returns):
-        print(f"episode {index}: return {value:.2f}")
-    print(f"mean {np.nanmean(returns):.2f} over {len(returns)} episode{'s' * (len(returns) != 1)}")
+        # Six significant digits: enough to compare with SB3's evaluate_policy by eye.
+        print(f"episode {index}: return {value:.6g}")
+    print(f"mean {np.nanmean(returns):.6g} over {len(returns)} episode{'s' * (len(returns) != 1)}")
     if "video" in options:
         print(f"video: {options['video']}")
 
