@@ -203,6 +203,55 @@ def test_a_merging_env_is_given_its_declared_keys_only():
     pickle.dumps(space)  # ships to Ray's workers (the lock is not in it)
 
 
+class ArrayTaskEnv(WholeTaskEnv):
+    """A whole-task env whose task also holds numpy values (a push vector, a flag)."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.task = {"gravity": 9.8, "push": np.array([14.0]), "flag": np.bool_(True)}
+
+    def step(self, action):
+        self.inner.force_mag = float(self.task["push"][0]) if self.task["flag"] else 1.0
+        return self.inner.step(action)
+
+
+class LockedWholeTaskEnv(WholeTaskEnv):
+    def __init__(self, config):
+        super().__init__(config)
+        self.task["lock"] = threading.Lock()
+
+
+def test_a_whole_task_env_keeps_numpy_entries_and_refuses_one_that_cannot_travel():
+    gravity = {"gravity": {"low": 5.0, "high": 15.0, "init": 9.8, "step": 1.0}}
+    space, policy = _space(
+        {
+            "name": "arrays",
+            "entry_point": f"{__name__}:ArrayTaskEnv",
+            "env_config": {},
+            "params": gravity,
+            "max_episode_steps": 50,
+        }
+    )
+    theta = policy.init(np.random.default_rng(0))
+    with EvaluationPool(space, policy, "local", 1, envs_per_worker=2) as pool:
+        _, errors = pool.evaluate_detailed([(theta, space.task(gravity=12.0))], 1, seed=1)
+    assert errors == {}
+    with pytest.raises(ConfigError) as refused:
+        _space(
+            {
+                "name": "locked",
+                "entry_point": f"{__name__}:LockedWholeTaskEnv",
+                "env_config": {},
+                "params": gravity,
+                "max_episode_steps": 50,
+            }
+        )
+    assert str(refused.value).startswith(
+        f"task.params: {__name__}:LockedWholeTaskEnv.set_task replaces its whole task, so "
+        "coevo would pass 'lock' of its get_task() along with every task, but its value (lock)"
+    )
+
+
 def test_a_whole_task_env_keeps_the_keys_its_curriculum_does_not_vary():
     space, policy = _space(
         {

@@ -352,3 +352,26 @@ def test_a_plr_subclass_wrapping_the_builtin_score_keeps_its_checks(tmp_path):
     }
     with pytest.raises(ConfigError, match="curriculum.score: positive_value_loss needs the value"):
         runner.run(parse_config(raw), tmp_path / "run", quiet)
+
+
+def test_a_checkpoint_from_before_the_known_tables_resumes_without_duplicates(tmp_path):
+    # A checkpoint written before the recorder knew its tables from the start has no
+    # test_scores entry: the resume must still drop the rows written after it.
+    from coevo import checkpoint
+
+    raw = {
+        **RAW,
+        "checkpoints_kept": 10,
+        "curriculum": {"name": "dr", "generations": 4, "tasks_per_step": 2},
+        "test_set": {"every": 3, "size": 4},
+    }
+    run = tmp_path / "run"
+    runner.run(parse_config(raw), run, quiet)
+    before = pd.read_csv(run / "test_scores.csv")
+    old = run / "checkpoints" / "gen_000002.pkl"
+    state = checkpoint.load(old)
+    for stem in ("test_scores", "cross_scores"):
+        state["report"]["extra"].pop(stem, None)
+    checkpoint.save(old.parent, 2, state, keep=10)
+    runner.run(None, run, quiet, resume=True, checkpoint_file=old)
+    pd.testing.assert_frame_equal(pd.read_csv(run / "test_scores.csv"), before)

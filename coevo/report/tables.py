@@ -43,6 +43,7 @@ class RunRecorder:
         # File stem -> rows. `tables` are known from the start (not from their first rows):
         # a checkpoint taken before a table's first rows then carries it, empty, and a
         # resume from it removes rows written after it instead of appending to them.
+        self.tables = tables
         self.extra_rows: dict[str, list[dict[str, Any]]] = {stem: [] for stem in tables}
 
     def record(self, result: GenerationResult, population: pd.DataFrame) -> None:
@@ -76,7 +77,11 @@ class RunRecorder:
         """Rewrite every table from checkpointed rows, dropping anything written after."""
         self.summary_rows = list(state["summary"])
         self.eligibility_rows = list(state["eligibility"])
-        self.extra_rows = {stem: list(rows) for stem, rows in state["extra"].items()}
+        # The known tables too: a checkpoint written before they were known lacks them.
+        self.extra_rows = {
+            **{stem: [] for stem in self.tables},
+            **{stem: list(rows) for stem, rows in state["extra"].items()},
+        }
         columns = _columns(self.summary_rows)
         _write(self.run_dir / SUMMARY, self.summary_rows, columns)
         _write(self.run_dir / ELIGIBILITY, self.eligibility_rows, ELIGIBILITY_COLUMNS)

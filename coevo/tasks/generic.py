@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import cloudpickle
 import gymnasium as gym
 import numpy as np
 
@@ -336,7 +337,7 @@ def class_task_space(
         if steps is None:
             raise ConfigError("task.max_episode_steps", f"required for entry_point {entry_point}")
         fixed = (
-            _replaced_entries(env, current, {p.name for p in schema})
+            _replaced_entries(env, current, {p.name for p in schema}, entry_point)
             if task_format == "dict" and isinstance(current, Mapping)
             else ()
         )
@@ -356,13 +357,14 @@ def class_task_space(
 
 
 def _replaced_entries(
-    env: Any, current: Mapping[str, Any], declared: set[str]
+    env: Any, current: Mapping[str, Any], declared: set[str], entry_point: str
 ) -> tuple[tuple[str, Any], ...]:
     """The env's own task entries that a task of the declared parameters alone would lose:
     an env whose `set_task` replaces its whole task (RLlib's `self.task = task`) drops the
-    keys it is not given; one that merges keeps them, and gets nothing extra. Only plain
-    data is carried (numbers, strings and containers of them): it travels in the task
-    space to every worker."""
+    keys it is not given; one that merges keeps them, and gets nothing extra. The entries
+    travel in the task space to every worker, so one that does not pickle is refused,
+    naming it."""
+    current = dict(current)  # a copy: the probe may change the env's own mapping
     undeclared = {key: value for key, value in current.items() if key not in declared}
     if not undeclared:
         return ()
@@ -375,18 +377,18 @@ def _replaced_entries(
     finally:
         env.set_task(dict(current))  # as it was: the form check comes next
     lost = {key: value for key, value in undeclared.items() if key not in kept}
-    return tuple((key, value) for key, value in lost.items() if _plain(value))
-
-
-def _plain(value: Any) -> bool:
-    """Numbers, strings, None, and lists, tuples and dicts of them."""
-    if value is None or isinstance(value, bool | int | float | str | np.number):
-        return True
-    if isinstance(value, list | tuple):
-        return all(_plain(v) for v in value)
-    if isinstance(value, Mapping):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
-    return False
+    for key, value in lost.items():
+        try:
+            cloudpickle.dumps(value)
+        except Exception as error:  # noqa: BLE001 - whatever pickling refuses
+            raise ConfigError(
+                "task.params",
+                f"{entry_point}.set_task replaces its whole task, so coevo would pass "
+                f"'{key}' of its get_task() along with every task, but its value "
+                f"({type(value).__name__}) cannot be sent to the workers ({error}); declare "
+                f"the parameters you vary only, and have set_task merge them into its task",
+            ) from None
+    return tuple(lost.items())
 
 
 def _check_task_form(env: Any, space: TaskSpace, entry_point: str) -> None:
