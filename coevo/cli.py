@@ -398,24 +398,52 @@ def _plugin_fields(composed: dict, overrides: list[str], sweep: bool = False) ->
     return fields
 
 
+# The optimizer's and curriculum's class names as the presets compose them, before the
+# command line's `section.name=` (recorded by `_check_overrides`).
+_PRESET_NAMES: dict[str, str] = {}
+
+
+def _carried_fields(section: str, named: str, preset: str | None) -> set[str] | None:
+    """The preset's settings a plug-in named on the command line takes over: those of the
+    nearest config class both derive from (Enhanced POET's from POET: all of POET's
+    thresholds; a user's optimizer from ES: `name` only, so ES's `sigma` does not become
+    its `sigma`). None when the named class does not resolve."""
+    try:
+        mine = plugin_config_class(section, named)
+    except Exception:  # noqa: BLE001 - parse_config names the error
+        return None
+    try:
+        theirs = plugin_config_class(section, preset) if preset else None
+    except Exception:  # noqa: BLE001 - a preset that does not resolve: nothing carries
+        theirs = None
+    if theirs is None:
+        return {"name"}
+    common = next(c for c in mine.__mro__ if c in theirs.__mro__)
+    return (
+        {f.name for f in dataclasses.fields(common)}
+        if dataclasses.is_dataclass(common)
+        else {"name"}
+    )
+
+
 def _named_on_command_line(raw: dict, overrides: list[str]) -> None:
     """A plug-in named by `section.name=...` on the command line replaces the preset's class:
-    the preset's keys that are no settings of it are dropped (ES's `optimizer.population`
-    is none of a user's optimizer), while those it has stay (an experiment preset's
-    thresholds for POET when Enhanced POET is named)."""
+    it takes over the preset's settings of the config class both derive from
+    (`_carried_fields`) and those the command line states; the rest are dropped (ES's
+    `optimizer.population` is none of a user's optimizer) and take its own defaults."""
     stated = {override_key(o) for o in overrides if "=" in o}
     for section in ("optimizer", "curriculum"):
         names = _named_plugins(overrides, section, sweep=False)
         settings = raw.get(section)
         if not names or not isinstance(settings, dict):
             continue
-        fields = _fields_of(section, names[-1])
-        if fields is None:
+        carried = _carried_fields(section, names[-1], _PRESET_NAMES.get(section))
+        if carried is None:
             continue
         raw[section] = {
             key: value
             for key, value in settings.items()
-            if key in fields
+            if key in carried
             or any(k == f"{section}.{key}" or k.startswith(f"{section}.{key}.") for k in stated)
         }
 
@@ -474,6 +502,10 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
             mark = getattr(error, "problem_mark", None)
             where = f"{mark.name}: " if mark is not None else ""
             _fail(f"{where}invalid YAML at {yaml_error_text(error)}")
+        for section in ("optimizer", "curriculum"):
+            preset = composed.get(section)
+            if isinstance(preset, dict) and isinstance(preset.get("name"), str):
+                _PRESET_NAMES[section] = preset["name"]
         known = _leaf_keys(composed)
         existing |= known
         mappings |= {k for k in known if isinstance(_value_at(composed, k), dict)}

@@ -183,15 +183,36 @@ def test_a_sweep_over_plugin_names_accepts_each_ones_settings(tmp_path):
 def test_an_experiment_presets_settings_carry_over_to_a_plugin_that_has_them(tmp_path):
     # poet_bipedal sets walker-scale thresholds; naming Enhanced POET keeps them.
     from coevo import hydra_configs
-    from coevo.cli import CONF_DIR, _named_on_command_line
+    from coevo.cli import CONF_DIR, _check_overrides, _named_on_command_line
 
     preset = hydra_configs.compose(CONF_DIR, ["experiment=poet_bipedal"])["curriculum"]
     command = ["experiment=poet_bipedal", "curriculum.name=enhanced_poet"]
+    _check_overrides(command)  # as coevo-run does first: it notes the presets' classes
     raw = hydra_configs.compose(CONF_DIR, command)
     _named_on_command_line(raw, command)
     assert raw["curriculum"]["name"] == "enhanced_poet"
     for key in ("repro_threshold", "mc_lower", "mc_upper", "generations"):
         assert raw["curriculum"][key] == preset[key], key
+
+
+def test_a_plugin_unrelated_to_the_preset_keeps_its_own_defaults(tmp_path):
+    # A user's optimizer with a `sigma` of its own (default 0.05) named over ES's preset
+    # (sigma 0.1): the same name, another meaning; its default stays.
+    run_dir = tmp_path / "run"
+    done = cli(
+        "coevo-run",
+        "optimizer.name=user_curricula:SigmaOptimizer",
+        "curriculum.name=user_curricula:NearbyTasks",
+        "curriculum.generations=1",
+        "pool=local",
+        f"hydra.run.dir={run_dir}",
+        env=ENV,
+        cwd=tmp_path,
+    )
+    # (Its ask raises: the run stops at its first step, after config.yaml is written.)
+    recorded = (run_dir / "config.yaml").read_text()
+    assert "sigma: 0.05" in recorded and "population" not in recorded, done.stderr[-2000:]
+    assert "generations: 1" in recorded  # a setting both configs' base has
 
 
 def test_a_task_space_of_the_users_own_by_import_path(tmp_path):

@@ -227,3 +227,15 @@ class NameOnlyConfig(OptimizerConfig):
 
 class NameOnlyOptimizer(NoConfigES):
     config_class = NameOnlyConfig
+
+
+@dataclass(frozen=True)
+class SigmaConfig(OptimizerConfig):
+    """A user's optimizer config with a field named as one of ES's, its own default."""
+
+    name: str = setting("user_curricula:SigmaOptimizer")
+    sigma: float = setting(0.05, low=0.0)
+
+
+class SigmaOptimizer(NoConfigES):
+    config_class = SigmaConfig
