@@ -102,6 +102,18 @@ def _print(line: str, stream: TextIO) -> None:
         os.close(devnull)
 
 
+def _stop_started(run_dir: Path, error: BaseException) -> None:
+    """An error that stopped a run after it started (a state that does not pickle, say;
+    the runner marks it `stopped_after`): a run's error, not a refused config. The message
+    and the way back go to cli.log too, exit code 1."""
+    if getattr(error, "stopped_after", None) is not None:
+        _stopped(
+            run_dir,
+            f"coevo-run: error: {error}; after fixing it, resume with: coevo-run resume={run_dir}",
+            1,
+        )
+
+
 def _stopped(run_dir: Path, message: str, code: int) -> NoReturn:
     """A run that started and stopped: the reason on stderr and in its cli.log."""
     _logged_to(run_dir, sys.stderr)(message)
@@ -189,6 +201,7 @@ def _run_composed(cfg: DictConfig) -> None:
         # Both build the task space and policy (every config error) before Ray starts.
         run(config, run_dir, _logged_to(run_dir))
     except (ConfigError, CheckpointError) as error:
+        _stop_started(run_dir, error)
         _drop_if_unused(run_dir)
         _fail(str(error))
     except runner.RunInterrupted as error:
@@ -231,6 +244,7 @@ def _resume(target: str, overrides: list[str]) -> None:
         echo = _logged_to(run_dir)
         runner.run(config, run_dir, echo, resume=True, checkpoint_file=checkpoint_file)
     except (ConfigError, CheckpointError, FileNotFoundError) as error:
+        _stop_started(run_dir, error)
         _fail(str(error))
     except runner.RunInterrupted as error:
         _interrupted(error)

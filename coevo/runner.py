@@ -609,6 +609,7 @@ def _run(
                 write_report(run_dir, renderer)
             logger.close()
             error.add_note(f"coevo: stopped after generation {done}; {hint}")
+            error.stopped_after = done  # type: ignore[attr-defined]  # the run had started
             raise
         write_report(run_dir, renderer)
     logger.close()

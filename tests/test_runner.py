@@ -341,6 +341,27 @@ def test_a_state_that_stops_pickling_mid_run_is_reported_once_and_recorded(tmp_p
     assert stopped.startswith("stopped by an error after generation 1: CheckpointError: ")
 
 
+def test_coevo_run_reports_a_state_that_stops_pickling_as_the_runs_error(tmp_path):
+    # Not a refused config (exit 2): the run's error, exit 1, in cli.log with the way back.
+    from cli_support import cli
+
+    run = tmp_path / "run"
+    done = cli(
+        "coevo-run",
+        "pool=local",
+        "curriculum.name=user_curricula:LateUnpicklableDR",
+        "curriculum.generations=4",
+        "test_set.every=0",
+        "optimizer.population=4",
+        f"hydra.run.dir={run}",
+        env={"PYTHONPATH": str(Path(__file__).resolve().parent)},
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    last = (run / "cli.log").read_text().splitlines()[-1]
+    assert last.startswith("coevo-run: error: the run's state after generation 2 cannot be")
+    assert last.endswith(f"after fixing it, resume with: coevo-run resume={run}")
+
+
 def test_a_plr_subclass_wrapping_the_builtin_score_keeps_its_checks(tmp_path):
     raw = {
         **RAW,
