@@ -51,6 +51,7 @@ import ray
 import torch
 
 from coevo import tasks
+from coevo.errors import ConfigError
 from coevo.optimizers.es import ESConfig, EvolutionStrategy
 from coevo.policies import Policy, PolicySpec, torch_policy_for
 from coevo.pool import EvaluationPool, perturbation_noise
@@ -95,6 +96,11 @@ def job_name(name: str) -> str:
             f"'{name}': unknown task '{space}'; registered: {', '.join(tasks.names())}, or "
             "package.module:function returning a TaskSpace"
         )
+    if ":" in space:  # a user's space: found here, before Ray starts
+        try:
+            tasks.get(space)
+        except ConfigError as error:
+            raise argparse.ArgumentTypeError(f"'{name}': {error}") from None
     pairs, _, episodes = kind.partition("x")
     if kind != "es" and not (pairs.isdigit() and episodes.isdigit() and int(pairs) > 0):
         raise argparse.ArgumentTypeError(f"'{name}': want <task>_<pairs>x<episodes> or <task>_es")

@@ -105,6 +105,8 @@ def parse_task(
             values[name.strip()] = float(value)
         except ValueError:
             raise ConfigError(f"task.{name.strip()}", f"must be a number, got '{value}'") from None
+        if not np.isfinite(values[name.strip()]):
+            raise ConfigError(f"task.{name.strip()}", f"must be a finite number, got '{value}'")
     wider = {}
     for name, value in values.items():
         p = space.param(name)  # an unknown name: refused here, naming the known ones

@@ -188,6 +188,8 @@ def test_coevo_eval_on_another_task_and_bad_arguments(run_dir):
     )
     bad = cli("coevo-eval", run_dir, "task=gravty=9")
     assert bad.returncode == 2 and "task.params.gravty: unknown parameter" in bad.stderr
+    bad = cli("coevo-eval", run_dir, "task=gravity=inf")
+    assert bad.returncode == 2 and "task.gravity: must be a finite number, got 'inf'" in bad.stderr
     bad = cli("coevo-eval", run_dir, "colour=red")
     assert bad.returncode == 2 and "unknown argument 'colour=red'" in bad.stderr
     for argument, message in [

@@ -175,6 +175,8 @@ def _start_ray(address: str | None) -> None:
     # is put back after (coevo-run stops a run with its report on SIGTERM).
     main = threading.current_thread() is threading.main_thread()
     sigterm = signal.getsignal(signal.SIGTERM) if main else None
+    if not (callable(sigterm) or sigterm is signal.SIG_IGN):
+        sigterm = None  # none of the caller's own: Ray's (a clean exit) stays
     try:
         if address:
             check_reachable(address)
