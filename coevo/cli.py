@@ -376,11 +376,19 @@ def override_key(arg: str) -> str:
 
 
 def _override_values(arg: str, sweep: bool) -> list[str]:
-    """An override's value, unquoted; with `sweep` (a multirun), each of a comma list."""
-    value = arg.split("=", 1)[1] if "=" in arg else ""
-    items = value.split(",") if sweep and not value.startswith(("[", "{")) else [value]
-    # Hydra escapes a sweep job's special characters (`pkg\\:Class`) in its overrides.
-    return [re.sub(r"\\(.)", r"\1", item.strip().strip("'\"")) for item in items]
+    """An override's value as Hydra reads it (unquoted, unescaped); with `sweep` (a
+    multirun), each value of a sweep (`a,b`, `choice(a,b)`)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        override = OverridesParser.create().parse_overrides([arg.lstrip("+~")])[0]
+    except Exception:  # noqa: BLE001 - Hydra refuses it later, with its own message
+        return [arg.split("=", 1)[1] if "=" in arg else ""]
+    if override.is_sweep_override():
+        values = list(override.sweep_string_iterator()) if sweep else []
+        # Sweep strings keep Hydra's escapes (`pkg\\:Class`).
+        return [re.sub(r"\\(.)", r"\1", value) for value in values]
+    return [str(override.value())]
 
 
 def _named_plugins(overrides: list[str], section: str, sweep: bool) -> list[str]:

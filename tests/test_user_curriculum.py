@@ -161,11 +161,14 @@ def test_a_plugin_named_in_any_override_form_takes_its_own_settings(tmp_path, na
     assert "spread: 0.3" in (run_dir / "config.yaml").read_text()
 
 
-def test_a_sweep_over_plugin_names_accepts_each_ones_settings(tmp_path):
+@pytest.mark.parametrize(
+    "names", ["user_curricula:NearbyTasks,dr", "choice(user_curricula:NearbyTasks,dr)"]
+)
+def test_a_sweep_over_plugin_names_accepts_each_ones_settings(tmp_path, names):
     done = cli(
         "coevo-run",
         "-m",
-        "curriculum.name=user_curricula:NearbyTasks,dr",
+        f"curriculum.name={names}",
         "curriculum.generations=1",
         "optimizer.population=8",
         "pool=local",
