@@ -31,7 +31,7 @@ from coevo.config import (
     plugin_config_class,
 )
 from coevo.curricula.base import GenerationFailed
-from coevo.errors import ConfigError, yaml_error_text
+from coevo.errors import ConfigError, Terminated, yaml_error_text
 from coevo.pool import EvaluationError
 from coevo.pool.results import WorkerStartError
 from coevo.resume_rules import RESUME_OVERRIDES, allowed_on_resume
@@ -120,25 +120,22 @@ def _stopped(run_dir: Path, message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
-# Set when the interrupt came from SIGTERM: the exit code then says so (143, not 130).
-_TERMINATED: list[bool] = []
-
-
 def _terminated(signum: int, frame: Any) -> None:
-    _TERMINATED.append(True)
-    raise KeyboardInterrupt
+    raise Terminated
 
 
-def _interrupt_code() -> int:
-    return 128 + signal.SIGTERM if _TERMINATED else 130
+def _interrupt_code(terminated: bool) -> int:
+    """A SIGTERM's exit code (143) or Ctrl-C's (130)."""
+    return 128 + signal.SIGTERM if terminated else 130
 
 
 def _interrupted(error: runner.RunInterrupted) -> NoReturn:
+    terminated = error.how != "interrupted"
     _stopped(
         error.run_dir,
-        f"{'terminated (SIGTERM)' if _TERMINATED else 'interrupted'} after generation "
-        f"{error.generation}; resume with: coevo-run resume={error.run_dir}",
-        _interrupt_code(),
+        f"{error.how} after generation {error.generation}; resume with: "
+        f"coevo-run resume={error.run_dir}",
+        _interrupt_code(terminated),
     )
 
 
@@ -707,9 +704,11 @@ def run_main() -> None:
         _refuse_reused_dirs(args, hydra_settings)
         sys.argv[1:] = passed
         _run_composed()
-    except KeyboardInterrupt:  # before the first generation started (pool start-up)
-        print("interrupted before the first generation finished", file=sys.stderr)
-        sys.exit(_interrupt_code())
+    except KeyboardInterrupt as interrupt:  # before the first generation (pool start-up)
+        terminated = isinstance(interrupt, Terminated)
+        how = "terminated (SIGTERM)" if terminated else "interrupted"
+        print(f"{how} before the first generation finished", file=sys.stderr)
+        sys.exit(_interrupt_code(terminated))
 
 
 def _key_values(args: list[str], allowed: tuple[str, ...], program: str) -> dict[str, str]:

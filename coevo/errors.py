@@ -30,3 +30,8 @@ def yaml_error_text(error: Exception) -> str:
     mark = getattr(error, "problem_mark", None)
     problem = getattr(error, "problem", None) or " ".join(str(error).split())
     return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark else problem
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a batch scheduler's cancel or preemption), raised where the run is, so it
+    stops as Ctrl-C stops it; its messages and exit code say which it was."""

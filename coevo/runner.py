@@ -21,7 +21,7 @@ from coevo.checkpoint import CheckpointError
 from coevo.config import RunConfig, parse_config
 from coevo.curricula.base import Curriculum, GenerationFailed
 from coevo.eligible import judge_groups, load_pairs
-from coevo.errors import ConfigError, yaml_error_text
+from coevo.errors import ConfigError, Terminated, yaml_error_text
 from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
 from coevo.pool.results import WorkerStartError, error_line
@@ -359,13 +359,15 @@ def _saved_state(
 
 
 class RunInterrupted(Exception):
-    """The run was interrupted (Ctrl-C) after `generation` finished generations; the report
-    is written and the run can be resumed from its last checkpoint."""
+    """The run was interrupted (Ctrl-C, or SIGTERM: `how`) after `generation` finished
+    generations; the report is written and the run can be resumed from its last
+    checkpoint."""
 
-    def __init__(self, run_dir: Path, generation: int):
-        super().__init__(f"interrupted after generation {generation}")
+    def __init__(self, run_dir: Path, generation: int, how: str = "interrupted"):
+        super().__init__(f"{how} after generation {generation}")
         self.run_dir = run_dir
         self.generation = generation
+        self.how = how
 
 
 def run(
@@ -581,14 +583,15 @@ def _run(
                     )
                     traceback_shown = True
                 sys.stdout.flush()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
             done = _last_checkpointed(checkpoints)
+            how = "terminated (SIGTERM)" if isinstance(interrupt, Terminated) else "interrupted"
             stopped.write_text(
-                f"interrupted after generation {done}; resume with: coevo-run resume={run_dir}\n"
+                f"{how} after generation {done}; resume with: coevo-run resume={run_dir}\n"
             )
             write_report(run_dir, renderer)
             logger.close()
-            raise RunInterrupted(run_dir, done) from None
+            raise RunInterrupted(run_dir, done, how) from None
         except GenerationFailed as error:
             stopped.write_text(f"stopped: {error}\n")
             write_report(run_dir, renderer)

@@ -120,7 +120,7 @@ def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(
     assert generation >= 2
     hint = f"after generation {generation}; resume with: coevo-run resume={run}"
     assert last == f"{said} {hint}"
-    banner = f'<p class="stopped"><strong>interrupted {hint}</strong></p>'
+    banner = f'<p class="stopped"><strong>{said} {hint}</strong></p>'
     assert banner in (run / "report.html").read_text()
     assert pd.read_csv(run / "summary.csv")["generation"].max() >= generation
 
