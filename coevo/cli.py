@@ -35,6 +35,7 @@ from coevo.errors import ConfigError, Terminated, yaml_error_text
 from coevo.pool import EvaluationError
 from coevo.pool.results import WorkerStartError
 from coevo.resume_rules import RESUME_OVERRIDES, allowed_on_resume
+from coevo.settings import defaults_of
 
 
 def _conf_dir() -> Path:
@@ -410,10 +411,19 @@ def _plugin_fields(composed: dict, overrides: list[str], sweep: bool = False) ->
     fields: set[str] = set()
     for section in ("optimizer", "curriculum"):
         preset = composed.get(section) if isinstance(composed.get(section), dict) else {}
-        names = _named_plugins(overrides, section, sweep) or [preset.get("name")]
-        for name in names:
-            if isinstance(name, str):
-                fields |= {f"{section}.{f}" for f in _fields_of(section, name) or ()}
+        named = _named_plugins(overrides, section, sweep)
+        for name in named or [preset.get("name")]:
+            if not isinstance(name, str):
+                continue
+            found = _fields_of(section, name)
+            if found is None and named:
+                # The cause, not its effect: a plug-in that does not import would make
+                # each of its settings an "unknown key".
+                try:
+                    plugin_config_class(section, name)
+                except ConfigError as error:
+                    _fail(str(error))
+            fields |= {f"{section}.{f}" for f in found or ()}
     return fields
 
 
@@ -422,11 +432,13 @@ def _plugin_fields(composed: dict, overrides: list[str], sweep: bool = False) ->
 _PRESET_NAMES: dict[str, str] = {}
 
 
-def _carried_fields(section: str, named: str, preset: str | None) -> set[str] | None:
-    """The preset's settings a plug-in named on the command line takes over: those of the
-    nearest config class both derive from (Enhanced POET's from POET: all of POET's
-    thresholds; a user's optimizer from ES: `name` only, so ES's `sigma` does not become
-    its `sigma`). None when the named class does not resolve."""
+def _carried_fields(section: str, named: str, preset: str | None) -> dict[str, Any] | None:
+    """The preset's settings a plug-in named on the command line takes over: of the fields
+    of the nearest config class both derive from, those the preset set to other than its
+    class's defaults (poet_bipedal's thresholds for Enhanced POET; not POET's own defaults,
+    which Enhanced POET sets otherwise; a user's optimizer from ES: nothing, so ES's
+    `sigma` does not become its `sigma`). Field -> the preset class's default; None when
+    the named class does not resolve."""
     try:
         mine = plugin_config_class(section, named)
     except Exception:  # noqa: BLE001 - parse_config names the error
@@ -436,13 +448,12 @@ def _carried_fields(section: str, named: str, preset: str | None) -> set[str] | 
     except Exception:  # noqa: BLE001 - a preset that does not resolve: nothing carries
         theirs = None
     if theirs is None:
-        return {"name"}
+        return {}
     common = next(c for c in mine.__mro__ if c in theirs.__mro__)
-    return (
-        {f.name for f in dataclasses.fields(common)}
-        if dataclasses.is_dataclass(common)
-        else {"name"}
-    )
+    if not dataclasses.is_dataclass(common):  # object: no config class in common
+        return {}
+    defaults = defaults_of(theirs)
+    return {f.name: defaults.get(f.name) for f in dataclasses.fields(common) if f.name != "name"}
 
 
 def _named_on_command_line(raw: dict, overrides: list[str]) -> None:
@@ -462,7 +473,8 @@ def _named_on_command_line(raw: dict, overrides: list[str]) -> None:
         raw[section] = {
             key: value
             for key, value in settings.items()
-            if key in carried
+            if key == "name"
+            or (key in carried and value != carried[key])  # set by the preset, not a default
             or any(k == f"{section}.{key}" or k.startswith(f"{section}.{key}.") for k in stated)
         }
 

@@ -607,7 +607,7 @@ def _run(
             if not isinstance(error, ConfigError | CheckpointError | WorkerStartError):
                 # (Those are coevo's own errors, whose message is the whole story: the caller
                 # reports them, coevo-run as an error line.)
-                echo(f"error: {what} (stopped after generation {done}; traceback below); {hint}")
+                echo(f"error: {what} (stopped after generation {done}); {hint}")
             with contextlib.suppress(Exception):  # the error may be the report's own
                 write_report(run_dir, renderer)
             logger.close()

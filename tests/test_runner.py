@@ -219,9 +219,7 @@ def test_a_plugin_error_stops_the_run_with_its_report_and_the_way_back(tmp_path)
     finally:
         user_curricula.BUG_AT["generation"] = 0
     hint = f"after fixing it, resume with: coevo-run resume={broken}"
-    assert lines[-1] == (
-        f"error: ValueError: my bug in step (stopped after generation 2; traceback below); {hint}"
-    )
+    assert lines[-1] == (f"error: ValueError: my bug in step (stopped after generation 2); {hint}")
     assert (broken / "stopped.txt").read_text() == (
         f"stopped by an error after generation 2: ValueError: my bug in step; {hint}\n"
     )

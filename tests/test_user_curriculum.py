@@ -196,6 +196,12 @@ def test_an_experiment_presets_settings_carry_over_to_a_plugin_that_has_them(tmp
     assert raw["curriculum"]["name"] == "enhanced_poet"
     for key in ("repro_threshold", "mc_lower", "mc_upper", "generations"):
         assert raw["curriculum"][key] == preset[key], key
+    # POET's own defaults are not the preset's settings: Enhanced POET keeps its own.
+    command = ["curriculum.name=enhanced_poet"]
+    _check_overrides(command)
+    raw = hydra_configs.compose(CONF_DIR, command)
+    _named_on_command_line(raw, command)
+    assert "novelty" not in raw["curriculum"] and "max_active" not in raw["curriculum"]
 
 
 def test_a_plugin_unrelated_to_the_preset_keeps_its_own_defaults(tmp_path):
@@ -250,3 +256,19 @@ def test_a_task_space_of_the_users_own_by_import_path(tmp_path):
     a_class = cli("coevo-run", "task.name=user_tasks:OneAtATime", "pool=local", env=ENV)
     assert a_class.returncode == 2
     assert "task.name: 'user_tasks:OneAtATime' is a class; name a TaskSpace" in a_class.stderr
+
+
+def test_a_named_plugin_that_does_not_import_is_the_error_not_its_settings(tmp_path):
+    done = cli(
+        "coevo-run",
+        "optimizer.name=mypkg.hill:HillClimber",
+        "optimizer.tries=16",
+        "pool=local",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "coevo-run: error: optimizer.name: cannot import 'mypkg.hill' of "
+        "'mypkg.hill:HillClimber': No module named 'mypkg'"
+    ), done.stderr
