@@ -79,6 +79,23 @@ def _finish(process: subprocess.Popen, run_dir: Path) -> str:
     return out
 
 
+def _coevo_run(
+    extra: list[str], run_dir: Path, env: dict, tmp_path: Path
+) -> tuple[subprocess.Popen, str]:
+    """`coevo-run` with OVERRIDES and `extra` to its end (stderr in tmp_path/stderr.txt);
+    the process and its stdout."""
+    with open(tmp_path / "stderr.txt", "w") as stderr:
+        process = subprocess.Popen(
+            [COEVO_RUN, *OVERRIDES, *extra, f"hydra.run.dir={run_dir}"],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    return process, _finish(process, tmp_path)
+
+
 def _assert_same_tables(got: Path, expected: Path) -> None:
     want = run_tables(expected, TABLES)
     assert want["summary.csv"]["generation"].tolist() == list(range(1, GENERATIONS + 1))
@@ -142,16 +159,7 @@ def test_workers_spread_over_both_nodes_which_both_work_and_results_match_one_no
 def test_coevo_run_with_pool_address_runs_on_the_cluster(cluster, one_node, tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    with open(tmp_path / "stderr.txt", "w") as stderr:
-        process = subprocess.Popen(
-            [COEVO_RUN, *OVERRIDES, f"pool.address={cluster.address}", f"hydra.run.dir={run_dir}"],
-            env=cluster.env,
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
-    out = _finish(process, tmp_path)
+    process, out = _coevo_run([f"pool.address={cluster.address}"], run_dir, cluster.env, tmp_path)
     assert f"gen   {GENERATIONS}/{GENERATIONS}" in out
     assert "Ray worker(s) on 2 node(s)" in out  # the run says where its workers landed
     # The cluster, not an embedded instance, served it: its logs hold this driver's log.
@@ -218,16 +226,8 @@ def test_an_embedded_run_beside_a_running_cluster_starts_a_ray_of_its_own(
     # run without pool.address still starts its own Ray (it used to join the cluster at the
     # handover, generations in, and die there: num_cpus is refused on an existing cluster).
     run_dir = tmp_path / "run"
-    with open(tmp_path / "stderr.txt", "w") as stderr:
-        process = subprocess.Popen(
-            [COEVO_RUN, *OVERRIDES, f"hydra.run.dir={run_dir}"],
-            env={**cluster.env, "RAY_ADDRESS": cluster.address},
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
-    out = _finish(process, tmp_path)
+    env = {**cluster.env, "RAY_ADDRESS": cluster.address}
+    _, out = _coevo_run([], run_dir, env, tmp_path)
     assert f"gen   {GENERATIONS}/{GENERATIONS}" in out
     assert "2 Ray worker(s) starting" in out  # its own, embedded
     _assert_same_tables(run_dir, one_node.result())

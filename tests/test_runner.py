@@ -308,9 +308,15 @@ def test_a_task_whose_every_episode_failed_reads_failed_not_trained(tmp_path):
     assert (rows.loc[~broken, "outcome"] == "trained").all()
 
 
-def test_resuming_from_before_the_first_test_leaves_no_duplicate_test_rows(tmp_path):
+@pytest.mark.parametrize("older_checkpoint", [False, True])
+def test_resuming_from_before_the_first_test_leaves_no_duplicate_test_rows(
+    tmp_path, older_checkpoint
+):
     # The test set's table first gets rows at generation 3; a resume from the checkpoint of
-    # generation 2 must drop them, not append the re-run's to them.
+    # generation 2 must drop them, not append the re-run's to them; also from a checkpoint
+    # written before the recorder knew its tables from the start (no test_scores entry).
+    from coevo import checkpoint
+
     raw = {
         **RAW,
         "checkpoints_kept": 10,
@@ -321,9 +327,13 @@ def test_resuming_from_before_the_first_test_leaves_no_duplicate_test_rows(tmp_p
     runner.run(parse_config(raw), run, quiet)
     before = pd.read_csv(run / "test_scores.csv")
     assert before["generation"].tolist() == [3] * 4
-    runner.run(
-        None, run, quiet, resume=True, checkpoint_file=run / "checkpoints" / "gen_000002.pkl"
-    )
+    old = run / "checkpoints" / "gen_000002.pkl"
+    if older_checkpoint:
+        state = checkpoint.load(old)
+        for stem in ("test_scores", "cross_scores"):
+            state["report"]["extra"].pop(stem, None)
+        checkpoint.save(old.parent, 2, state, keep=10)
+    runner.run(None, run, quiet, resume=True, checkpoint_file=old)
     pd.testing.assert_frame_equal(pd.read_csv(run / "test_scores.csv"), before)
 
 
@@ -371,26 +381,3 @@ def test_a_plr_subclass_wrapping_the_builtin_score_keeps_its_checks(tmp_path):
     }
     with pytest.raises(ConfigError, match="curriculum.score: positive_value_loss needs the value"):
         runner.run(parse_config(raw), tmp_path / "run", quiet)
-
-
-def test_a_checkpoint_from_before_the_known_tables_resumes_without_duplicates(tmp_path):
-    # A checkpoint written before the recorder knew its tables from the start has no
-    # test_scores entry: the resume must still drop the rows written after it.
-    from coevo import checkpoint
-
-    raw = {
-        **RAW,
-        "checkpoints_kept": 10,
-        "curriculum": {"name": "dr", "generations": 4, "tasks_per_step": 2},
-        "test_set": {"every": 3, "size": 4},
-    }
-    run = tmp_path / "run"
-    runner.run(parse_config(raw), run, quiet)
-    before = pd.read_csv(run / "test_scores.csv")
-    old = run / "checkpoints" / "gen_000002.pkl"
-    state = checkpoint.load(old)
-    for stem in ("test_scores", "cross_scores"):
-        state["report"]["extra"].pop(stem, None)
-    checkpoint.save(old.parent, 2, state, keep=10)
-    runner.run(None, run, quiet, resume=True, checkpoint_file=old)
-    pd.testing.assert_frame_equal(pd.read_csv(run / "test_scores.csv"), before)
