@@ -373,9 +373,10 @@ def override_key(arg: str) -> str:
     return arg.split("=", 1)[0].lstrip("+~")
 
 
-def _override_values(arg: str, sweep: bool) -> list[str]:
-    """An override's value as Hydra reads it (unquoted, unescaped); with `sweep` (a
-    multirun), each value of a sweep (`a,b`, `choice(a,b)`)."""
+def _override_values(arg: str, sweep: bool) -> list[Any]:
+    """An override's value as Hydra reads it (unquoted, unescaped; `7` an int, which no
+    plug-in name is: parse_config says what it must be); with `sweep` (a multirun), each
+    value of a sweep (`a,b`, `choice(a,b)`)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
@@ -386,10 +387,10 @@ def _override_values(arg: str, sweep: bool) -> list[str]:
         values = list(override.sweep_string_iterator()) if sweep else []
         # Sweep strings keep Hydra's escapes (`pkg\\:Class`).
         return [re.sub(r"\\(.)", r"\1", value) for value in values]
-    return [str(override.value())]
+    return [override.value()]
 
 
-def _named_plugins(overrides: list[str], section: str, sweep: bool) -> list[str]:
+def _named_plugins(overrides: list[str], section: str, sweep: bool) -> list[Any]:
     """The plug-in names `section.name=...` on the command line gives (several in a sweep)."""
     named = [a for a in overrides if "=" in a and override_key(a) == f"{section}.name"]
     return _override_values(named[-1], sweep) if named else []
@@ -465,7 +466,7 @@ def _named_on_command_line(raw: dict, overrides: list[str]) -> None:
     for section in ("optimizer", "curriculum"):
         names = _named_plugins(overrides, section, sweep=False)
         settings = raw.get(section)
-        if not names or not isinstance(settings, dict):
+        if not names or not isinstance(names[-1], str) or not isinstance(settings, dict):
             continue
         carried = _carried_fields(section, names[-1], _PRESET_NAMES.get(section))
         if carried is None:
