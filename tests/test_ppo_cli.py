@@ -89,6 +89,10 @@ def test_enhanced_poet_with_ppo_admits_children_and_transfers(tmp_path):
     for column in PPO_DIAGNOSTICS:
         assert summary[column].notna().all(), column
     assert (summary["clip_fraction"].between(0, 1)).all()
+    # ... drawn in the report, one panel each.
+    page = (tmp_path / "report.html").read_text()
+    assert 'src="plots/learner.png"' in page and "train/* figures" in page
+    assert (tmp_path / "plots" / "learner.png").stat().st_size > 1000
 
 
 def test_a_refused_update_is_a_row_in_eligibility_csv(tmp_path):

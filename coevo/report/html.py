@@ -171,6 +171,17 @@ def _figures(
                 plots.population_curves(summary, plot_dir / "curves.png"),
             )
         )
+    learned = [c for c in plots.LEARNER_COLUMNS if c in summary and summary[c].notna().any()]
+    if learned and len(summary) > 1:
+        figures.append(
+            (
+                "fig-learner",
+                "The optimizer's update figures per generation, the means over the "
+                "generation's updates of Stable-Baselines3's train/* figures (entropy is "
+                "minus its entropy_loss; approx_kl is each update's last epoch).",
+                plots.learner_curves(summary, plot_dir / "learner.png"),
+            )
+        )
     if "test_mastered" in summary and summary["test_mastered"].notna().any():
         seeds = int(summary["policies"].iloc[-1]) if "policies" in summary else 0
         if not seeds:  # POET: its active policies, the best of them per task

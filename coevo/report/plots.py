@@ -209,6 +209,36 @@ def task_parameters(population: pd.DataFrame, last_generation: int, path: Path) 
     return _save(fig, path)
 
 
+# A gradient optimizer's per-update figures (PPO's: SB3's train/* names), if the summary has
+# them: one panel each.
+LEARNER_COLUMNS = (
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "approx_kl",
+    "clip_fraction",
+    "explained_variance",
+)
+
+
+def learner_curves(summary: pd.DataFrame, path: Path) -> Path:
+    """The optimizer's own figures per generation (PPO's losses, KL, clip fraction,
+    explained variance), one small panel each."""
+    columns = [c for c in LEARNER_COLUMNS if c in summary and summary[c].notna().any()]
+    rows = (len(columns) + 1) // 2
+    fig, axes = plt.subplots(rows, 2, figsize=(7, 1.8 * rows + 0.6), sharex=True, squeeze=False)
+    for ax, column in zip(axes.flat, columns, strict=False):
+        ax.plot(summary["generation"], summary[column], marker=".", markersize=3)
+        ax.set_title(column.replace("_", " "), fontsize=9)
+        ax.tick_params(labelsize=8)
+    for ax in list(axes.flat)[len(columns) :]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("generation", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    return _save(fig, path)
+
+
 def mastery_curve(summary: pd.DataFrame, path: Path) -> Path:
     """Share of the held-out test set mastered, per generation where it was measured."""
     measured = summary[summary["test_mastered"].notna()]
