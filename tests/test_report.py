@@ -191,3 +191,28 @@ def test_alp_gmm_tasks_are_coloured_by_where_they_came_from():
         "tasks drawn from the GMM (purple), uniform tasks of the random share (olive), "
         "bootstrap tasks, before the first fit (brown), tasks trained on (grey)"
     )
+
+
+def test_a_plugin_table_first_written_after_the_checkpoint_is_not_doubled_on_resume(tmp_path):
+    """A plug-in curriculum's extra table whose first rows came after the checkpoint a run
+    resumes from: the resumed run writes those rows again, once (they were appended twice)."""
+    from coevo.curricula.base import GenerationResult
+    from coevo.report.tables import RunRecorder
+
+    empty = pd.DataFrame()
+
+    def generation(n: int) -> GenerationResult:
+        extra = {"my_levels": [{"generation": n, "level": n * 10}]} if n >= 2 else {}
+        return GenerationResult(n, {"generation": n}, [], tables=extra)
+
+    first = RunRecorder(tmp_path)
+    first.record(generation(1), empty)
+    checkpoint = first.state_dict()
+    first.record(generation(2), empty)  # then the process dies before its checkpoint
+    resumed = RunRecorder(tmp_path)
+    resumed.load_state_dict(checkpoint, empty)
+    resumed.record(generation(2), empty)
+    resumed.record(generation(3), empty)
+    table = pd.read_csv(tmp_path / "my_levels.csv")
+    assert table["generation"].tolist() == [2, 3]
+    assert table["level"].tolist() == [20, 30]

@@ -61,8 +61,15 @@ class RunRecorder:
         _append(self.run_dir / ELIGIBILITY, decisions, ELIGIBILITY_COLUMNS)
         for stem, rows in result.tables.items():
             kept = self.extra_rows.setdefault(stem, [])
+            first = not kept
             kept.extend(rows)
-            if kept:
+            if not kept:
+                continue
+            if first:
+                # A file already there was written after the checkpoint this run resumed
+                # from (a plug-in's table its state did not know yet): its rows come again.
+                _write(self.run_dir / f"{stem}.csv", kept, list(kept[0]))
+            else:
                 _append(self.run_dir / f"{stem}.csv", rows, list(kept[0]))
         integer_ids(population).to_csv(self.run_dir / POPULATION, index=False)
 
