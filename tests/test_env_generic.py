@@ -100,6 +100,32 @@ def test_custom_example_maps_kwargs_and_attributes_onto_gymnasium():
     assert frame.shape[2] == 3 and len(np.unique(frame.reshape(-1, 3), axis=0)) > 2
 
 
+def test_steps_skip_gym_makes_checking_wrappers_once_their_checks_ran():
+    """From an episode after gym.make's checks (OrderEnforcing, PassiveEnvChecker) ran, a
+    gymnasium-id env's steps go to the env itself: the same observations and rewards, without
+    the layers' per-step cost. The first episode still runs the checks."""
+    space, _ = _space(
+        {"name": "cp", "env_id": "CartPole-v1", "params": {"g": {**PENDULUM_G, "attr": "gravity"}}}
+    )
+    env = space.make_env()
+    reference = gym.make("CartPole-v1", max_episode_steps=-1)  # every call through the chain
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(0)  # before any reset: the order check still applies
+    for episode in range(3):
+        task = {"g": 6.0 + episode}
+        env.set_task(task)
+        reference.unwrapped.gravity = task["g"]
+        np.testing.assert_array_equal(env.reset(seed=episode)[0], reference.reset(seed=episode)[0])
+        if episode == 0:  # the checker checks this episode's first steps
+            assert isinstance(env.step.__self__, gym.wrappers.PassiveEnvChecker)
+        else:
+            assert env.step.__self__ is env.env.unwrapped
+        for t in range(20):
+            got, want = env.step(np.int64(t % 2)), reference.step(np.int64(t % 2))
+            np.testing.assert_array_equal(got[0], want[0])
+            assert got[1:4] == want[1:4]
+
+
 def test_commented_entry_point_example_is_valid():
     """The entry_point block of custom_example.yaml runs as written once uncommented."""
     text = EXAMPLE.read_text().split("# --- entry_point example ---\n")[1]

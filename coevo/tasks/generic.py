@@ -101,7 +101,12 @@ class GymTaskEnv(gym.Env):
         if self._pending is not None:
             self._task, self._pending = self._pending, None
             self._apply(self._task)
-        return self.env.reset(seed=seed, options=options)
+        reset = self.env.reset(seed=seed, options=options)
+        # This episode's steps skip this class and the checking wrappers that gym.make adds
+        # once their checks have run (the pool looks `step` up again per episode): on
+        # CartPole they cost a quarter of the env's own step.
+        self.step = without_done_checks(self.env).step
+        return reset
 
     def step(self, action: Any):
         return self.env.step(action)
@@ -112,6 +117,29 @@ class GymTaskEnv(gym.Env):
     def close(self) -> None:
         if self.env is not None:
             self.env.close()
+
+
+# gym.make's checking wrappers: after their first calls' checks they only pass calls on.
+_CHECKING_WRAPPERS = (gym.wrappers.OrderEnforcing, gym.wrappers.PassiveEnvChecker)
+
+
+def without_done_checks(env: gym.Env) -> gym.Env:
+    """`env` below its outer checking wrappers (`OrderEnforcing`, `PassiveEnvChecker`) whose
+    checks have all run; the same env's state, without their ~0.4 us per wrapper per step."""
+    while isinstance(env, _CHECKING_WRAPPERS) and _checks_done(env):
+        env = env.env
+    return env
+
+
+def _checks_done(wrapper: gym.Wrapper) -> bool:
+    if isinstance(wrapper, gym.wrappers.OrderEnforcing):
+        return bool(wrapper.has_reset)
+    # The data-reuse check (gymnasium >= 1.1) runs on the second step.
+    return bool(
+        wrapper.checked_reset
+        and wrapper.checked_step
+        and getattr(wrapper, "checked_data_reuse", True)
+    )
 
 
 def _get_path(obj: Any, path: str) -> Any:
