@@ -192,6 +192,22 @@ def test_bad_torch_policy_options_name_the_field(tmp_path):
         make_policy("torch", BOX4, TWO, {"module": f"{__name__}:Actor", "file": str(file)})
 
 
+def test_layer_settings_given_to_a_torch_module_are_warned_of(caplog):
+    """policy=torch builds the user's module, so policy.hidden / activation do nothing:
+    said at the start (a preset's mlp sizes are not an error), silent at the defaults."""
+    module = {"module": f"{__name__}:Actor"}
+    with caplog.at_level("WARNING", logger="coevo.policies"):
+        make_policy("torch", BOX4, TWO, {**module, "hidden": (16,), "activation": "tanh"})
+    assert caplog.text == ""
+    with caplog.at_level("WARNING", logger="coevo.policies"):
+        make_policy("torch", BOX4, TWO, {**module, "hidden": (32, 32), "activation": "relu"})
+    assert (
+        f"policy.hidden=[32, 32] is ignored by policy=torch: {__name__}:Actor's constructor "
+        "makes its layers (its sizes go in policy.kwargs)" in caplog.text
+    )
+    assert "policy.activation=relu is ignored by policy=torch" in caplog.text
+
+
 class LSTMCellActor(torch.nn.Module):
     """A user's recurrent module on torch's own LSTMCell (vmap cannot batch it)."""
 

@@ -171,6 +171,7 @@ def _torch(observation_space, action_space, options) -> Policy:
         raise ConfigError(
             "policy.module", "required with policy.name=torch ('package.module:Class')"
         )
+    _warn_layer_settings(options, path)
     obs_dim, act_dim = _dims(observation_space, action_space)
     module = build_module(path, options.get("kwargs") or {}, obs_dim, act_dim)
     file = options.get("file")
@@ -181,6 +182,27 @@ def _torch(observation_space, action_space, options) -> Policy:
     return torch_policy_for(
         module, observation_space, action_space, options, source=path, start_from_module=bool(file)
     )
+
+
+def _warn_layer_settings(options: Mapping[str, Any], path: str) -> None:
+    """policy.hidden / policy.activation set for policy=torch: the module's own layers
+    apply, so say so (a warning, not an error: a preset may set them for its mlp)."""
+    from coevo.config import PolicyConfig  # its defaults are the one source; config imports us
+
+    defaults = PolicyConfig()
+    given = {
+        "hidden": list(options.get("hidden", defaults.hidden)),
+        "activation": options.get("activation", defaults.activation),
+    }
+    for key, value in given.items():
+        if value != (list(defaults.hidden) if key == "hidden" else defaults.activation):
+            log.warning(
+                "policy.%s=%s is ignored by policy=torch: %s's constructor makes its layers "
+                "(its sizes go in policy.kwargs)",
+                key,
+                value,
+                path,
+            )
 
 
 def _recurrent(kind: str) -> Builder:
