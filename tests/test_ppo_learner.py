@@ -243,6 +243,12 @@ def test_update_matches_sb3_train(env_id, clip_vf, ent_coef, sde, target_kl):
         (info.explained_variance, "explained_variance", 1),
     ]:
         assert ours_value == pytest.approx(sign * logged[f"train/{name}"], rel=1e-4, abs=1e-6), name
+    # std: SB3 logs it for a policy with a log_std (continuous actions), after the update.
+    assert ("train/std" in logged) is (not spec.discrete)
+    if spec.discrete:
+        assert np.isnan(info.std)
+    else:
+        assert info.std == pytest.approx(logged["train/std"], rel=1e-5)
 
 
 @pytest.mark.parametrize(

@@ -233,6 +233,8 @@ def _told(theta: np.ndarray, state: PPOState, mean: float, done: Updated) -> Tol
         "clip_fraction": info.clip_fraction,
         "explained_variance": info.explained_variance,
     }
+    if np.isfinite(info.std):  # continuous actions only, as SB3's train/std
+        extra["std"] = info.std
     return Told(done.theta, done.state, StepRecord(mean, 0, "", extra))
 
 

@@ -141,7 +141,8 @@ class PPOState:
 class UpdateInfo:
     """Diagnostics of one update, as SB3's `train/*` defines them: means over every
     minibatch (the one that crosses target_kl included), except approx_kl, the last
-    epoch's mean; explained_variance of the rollout's values for its returns."""
+    epoch's mean; explained_variance of the rollout's values for its returns; std (SB3
+    logs it for policies with a log_std) the mean exp(log_std) after the update."""
 
     policy_loss: float = float("nan")
     value_loss: float = float("nan")
@@ -149,6 +150,7 @@ class UpdateInfo:
     approx_kl: float = float("nan")
     clip_fraction: float = float("nan")
     explained_variance: float = float("nan")
+    std: float = float("nan")  # continuous actions: mean of exp(log_std) after the update
     learning_rate: float = float("nan")
     epochs: int = 0
     extra: dict[str, float] = field(default_factory=dict)
@@ -463,6 +465,9 @@ def _update_group(
             explained_variance=explained_variance(
                 tensors["values"][pair].numpy(), tensors["returns"][pair].numpy()
             ),
+            std=float("nan")
+            if spec.discrete
+            else float(np.exp(spec.view(new_theta, "log_std").astype(np.float64)).mean()),
             learning_rate=float(learning_rates[pair]),
             epochs=int(epochs[pair]),
         )

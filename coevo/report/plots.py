@@ -218,6 +218,7 @@ LEARNER_COLUMNS = (
     "approx_kl",
     "clip_fraction",
     "explained_variance",
+    "std",
 )
 
 
@@ -233,9 +234,12 @@ def learner_curves(summary: pd.DataFrame, path: Path) -> Path:
         ax.tick_params(labelsize=8)
     for ax in list(axes.flat)[len(columns) :]:
         ax.set_visible(False)
-    for ax in axes[-1]:
-        ax.set_xlabel("generation", fontsize=8)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for column in range(2):  # each column's lowest panel shown carries the axis
+        shown = [ax for ax in axes[:, column] if ax.get_visible()]
+        if shown:
+            shown[-1].tick_params(labelbottom=True)
+            shown[-1].set_xlabel("generation", fontsize=8)
+            shown[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
     return _save(fig, path)
 
 
