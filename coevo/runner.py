@@ -20,6 +20,7 @@ from coevo import checkpoint, curricula, optimizers, tasks
 from coevo.checkpoint import CheckpointError
 from coevo.config import RunConfig, parse_config
 from coevo.curricula.base import Curriculum, GenerationFailed
+from coevo.curricula.level_sampling import LevelSamplingCurriculum
 from coevo.eligible import judge_groups, load_pairs
 from coevo.errors import ConfigError, Terminated, yaml_error_text
 from coevo.policies import Policy, make_policy
@@ -286,6 +287,29 @@ def scale_warnings(config: RunConfig, space: TaskSpace) -> list[str]:
     ]
 
 
+def episode_cut_warnings(config: RunConfig, space: TaskSpace, curriculum_class: type) -> list[str]:
+    """A rollout optimizer (PPO) whose streams are shorter than an episode, under a
+    single-policy curriculum that draws new tasks at each update: every episode is cut at
+    n_steps, so late-episode states are never trained on. Said at the start (the rollout
+    warning comes only once no episode ends)."""
+    n_steps = getattr(config.optimizer, "n_steps", None)
+    varies = any(p.low != p.high for p in space.params)
+    if (
+        n_steps is None
+        or not issubclass(curriculum_class, LevelSamplingCurriculum)
+        or not varies
+        or n_steps >= space.max_episode_steps
+    ):
+        return []
+    return [
+        f"warning: optimizer.n_steps={n_steps} is shorter than an episode of task space "
+        f"'{space.name}' (up to {space.max_episode_steps} steps) and "
+        f"curriculum={config.curriculum.name} draws new tasks at each update, so episodes "
+        f"longer than {n_steps} steps are cut there: set optimizer.n_steps to at least "
+        f"{space.max_episode_steps}"
+    ]
+
+
 def _last_checkpointed(checkpoints: Path) -> int:
     """The generation of the newest checkpoint in `checkpoints` (0: none)."""
     saved = checkpoint.list_checkpoints(checkpoints)
@@ -482,7 +506,9 @@ def _run(
         _write_config(run_dir, config)
     total = config.curriculum.generations
     logger = ScalarLogger(run_dir, config.logger)
-    for line in scale_warnings(config, space):
+    for line in scale_warnings(config, space) + episode_cut_warnings(
+        config, space, curriculum_class
+    ):
         echo(line)
     with _pool(config, space, policy) as pool:
         echo(describe_pool(pool))

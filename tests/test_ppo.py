@@ -359,3 +359,36 @@ def test_learner_ray_that_runs_in_the_driver_says_why(caplog):
     warned = [r.getMessage() for r in caplog.records if "learner=ray" in r.getMessage()]
     assert optimizer.learner_runs["driver"] == 2
     assert len(warned) == 1 and "runs in the driver for the whole run: " in warned[0]
+
+
+@pytest.mark.parametrize(
+    "overrides, warned",
+    [
+        ({"curriculum": {"name": "dr"}, "optimizer": {"n_steps": 32}}, True),
+        ({"curriculum": {"name": "plr"}, "optimizer": {"n_steps": 32}}, True),
+        ({"curriculum": {"name": "dr"}, "optimizer": {"n_steps": 500}}, False),
+        # POET's pairs keep their task across updates: their streams continue.
+        ({"curriculum": {"name": "poet"}, "optimizer": {"n_steps": 32}}, False),
+    ],
+)
+def test_streams_shorter_than_an_episode_under_a_curriculum_are_warned_of(overrides, warned):
+    """DR/PLR draw new tasks at each update, which cuts every stream's episode at n_steps:
+    said before the run starts, with the n_steps that would not."""
+    from coevo import curricula
+    from coevo.config import parse_config
+    from coevo.runner import episode_cut_warnings
+
+    raw = {"task": {"name": "cartpole"}, "policy": {"name": "actor_critic"}, **overrides}
+    raw["optimizer"] = {"name": "ppo", "batch_size": 64, **overrides["optimizer"]}
+    config = parse_config(raw)
+    space = tasks.space_from_config(config.task)
+    lines = episode_cut_warnings(config, space, curricula.get(config.curriculum.name))
+    if not warned:
+        assert lines == []
+        return
+    assert lines == [
+        f"warning: optimizer.n_steps=32 is shorter than an episode of task space 'cartpole' "
+        f"(up to 500 steps) and curriculum={config.curriculum.name} draws new tasks at each "
+        "update, so episodes longer than 32 steps are cut there: set optimizer.n_steps to "
+        "at least 500"
+    ]
