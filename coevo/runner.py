@@ -63,8 +63,8 @@ def prepare(config: RunConfig) -> tuple[TaskSpace, Policy]:
 
 def task_renderer(run_dir: Path):
     """The run's task-picture function (task dict, PNG path) -> path, if its space has one."""
-    try:
-        space, _ = prepare(load_run_config(run_dir))
+    try:  # the space alone: building the policy too would repeat its warnings
+        space = tasks.space_from_config(load_run_config(run_dir).task)
     except (FileNotFoundError, ConfigError):
         return None
     return space.metadata.get("render_png")

@@ -87,6 +87,35 @@ def test_a_single_row_summary_draws_no_generation_curves(tmp_path):
     assert 'id="fig-curves"' not in page and "1 generations" in page
 
 
+def test_the_curriculums_own_columns_get_a_panel_each(tmp_path):
+    """A curriculum's own counts (a plug-in's, PLR's buffer) are drawn, one panel each; the
+    pool's, the optimizer's, the test set's and the population curves' columns are not."""
+    rows = [
+        {
+            "generation": g,
+            "policies": 1,
+            "my_levels_seen": 3 * g,  # a plug-in curriculum's own
+            "buffer_mean_score": 0.5 * g,
+            "label": "text",  # not a number
+            "best_score": 1.0,
+            "approx_kl": 0.01,
+            "env_steps": 10,
+            "steps_per_s": 5.0,
+            "busy_s_worker_0": 0.1,
+            "wall_s": 0.2,
+            "test_mastered": 0.5,
+        }
+        for g in (1, 2, 3)
+    ]
+    summary = pd.DataFrame(rows)
+    assert plots.curriculum_columns(summary) == ["my_levels_seen", "buffer_mean_score"]
+    summary.to_csv(tmp_path / "summary.csv", index=False)
+    page = write_report(tmp_path).read_text()
+    assert 'id="fig-curriculum"' in page and 'src="plots/curriculum.png"' in page
+    assert (tmp_path / "plots" / "curriculum.png").stat().st_size > 1000
+    assert 'src="plots/learner.png"' in page  # approx_kl: the optimizer's own figure
+
+
 def test_the_headline_of_an_unfinished_run_says_how_far_it_got(tmp_path):
     rows = [
         {"generation": g, "best_score": 1.0, "env_steps": 10, "steps_per_s": 5.0} for g in (1, 2, 3)
@@ -216,3 +245,15 @@ def test_a_plugin_table_first_written_after_the_checkpoint_is_not_doubled_on_res
     table = pd.read_csv(tmp_path / "my_levels.csv")
     assert table["generation"].tolist() == [2, 3]
     assert table["level"].tolist() == [20, 30]
+
+
+def test_every_column_the_pool_adds_is_known_as_the_pools():
+    """The report leaves the pool's columns out of the curriculum's figure by name: a new
+    pool column must be named in POOL_COLUMNS too."""
+    from coevo.pool.stats import generation_figures, is_pool_column
+
+    snapshot = {"wall_s": 1.0, "busy_s": 0.5, "busy_s_worker_0": 0.5, "busy_s_worker_1": 0.2}
+    later = {**snapshot, "wall_s": 2.0, "busy_s": 1.0}
+    columns = [*generation_figures(snapshot, later), "wall_s"]
+    assert [c for c in columns if not is_pool_column(c)] == []
+    assert "busy_s_worker_1" in columns

@@ -43,6 +43,32 @@ RUNTIME_COLUMNS = (
 )
 
 
+# The pool's columns of a summary.csv row (`generation_figures`, and "wall_s" of the whole
+# generation), besides one `busy_s_worker_i` per worker.
+POOL_COLUMNS = (
+    "jobs",
+    "episodes",
+    "failed_episodes",
+    "env_steps",
+    "steps_per_s",
+    "cache_hits",
+    "cache_misses",
+    "bytes_shipped",
+    "trajectory_bytes",
+    "worker_busy_s",
+    "worker_restarts",
+    "stream_cache_hits",
+    "stream_cache_misses",
+    "replay_steps",
+    "wall_s",
+)
+
+
+def is_pool_column(name: str) -> bool:
+    """True for the summary columns the pool adds to every curriculum's row."""
+    return name in POOL_COLUMNS or name.startswith(PER_WORKER_PREFIX)
+
+
 def busy_key(worker: int) -> str:
     """The `stats_snapshot()` key of one worker's cumulative busy seconds."""
     return f"{PER_WORKER_PREFIX}{worker}"

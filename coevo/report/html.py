@@ -171,7 +171,17 @@ def _figures(
                 plots.population_curves(summary, plot_dir / "curves.png"),
             )
         )
-    learned = [c for c in plots.LEARNER_COLUMNS if c in summary and summary[c].notna().any()]
+    own = plots.curriculum_columns(summary)
+    if own and len(summary) > 1:
+        figures.append(
+            (
+                "fig-curriculum",
+                "The curriculum's own figures per generation (summary.csv columns of the "
+                "same names; the README's run-directory table says what each counts).",
+                plots.panel_curves(summary, own, plot_dir / "curriculum.png"),
+            )
+        )
+    learned = plots.learned_columns(summary)
     if learned and len(summary) > 1:
         figures.append(
             (
@@ -179,7 +189,7 @@ def _figures(
                 "The optimizer's update figures per generation, the means over the "
                 "generation's updates of Stable-Baselines3's train/* figures (entropy is "
                 "minus its entropy_loss; approx_kl is each update's last epoch).",
-                plots.learner_curves(summary, plot_dir / "learner.png"),
+                plots.panel_curves(summary, learned, plot_dir / "learner.png"),
             )
         )
     if "test_mastered" in summary and summary["test_mastered"].notna().any():

@@ -14,6 +14,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from coevo.pool.stats import is_pool_column  # noqa: E402
+
 
 def _save(fig, path: Path, layout: bool = True) -> Path:
     if layout:  # off where long labels outside the axes would squeeze them
@@ -23,12 +25,16 @@ def _save(fig, path: Path, layout: bool = True) -> Path:
     return path
 
 
+# Counts of any curriculum's population, drawn where its summary has them.
+POPULATION_COLUMNS = ("active", "archived", "tasks", "policies", "pairs")
+
+
 def population_curves(summary: pd.DataFrame, path: Path) -> Path:
     """Active, archived, ANNECS; best and median score; env steps/s, per generation."""
     fig, (pairs, scores, speed) = plt.subplots(3, 1, figsize=(7, 7.5), sharex=True)
     gens = summary["generation"]
     # Columns of any curriculum: each curve only where its column is there.
-    for column in ("active", "archived", "tasks", "policies", "pairs"):
+    for column in POPULATION_COLUMNS:
         if column in summary:
             pairs.plot(gens, summary[column], label=column, marker=".")
     if "annecs" in summary:
@@ -222,16 +228,49 @@ LEARNER_COLUMNS = (
 )
 
 
-def learner_curves(summary: pd.DataFrame, path: Path) -> Path:
-    """The optimizer's own figures per generation (PPO's losses, KL, clip fraction,
-    explained variance), one small panel each."""
-    columns = [c for c in LEARNER_COLUMNS if c in summary and summary[c].notna().any()]
+def learned_columns(summary: pd.DataFrame) -> list[str]:
+    """The optimizer's own figures the summary holds (PPO's losses, KL, clip fraction)."""
+    return [c for c in LEARNER_COLUMNS if c in summary and summary[c].notna().any()]
+
+
+# Drawn by `population_curves`, or said elsewhere (the held-out test set's own figure).
+_DRAWN_ELSEWHERE = (
+    "generation",
+    *POPULATION_COLUMNS,
+    "annecs",
+    "annecs_reference",
+    "admitted",
+    "best_score",
+    "median_score",
+)
+
+
+def curriculum_columns(summary: pd.DataFrame) -> list[str]:
+    """The curriculum's own numeric columns (POET's rule counts, PLR's buffer, ALP-GMM's
+    fits, a plug-in's), in summary order: neither the pool's, the optimizer's, the test
+    set's, nor those the population curves draw."""
+    return [
+        c
+        for c in summary.columns
+        if c not in _DRAWN_ELSEWHERE
+        and c not in LEARNER_COLUMNS
+        and not c.startswith("test_")
+        and not is_pool_column(c)
+        and pd.api.types.is_numeric_dtype(summary[c])
+        and summary[c].notna().any()
+    ]
+
+
+def panel_curves(summary: pd.DataFrame, columns: list[str], path: Path) -> Path:
+    """Summary columns per generation, one small panel each, two side by side."""
     rows = (len(columns) + 1) // 2
     fig, axes = plt.subplots(rows, 2, figsize=(7, 1.8 * rows + 0.6), sharex=True, squeeze=False)
     for ax, column in zip(axes.flat, columns, strict=False):
         ax.plot(summary["generation"], summary[column], marker=".", markersize=3)
         ax.set_title(column.replace("_", " "), fontsize=9)
         ax.tick_params(labelsize=8)
+        if pd.api.types.is_integer_dtype(summary[column]):  # a count: no 0.5 tick
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in list(axes.flat)[len(columns) :]:
         ax.set_visible(False)
     for column in range(2):  # each column's lowest panel shown carries the axis
