@@ -8,9 +8,9 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -39,7 +39,13 @@ from coevo.report.tables import (
 from coevo.resume_rules import check_resume_config
 from coevo.start_policy import load_start_theta
 from coevo.tasks.task import TaskSpace
-from coevo.tasks.test_sets import TestSet, make_test_set, measure_detailed, no_test
+from coevo.tasks.test_sets import (
+    TestSet,
+    make_test_set,
+    measure_detailed,
+    no_test,
+    test_space_of,
+)
 
 CONFIG_FILE = "config.yaml"
 CHECKPOINTS = checkpoint.CHECKPOINTS_DIR
@@ -332,13 +338,34 @@ def _test_set(config: RunConfig, space: TaskSpace, echo: Callable[[str], None]) 
             f"test set: measured every {options.every} generations (test_set.every), so not "
             f"in this run of {config.curriculum.generations}: test_* columns stay empty"
         )
-    test_set = make_test_set(space, options.size, options.seed, options.threshold)
+    test_set = make_test_set(space, options.size, options.seed, options.threshold, options.params)
+    within = (
+        f"test_set.params' bounds ({_bounds_text(space, options.params)})"
+        if options.params
+        else f"task space '{space.name}'"
+    )
     if len(test_set.tasks) < options.size:
+        # Every task there: without bounds of its own, the very tasks the curriculum trains on.
+        held_out = (
+            ""
+            if options.params
+            else ", the tasks the curriculum trains on: to hold some out, narrow task.params "
+            "and give test_set.params the others"
+        )
         echo(
-            f"test set: the {len(test_set.tasks)} distinct tasks of task space '{space.name}' "
-            f"(test_set.size {options.size} asks for more than it has)"
+            f"test set: the {len(test_set.tasks)} distinct tasks of {within} "
+            f"(test_set.size {options.size} asks for more than it has){held_out}"
         )
     return test_set
+
+
+def _bounds_text(space: TaskSpace, bounds: Mapping[str, Any]) -> str:
+    """The test set's own bounds, as given, e.g. "level 15 to 19"."""
+    drawn_from = test_space_of(space, bounds)
+    return ", ".join(
+        f"{name} {drawn_from.param(name).low:g} to {drawn_from.param(name).high:g}"
+        for name in bounds
+    )
 
 
 def _write_config(run_dir: Path, config: RunConfig) -> None:
@@ -489,6 +516,7 @@ def _run(
     curriculum_class = curricula.get(config.curriculum.name)
     curriculum_class.check(config.curriculum, optimizer)
     curriculum_class.check_space(config.curriculum, space)
+    test_space_of(space, config.test_set.params)  # its bounds' errors, before anything starts
     renderer = space.metadata.get("render_png")
     # Read (and checked against the run's own config) before anything is written or started.
     saved = _saved_state(config, run_dir, checkpoint_file, echo) if resume else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -42,7 +44,19 @@ def test_a_space_with_fewer_distinct_tasks_than_the_test_set_size_says_so(tmp_pa
     assert len(test_set.tasks) == 3  # gravity 9, 9.5 and 10; the other parameters fixed
     assert seen == [
         "test set: the 3 distinct tasks of task space 'cartpole' (test_set.size 12 asks for "
-        "more than it has)"
+        "more than it has), the tasks the curriculum trains on: to hold some out, narrow "
+        "task.params and give test_set.params the others"
+    ]
+    # Bounds of its own: the test tasks lie there, beyond the training ones (held out).
+    seen.clear()
+    config = parse_config(
+        {"test_set": {"size": 12, "params": {"gravity": {"low": 11, "high": 12}}}}
+    )
+    test_set = runner._test_set(config, space, seen.append)
+    assert sorted(task["gravity"] for task in test_set.tasks) == [11.0, 11.5, 12.0]
+    assert seen == [
+        "test set: the 3 distinct tasks of test_set.params' bounds (gravity 11 to 12) "
+        "(test_set.size 12 asks for more than it has)"
     ]
 
 
@@ -105,3 +119,43 @@ def test_testing_changes_nothing_else_and_its_episodes_are_not_training(tmp_path
     assert tested["test_mastered"].notna().all()
     same = [c for c in untested.columns if not is_runtime_column(c) and c not in SUMMARY_COLUMNS]
     pd.testing.assert_frame_equal(tested[same], untested[same])  # episodes, env_steps included
+
+
+def test_a_test_set_with_bounds_of_its_own_holds_its_tasks_out(tmp_path):
+    """test_set.params: the test tasks are drawn there (past the training bounds), scored
+    through the run's pool like any other, and the report says where they came from."""
+    config = parse_config(
+        {
+            "pool": {"backend": "local", "num_workers": 1, "envs_per_worker": 16},
+            "optimizer": {"name": "es", "population": 8},
+            "curriculum": {"name": "dr", "generations": 2},
+            "test_set": {"every": 1, "size": 4, "params": {"gravity": {"low": 35, "high": 40}}},
+        }
+    )
+    runner.run(config, tmp_path, echo=lambda _: None)
+    test_set = pd.read_csv(tmp_path / "test_set.csv")
+    trained = pd.read_csv(tmp_path / "eligibility.csv")["task"].map(json.loads)
+    assert test_set["task.gravity"].between(35, 40).all() and len(test_set) == 4
+    assert max(task["params"]["gravity"] for task in trained) <= 30  # the space's high
+    scores = pd.read_csv(tmp_path / "test_scores.csv")
+    assert len(scores) == 8 and np.isfinite(scores["return"]).all()
+    page = (tmp_path / "report.html").read_text()
+    assert "drawn uniformly within test_set.params&#x27; bounds (gravity low 35, high 40)" in page
+
+
+@pytest.mark.parametrize(
+    "bounds, message",
+    [
+        ({"gravit": {"low": 1}}, "test_set.params.gravit: not a parameter of task space"),
+        ({"gravity": {"lo": 1}}, "test_set.params.gravity: expected {low: .., high: ..}"),
+        ({"gravity": 20}, "test_set.params.gravity: expected {low: .., high: ..}"),
+        ({"gravity": {"low": 30, "high": 20}}, "gravity: lower bound 30 > upper bound 20"),
+        ({"gravity": {"low": "x"}}, "test_set.params.gravity"),
+    ],
+)
+def test_bad_test_set_bounds_are_refused_by_name_before_a_run_starts(tmp_path, bounds, message):
+    config = parse_config({"pool": {"backend": "local"}, "test_set": {"params": bounds}})
+    with pytest.raises(Exception, match="test_set.params") as caught:
+        runner.run(config, tmp_path / "run", echo=lambda _: None)
+    assert message in str(caught.value)
+    assert not (tmp_path / "run").exists()  # refused before the run directory

@@ -103,7 +103,15 @@ def write_report(
             "".join(
                 _figure(run_dir, *f)
                 for f in _figures(
-                    summary, population, cross, labels, plot_dir, eligibility, test_set, returns
+                    summary,
+                    population,
+                    cross,
+                    labels,
+                    plot_dir,
+                    eligibility,
+                    test_set,
+                    returns,
+                    config_text,
                 )
             )
         )
@@ -145,6 +153,7 @@ def _figures(
     eligibility: pd.DataFrame | None = None,
     test_set: pd.DataFrame | None = None,
     returns: pd.DataFrame | None = None,
+    config_text: str = "",
 ) -> list[tuple[str, str, Path]]:
     """(id, caption, image) of each figure the tables allow."""
     eligibility = pd.DataFrame() if eligibility is None else eligibility
@@ -201,7 +210,7 @@ def _figures(
         figures.append(
             (
                 "fig-test-mastery",
-                _mastery_caption(test_set, by),
+                _mastery_caption(test_set, by, config_text),
                 plots.mastery_curve(summary, plot_dir / "test_mastery.png"),
             )
         )
@@ -384,7 +393,22 @@ def _return_freed_memory() -> None:
         pass
 
 
-def _mastery_caption(test_set: pd.DataFrame | None, by: str) -> str:
+def _test_bounds(config_text: str) -> str:
+    """Where the test tasks come from: test_set.params' bounds, or the training space's."""
+    try:
+        bounds = (yaml.safe_load(config_text) or {}).get("test_set", {}).get("params") or {}
+    except (yaml.YAMLError, AttributeError):
+        bounds = {}
+    if not bounds:
+        return "the task space's bounds, the ones the curriculum trains within"
+    given = "; ".join(
+        f"{name} {', '.join(f'{k} {v}' for k, v in fields.items())}"
+        for name, fields in bounds.items()
+    )
+    return f"test_set.params' bounds ({given}), the task space's for the other parameters"
+
+
+def _mastery_caption(test_set: pd.DataFrame | None, by: str, config_text: str = "") -> str:
     """What "% mastered" counts: the test set's size, threshold and episodes per task (from
     test_set.csv; a run from before that file had none, and says less)."""
     if test_set is None or not {"test_task", "threshold", "episodes"} <= set(test_set.columns):
@@ -395,7 +419,7 @@ def _mastery_caption(test_set: pd.DataFrame | None, by: str) -> str:
     episodes = int(test_set["episodes"].iloc[0])
     return (
         f"Share of the {len(test_set)} held-out test tasks mastered, {by}, at each generation "
-        f"it was measured. The tasks are drawn uniformly within the task space's bounds "
+        f"it was measured. The tasks are drawn uniformly within {_test_bounds(config_text)} "
         f"(test_set.csv); a task is mastered by a mean return of at least "
         f"{test_set['threshold'].iloc[0]:g} over {episodes} "
         f"episode{'s' if episodes != 1 else ''}. The returns counted, per task: "

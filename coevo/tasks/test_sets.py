@@ -19,8 +19,9 @@ training counters (the runner measures after the generation's own figures are ta
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +49,11 @@ class TestSetConfig(Checked):
     seed: int = setting(DEFAULT_SEED, low=0, doc="seed of the test tasks and episodes")
     episodes: int = setting(DEFAULT_EPISODES, low=1, doc="episodes per policy and test task")
     threshold: float | None = setting(None, doc="mastery threshold (None: solved_score)")
+    params: dict = setting(
+        factory=dict,
+        doc="{parameter: {low, high}}: the test tasks' own bounds, e.g. levels past the "
+        "training ones (held out); {}: the task space's",
+    )
 
     __test__ = False
 
@@ -174,18 +180,60 @@ def mastery_threshold(space: TaskSpace, threshold: float | None = None) -> float
     return float(space.solved_score)
 
 
+def test_space_of(space: TaskSpace, bounds: Mapping[str, Mapping[str, Any]] | None) -> TaskSpace:
+    """The space the test tasks are drawn from: `space`, with the parameters' bounds that
+    `test_set.params` gives instead ({name: {low, high}}, either or both; outside the
+    training bounds is allowed: that is what holds tasks out)."""
+    if not bounds:
+        return space
+    if not isinstance(bounds, Mapping):
+        raise ConfigError(
+            "test_set.params", f"expected {{parameter: {{low, high}}}}, got {bounds!r}"
+        )
+    for name, fields in bounds.items():
+        where = f"test_set.params.{name}"
+        if name not in space.names:
+            raise ConfigError(
+                where,
+                f"not a parameter of task space '{space.name}'; allowed: {', '.join(space.names)}",
+            )
+        if not isinstance(fields, Mapping) or not fields or set(fields) - {"low", "high"}:
+            raise ConfigError(
+                where, f"expected {{low: .., high: ..}} (either or both), got {fields!r}"
+            )
+    # Each parameter's init moves inside its test bounds (a space checks that); the test
+    # set's order still counts from the training space's initial task.
+    overrides = {}
+    for name, fields in bounds.items():
+        base = space.param(name)
+        low, high = fields.get("low", base.low), fields.get("high", base.high)
+        try:
+            init = min(max(base.init, float(low)), float(high))
+        except (TypeError, ValueError):
+            init = base.init  # not numbers: with_overrides names the field
+        overrides[name] = {**fields, "init": init}
+    try:
+        test_space = space.with_overrides(overrides)
+    except ConfigError as error:  # it names task.params.*: here they are the test set's
+        field = error.field.replace("task.params.", "test_set.params.", 1)
+        raise ConfigError(field, error.message) from None
+    return test_space
+
+
 def make_test_set(
     space: TaskSpace,
     size: int = DEFAULT_SIZE,
     seed: int = DEFAULT_SEED,
     threshold: float | None = None,
+    bounds: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> TestSet:
-    """`size` distinct tasks drawn uniformly within the space's bounds from a generator seeded
-    by (seed, space name), rounded like mutations, sorted by distance from the initial task
-    (ties by task id, so the order never depends on the draw order). A space with fewer
-    distinct tasks gives all it has."""
+    """`size` distinct tasks drawn uniformly within the space's bounds (or `bounds`', see
+    `test_space_of`) from a generator seeded by (seed, space name), rounded like mutations,
+    sorted by distance from the space's initial task (ties by task id, so the order never
+    depends on the draw order). Bounds with fewer distinct tasks give all they have."""
     if not isinstance(size, int) or size <= 0:
         raise ConfigError("test_set.size", f"must be a positive integer, got {size!r}")
+    drawn_from = test_space_of(space, bounds)
     rng = np.random.default_rng([seed, zlib.crc32(space.name.encode())])
     start = space.initial_task()
     tasks: dict[Task, None] = {}
@@ -194,7 +242,7 @@ def make_test_set(
     for _ in range(100 * size):
         if len(tasks) == size:
             break
-        tasks.setdefault(_uniform_task(space, rng), None)
+        tasks.setdefault(_uniform_task(drawn_from, rng), None)
     # A space with fewer distinct tasks than asked for (e.g. a few int levels) is tested on
     # all of them.
     ordered = sorted(tasks, key=lambda task: (round(space.distance(start, task), 12), task.id))
