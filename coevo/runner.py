@@ -596,6 +596,7 @@ def _run(
             progress = GenerationProgress()
             pool.progress = progress
             traceback_shown = False
+            first_failure_on_test = False
             while curriculum.generation < total:
                 progress.start(curriculum.generation + 1, total)
                 try:
@@ -605,7 +606,9 @@ def _run(
                 # After the generation's own figures: test episodes never count as training.
                 if test_set is not None:  # no test set: no test columns
                     if config.test_set.due(curriculum.generation):
+                        untested = not pool.first_error_text
                         columns, rows = measure_detailed(curriculum, test_set, config.test_set)
+                        first_failure_on_test = untested and bool(pool.first_error_text)
                         result.summary.update(columns)
                         result.tables[TEST_SCORES] = [
                             {"generation": curriculum.generation, **row} for row in rows
@@ -630,11 +633,16 @@ def _run(
                 echo(line)
                 if pool.first_error_text and not traceback_shown:
                     # Once per run: where the first failure happened (the env's file and
-                    # line); every error's last line is in eligibility.csv's `error` column.
-                    echo(
-                        "the first failed episode's error (every error: eligibility.csv's "
-                        f"error column):\n{pool.first_error_text.rstrip()}"
+                    # line); every error's last line is in eligibility.csv's `error` column,
+                    # a test episode's in test_scores.csv's.
+                    where = (
+                        "the first failed episode's error, on a test task (every test "
+                        "task's: test_scores.csv's error column)"
+                        if first_failure_on_test
+                        else "the first failed episode's error (every error: eligibility.csv's "
+                        "error column; a test task's: test_scores.csv's)"
                     )
+                    echo(f"{where}:\n{pool.first_error_text.rstrip()}")
                     traceback_shown = True
                 sys.stdout.flush()
         except KeyboardInterrupt as interrupt:

@@ -159,3 +159,38 @@ def test_bad_test_set_bounds_are_refused_by_name_before_a_run_starts(tmp_path, b
         runner.run(config, tmp_path / "run", echo=lambda _: None)
     assert message in str(caught.value)
     assert not (tmp_path / "run").exists()  # refused before the run directory
+
+
+def test_a_test_task_that_fails_says_why_in_test_scores(tmp_path):
+    """An env that breaks only on held-out test tasks: the error is in test_scores.csv's
+    error column, and the console's first-error note points there (it pointed to
+    eligibility.csv, which has no row for a test episode)."""
+    hazard = {"low": 0, "high": 0, "init": 0, "step": 1, "round_to": 1}  # training: safe
+    config = parse_config(
+        {
+            "task": {
+                "name": "fragile",
+                "entry_point": "fragile_env:FragileCartPole",
+                "params": {"hazard": hazard},
+                "max_episode_steps": 50,
+                "solved_score": 50,
+            },
+            "pool": {"backend": "local", "num_workers": 1, "envs_per_worker": 8},
+            "optimizer": {"name": "es", "population": 4},
+            "curriculum": {"name": "dr", "generations": 1},
+            # hazard 1 raises at the third step: every test episode fails
+            "test_set": {"every": 1, "size": 3, "params": {"hazard": {"low": 1, "high": 1}}},
+        }
+    )
+    said: list[str] = []
+    runner.run(config, tmp_path, echo=said.append)
+    scores = pd.read_csv(tmp_path / "test_scores.csv")
+    assert scores["error"].tolist() == ["RuntimeError: hazard 1: the cart lost a wheel"]
+    assert not scores["mastered"].any() and scores["return"].isna().all()
+    assert pd.read_csv(tmp_path / "eligibility.csv")["error"].isna().all()  # training was fine
+    note = next(line for line in said if line.startswith("the first failed episode's error"))
+    assert note.startswith(
+        "the first failed episode's error, on a test task (every test task's: "
+        "test_scores.csv's error column):"
+    )
+    assert "fragile_env.py" in note

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -104,6 +104,8 @@ class TestScore:
     best_of: bool  # a task counts as mastered when any policy masters it
     episodes: int  # test episodes run (counted apart from training)
     env_steps: float  # env steps of those episodes
+    # policy index * tasks + task -> the last line of its first failed episode's error
+    errors: Mapping[int, str] = field(default_factory=dict)
 
     __test__ = False
 
@@ -123,26 +125,31 @@ class TestScore:
         the threshold. A population's task has one row, its best policy's (empty `policy`
         when every policy failed there); policies that each count have a row per task."""
         rows: list[dict[str, object]] = []
+        tasks = self.scores.shape[1]
         if self.best_of:
-            for task in range(self.scores.shape[1]):
+            for task in range(tasks):
                 best = int(self.best_policy[task])
+                # Every policy failed there: the first one's error says why.
+                failed = self.errors.get(task, "") if best < 0 else ""
                 rows.append(
                     {
                         "test_task": task,
                         "policy": names[best] if best >= 0 else "",
                         "return": float(self.returns[task]),
                         "mastered": bool(best >= 0 and self.mastered[best, task]),
+                        "error": failed,
                     }
                 )
             return rows
         for index, name in enumerate(names):
-            for task in range(self.scores.shape[1]):
+            for task in range(tasks):
                 rows.append(
                     {
                         "test_task": task,
                         "policy": name,
                         "return": float(self.scores[index, task]),
                         "mastered": bool(self.mastered[index, task]),
+                        "error": self.errors.get(index * tasks + task, ""),
                     }
                 )
         return rows
@@ -274,7 +281,7 @@ def score_test_set(
         raise ConfigError("test_set.episodes", f"must be a positive integer, got {episodes!r}")
     before = pool.stats_snapshot()
     pairs = [(theta, task) for theta in policies for task in test_set.tasks]
-    returns, _ = pool.evaluate_detailed(pairs, episodes, seed)
+    returns, errors = pool.evaluate_detailed(pairs, episodes, seed)
     after = pool.stats_snapshot()
     matrix = returns.mean(axis=1).reshape(len(policies), len(test_set))
     finite = np.where(np.isfinite(matrix), matrix, -np.inf)
@@ -290,6 +297,7 @@ def score_test_set(
         best_of=best_of,
         episodes=len(pairs) * episodes,
         env_steps=float(after["env_steps"] - before["env_steps"]),
+        errors=errors,
     )
 
 
