@@ -109,6 +109,11 @@ class PoolConfig(Checked):
     # Ray backend only (coevo/pool/limits.py); null: no limit.
     episode_timeout_s: float | None = limit_setting("an env call longer than this: worker replaced")
     worker_memory_mb: float | None = limit_setting("a worker above this after a chunk: recycled")
+    wait_for_workers: bool = setting(
+        False,
+        doc="ray: start the first generation once Ray's workers answer (else calls run in "
+        "this process while Ray starts: a short run may never reach Ray)",
+    )
 
     def check(self) -> None:
         address = self.address
@@ -119,6 +124,11 @@ class PoolConfig(Checked):
                 f"got {address!r}",
             )
         WorkerLimits(self.episode_timeout_s, self.worker_memory_mb).check_backend(self.backend)
+        if self.wait_for_workers and self.backend != Backend.RAY.value:
+            raise ConfigError(
+                "pool.wait_for_workers",
+                f"only for backend=ray (backend={self.backend}'s workers are this process)",
+            )
 
 
 @dataclass(frozen=True)

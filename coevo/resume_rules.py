@@ -24,6 +24,7 @@ RESUME_OVERRIDES = (
     "pool.address",
     "pool.episode_timeout_s",
     "pool.worker_memory_mb",
+    "pool.wait_for_workers",
 )
 
 

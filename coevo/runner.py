@@ -539,6 +539,8 @@ def _run(
     ):
         echo(line)
     with _pool(config, space, policy) as pool:
+        if config.pool.wait_for_workers:
+            pool.wait_ready()  # raises what Ray's start raised (WorkerStartError, ...)
         echo(describe_pool(pool))
         curriculum = build(config, space, pool, initial_theta)
         recorder = RunRecorder(run_dir, tables=(CROSS_SCORES_STEM, TEST_SCORES))

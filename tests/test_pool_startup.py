@@ -114,3 +114,34 @@ def test_the_handover_to_ray_during_a_call_is_not_a_worker_restart():
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == "local (ray starting) ray 0"
+
+
+def test_wait_for_workers_runs_even_a_short_run_on_rays_workers(tmp_path):
+    """A one-generation run ends before Ray's workers answer, in this process (same results);
+    pool.wait_for_workers=true starts it on them: both workers busy, the pool line says so."""
+    import pandas as pd
+    from cli_support import cli
+
+    done = cli(
+        "coevo-run",
+        "pool=ray",
+        "pool.wait_for_workers=true",
+        "curriculum.generations=1",
+        "test_set.every=0",
+        f"hydra.run.dir={tmp_path}",
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "pool: 2 Ray worker(s) on 1 node(s), 64 envs each" in done.stdout
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert (summary["busy_s_worker_0"] > 0).all() and (summary["busy_s_worker_1"] > 0).all()
+
+
+def test_wait_for_workers_is_refused_where_there_is_no_ray():
+    import pytest
+
+    from coevo.config import parse_config
+    from coevo.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="pool.wait_for_workers: only for backend=ray"):
+        parse_config({"pool": {"backend": "local", "wait_for_workers": True}})
