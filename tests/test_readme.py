@@ -25,9 +25,13 @@ def _run(blocks: list[str]) -> dict:
 
 def test_the_readme_api_examples_run(ray_session, capsys):
     blocks = _blocks("The programmatic API")
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     namespace = _run(blocks)
     out = capsys.readouterr().out.splitlines()
+    # The last example: a run directory's policy, evaluated past the run's bounds.
+    assert out.pop() == "(1, 3)"
+    assert namespace["saved"].generation == 2
+    assert namespace["theta"].shape == (namespace["policy"].num_params,)
     assert out[0] == "eligible to reproduce: [2, 3, 5]"  # as the example's comment says
     assert namespace["scores"].round(1).tolist() == [38.2, 10.0, 63.4, 62.2, 8.2, 82.6, 10.2, 9.2]
     assert len(out) == 10  # one line per generation of the second to fourth examples

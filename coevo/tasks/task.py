@@ -259,9 +259,12 @@ class TaskSpace:
             p = self.param(name)
             value = p.cast(value, f"task.{name}")
             if not p.low <= value <= p.high:
+                end = "high" if value > p.high else "low"
                 raise ConfigError(
                     f"task.{name}",
-                    f"{value:g} outside bounds [{p.low:g}, {p.high:g}] of '{self.name}'",
+                    f"{value:g} outside bounds [{p.low:g}, {p.high:g}] of '{self.name}' (a "
+                    f"task beyond them, e.g. to test generalisation: "
+                    f"space.with_overrides({{'{name}': {{'{end}': {value:g}}}}}).task(...))",
                 )
         full = {p.name: p.cast(values.get(p.name, p.init), f"task.{p.name}") for p in self.params}
         for low_name, high_name in self.ordered:
