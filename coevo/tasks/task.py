@@ -262,9 +262,9 @@ class TaskSpace:
                 end = "high" if value > p.high else "low"
                 raise ConfigError(
                     f"task.{name}",
-                    f"{value:g} outside bounds [{p.low:g}, {p.high:g}] of '{self.name}' (a "
-                    f"task beyond them, e.g. to test generalisation: "
-                    f"space.with_overrides({{'{name}': {{'{end}': {value:g}}}}}).task(...))",
+                    f"{value:g} outside bounds [{p.low:g}, {p.high:g}] of '{self.name}' (for "
+                    f"a task beyond them, widen them: task.params.{name}.{end}={value:g}, or "
+                    f"in Python space.with_overrides({{'{name}': {{'{end}': {value:g}}}}}))",
                 )
         full = {p.name: p.cast(values.get(p.name, p.init), f"task.{p.name}") for p in self.params}
         for low_name, high_name in self.ordered:
