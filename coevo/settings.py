@@ -8,6 +8,7 @@ field; `coevo.config` validates any such dataclass by reading this metadata.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import math
 import types
@@ -206,6 +207,22 @@ class Checked:
     section in errors (optimizer.population)."""
 
     section = ""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Checked:
+        # Before the dataclass's __init__, whose bare TypeError ("unexpected keyword
+        # argument") says neither the section nor the keys it takes.
+        if kwargs and dataclasses.is_dataclass(cls):
+            names = [f.name for f in dataclasses.fields(cls) if f.init]
+            unknown = [key for key in kwargs if key not in names]
+            if unknown:
+                close = difflib.get_close_matches(unknown[0], names, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                where = f"{cls.section}." if cls.section else ""
+                raise ConfigError(
+                    f"{where}{unknown[0]}",
+                    f"unknown key of {cls.__name__}{hint}; allowed: {', '.join(names)}",
+                )
+        return super().__new__(cls)
 
     def __post_init__(self) -> None:
         check_fields(self, self.section)

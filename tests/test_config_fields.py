@@ -471,3 +471,20 @@ def test_a_plugin_whose_own_config_adds_no_field_gets_the_plain_unknown_key_mess
     raw = {"optimizer": {"name": "user_curricula:NameOnlyOptimizer", "sigma": 0.2}}
     with pytest.raises(ConfigError, match=r"^optimizer.sigma: unknown key; allowed: name$"):
         parse_config(raw)
+
+
+def test_a_misspelled_keyword_of_a_python_config_names_its_section_and_the_fix():
+    """`PLRConfig(buffer_sze=3)` in a script: a ConfigError like the config file's, with the
+    closest key (it was Python's bare TypeError 'unexpected keyword argument')."""
+    from coevo import PLRConfig, PPOConfig
+
+    with pytest.raises(ConfigError) as info:
+        PLRConfig(buffer_sze=3)
+    assert info.value.field == "curriculum.buffer_sze"
+    assert str(info.value).startswith(
+        "curriculum.buffer_sze: unknown key of PLRConfig (did you mean buffer_size?); allowed: "
+        "name, generations,"
+    )
+    with pytest.raises(ConfigError, match=r"^optimizer.nsteps: unknown key of PPOConfig \(did"):
+        PPOConfig(nsteps=64)
+    assert dataclasses.replace(PLRConfig(buffer_size=8), buffer_size=9).buffer_size == 9
