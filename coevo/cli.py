@@ -735,6 +735,13 @@ def _key_values(args: list[str], allowed: tuple[str, ...], program: str) -> dict
                 file=sys.stderr,
             )
             sys.exit(2)
+        if key in values and values[key] != value:  # which one was meant is unknown
+            print(
+                f"{program}: error: {key} given twice ({key}={values[key]}, {key}={value}); "
+                "give it once",
+                file=sys.stderr,
+            )
+            sys.exit(2)
         values[key] = value
     return values
 

@@ -192,6 +192,9 @@ def test_coevo_eval_on_another_task_and_bad_arguments(run_dir):
     assert bad.returncode == 2 and "task.gravity: must be a finite number, got 'inf'" in bad.stderr
     bad = cli("coevo-eval", run_dir, "colour=red")
     assert bad.returncode == 2 and "unknown argument 'colour=red'" in bad.stderr
+    bad = cli("coevo-eval", run_dir, "episodes=0", "episodes=1")  # the last one was taken
+    assert bad.returncode == 2
+    assert "episodes given twice (episodes=0, episodes=1); give it once" in bad.stderr
     for argument, message in [
         ("episodes=0", "episodes: must be an integer >= 1, got 0"),
         ("episodes=abc", "episodes: must be an integer >= 1, got 'abc'"),
