@@ -127,7 +127,8 @@ class PoolConfig(Checked):
         if self.wait_for_workers and self.backend != Backend.RAY.value:
             raise ConfigError(
                 "pool.wait_for_workers",
-                f"only for backend=ray (backend={self.backend}'s workers are this process)",
+                f"only for backend=ray (backend={self.backend}'s workers are this process; "
+                "a run resumed on the local backend: add pool.wait_for_workers=false)",
             )
 
 

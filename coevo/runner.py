@@ -8,9 +8,9 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import numpy as np
 import pandas as pd
@@ -41,6 +41,7 @@ from coevo.start_policy import load_start_theta
 from coevo.tasks.task import TaskSpace
 from coevo.tasks.test_sets import (
     TestSet,
+    bounds_text,
     make_test_set,
     measure_detailed,
     no_test,
@@ -293,11 +294,13 @@ def scale_warnings(config: RunConfig, space: TaskSpace) -> list[str]:
     ]
 
 
-def episode_cut_warnings(config: RunConfig, space: TaskSpace, curriculum_class: type) -> list[str]:
-    """A rollout optimizer (PPO) whose streams are shorter than an episode, under a
-    single-policy curriculum that draws new tasks at each update: every episode is cut at
-    n_steps, so late-episode states are never trained on. Said at the start (the rollout
-    warning comes only once no episode ends)."""
+def episode_cut_warnings(
+    config: RunConfig, space: TaskSpace, curriculum_class: type, optimizer_class: type
+) -> list[str]:
+    """PPO (or a subclass) whose streams are shorter than an episode, under a single-policy
+    curriculum that draws new tasks at each update: every episode is cut at n_steps, so
+    late-episode states are never trained on. Said at the start (the rollout warning comes
+    only once no episode ends)."""
     n_steps = getattr(config.optimizer, "n_steps", None)
     varies = any(p.low != p.high for p in space.params)
     if (
@@ -305,6 +308,7 @@ def episode_cut_warnings(config: RunConfig, space: TaskSpace, curriculum_class: 
         or not issubclass(curriculum_class, LevelSamplingCurriculum)
         or not varies
         or n_steps >= space.max_episode_steps
+        or not issubclass(optimizer_class, optimizers.get("ppo"))  # streams of n_steps
     ):
         return []
     return [
@@ -340,7 +344,7 @@ def _test_set(config: RunConfig, space: TaskSpace, echo: Callable[[str], None]) 
         )
     test_set = make_test_set(space, options.size, options.seed, options.threshold, options.params)
     within = (
-        f"test_set.params' bounds ({_bounds_text(space, options.params)})"
+        f"test_set.params' bounds ({bounds_text(space, options.params)})"
         if options.params
         else f"task space '{space.name}'"
     )
@@ -357,15 +361,6 @@ def _test_set(config: RunConfig, space: TaskSpace, echo: Callable[[str], None]) 
             f"(test_set.size {options.size} asks for more than it has){held_out}"
         )
     return test_set
-
-
-def _bounds_text(space: TaskSpace, bounds: Mapping[str, Any]) -> str:
-    """The test set's own bounds, as given, e.g. "level 15 to 19"."""
-    drawn_from = test_space_of(space, bounds)
-    return ", ".join(
-        f"{name} {drawn_from.param(name).low:g} to {drawn_from.param(name).high:g}"
-        for name in bounds
-    )
 
 
 def _write_config(run_dir: Path, config: RunConfig) -> None:
@@ -535,11 +530,12 @@ def _run(
     total = config.curriculum.generations
     logger = ScalarLogger(run_dir, config.logger)
     for line in scale_warnings(config, space) + episode_cut_warnings(
-        config, space, curriculum_class
+        config, space, curriculum_class, type(optimizer)
     ):
         echo(line)
     with _pool(config, space, policy) as pool:
         if config.pool.wait_for_workers:
+            echo("pool: waiting for Ray's workers (pool.wait_for_workers)")
             pool.wait_ready()  # raises what Ray's start raised (WorkerStartError, ...)
         echo(describe_pool(pool))
         curriculum = build(config, space, pool, initial_theta)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import inspect
 import math
 import types
 import typing
@@ -200,6 +201,19 @@ def check_fields(config: Any, section: str = "") -> None:
             object.__setattr__(config, item.name, checked)  # frozen dataclasses too
 
 
+@functools.cache
+def _keywords(cls: type) -> tuple[str, ...] | None:
+    """The keywords `cls(...)` takes (its __init__'s: fields, InitVars, a subclass's own);
+    None when it takes any (**kwargs)."""
+    try:
+        parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return tuple(p.name for p in parameters if p.kind is not inspect.Parameter.VAR_POSITIONAL)
+
+
 class Checked:
     """Base of config dataclasses: fields are checked against their rules when an instance
     is built, from Python (`ESConfig(population=-3)`) as from Hydra's config, and then the
@@ -211,8 +225,8 @@ class Checked:
     def __new__(cls, *args: Any, **kwargs: Any) -> Checked:
         # Before the dataclass's __init__, whose bare TypeError ("unexpected keyword
         # argument") says neither the section nor the keys it takes.
-        if kwargs and dataclasses.is_dataclass(cls):
-            names = [f.name for f in dataclasses.fields(cls) if f.init]
+        names = _keywords(cls) if kwargs else None
+        if names is not None:
             unknown = [key for key in kwargs if key not in names]
             if unknown:
                 close = difflib.get_close_matches(unknown[0], names, n=1)

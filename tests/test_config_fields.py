@@ -488,3 +488,17 @@ def test_a_misspelled_keyword_of_a_python_config_names_its_section_and_the_fix()
     with pytest.raises(ConfigError, match=r"^optimizer.nsteps: unknown key of PPOConfig \(did"):
         PPOConfig(nsteps=64)
     assert dataclasses.replace(PLRConfig(buffer_size=8), buffer_size=9).buffer_size == 9
+    # What a plug-in's __init__ takes beyond its fields (an InitVar) is a keyword too.
+    from coevo.curricula.base import CurriculumConfig
+
+    @dataclasses.dataclass(frozen=True)
+    class Scaled(CurriculumConfig):
+        extra: int = 1
+        scale: dataclasses.InitVar[float] = 1.0
+
+        def __post_init__(self, scale: float) -> None:
+            object.__setattr__(self, "extra", int(self.extra * scale))
+
+    assert Scaled(extra=2, scale=3.0).extra == 6
+    with pytest.raises(ConfigError, match=r"unknown key of Scaled \(did you mean scale\?\)"):
+        Scaled(scal=3.0)

@@ -257,3 +257,22 @@ def test_every_column_the_pool_adds_is_known_as_the_pools():
     columns = [*generation_figures(snapshot, later), "wall_s"]
     assert [c for c in columns if not is_pool_column(c)] == []
     assert "busy_s_worker_1" in columns
+
+
+def test_an_extra_table_whose_later_rows_have_a_new_column_keeps_it(tmp_path):
+    """test_scores rows of a run resumed from an older version lack `error`; the new rows'
+    error was dropped (the header came from the first row): the table is written again."""
+    from coevo.curricula.base import GenerationResult
+    from coevo.report.tables import RunRecorder
+
+    empty = pd.DataFrame()
+    recorder = RunRecorder(tmp_path, tables=("test_scores",))
+    old = {"test_scores": [{"generation": 1, "return": 1.0}]}
+    new = {"test_scores": [{"generation": 2, "return": float("nan"), "error": "boom"}]}
+    later = {"test_scores": [{"generation": 3, "return": 3.0, "error": ""}]}
+    for n, tables in ((1, old), (2, new), (3, later)):
+        recorder.record(GenerationResult(n, {"generation": n}, [], tables=tables), empty)
+    table = pd.read_csv(tmp_path / "test_scores.csv")
+    assert list(table.columns) == ["generation", "return", "error"]
+    assert table["generation"].tolist() == [1, 2, 3]
+    assert table["error"].fillna("").tolist() == ["", "boom", ""]

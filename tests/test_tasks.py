@@ -62,6 +62,15 @@ def test_task_outside_bounds_is_refused(cartpole):
         cartpole.task(gravity=99)
 
 
+@pytest.mark.parametrize("key", ["low", "high", "init", "step"])
+def test_a_parameter_that_is_not_finite_is_refused_by_name(cartpole, key):
+    """`task.params.gravity.high=inf` passed, then every draw between the bounds failed
+    inside numpy (OverflowError) after the run had started."""
+    value = float("-inf") if key == "low" else float("inf")
+    with pytest.raises(ConfigError, match=rf"^task.params.gravity.{key}: must be a finite number"):
+        cartpole.with_overrides({"gravity": {key: value}})
+
+
 def test_unknown_parameter_names_the_known_ones(cartpole):
     with pytest.raises(ConfigError) as info:
         cartpole.task(gravty=9.8)

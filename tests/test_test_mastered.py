@@ -140,7 +140,7 @@ def test_a_test_set_with_bounds_of_its_own_holds_its_tasks_out(tmp_path):
     scores = pd.read_csv(tmp_path / "test_scores.csv")
     assert len(scores) == 8 and np.isfinite(scores["return"]).all()
     page = (tmp_path / "report.html").read_text()
-    assert "drawn uniformly within test_set.params&#x27; bounds (gravity low 35, high 40)" in page
+    assert "drawn uniformly within test_set.params&#x27; bounds (gravity 35 to 40)" in page
 
 
 @pytest.mark.parametrize(
@@ -151,6 +151,7 @@ def test_a_test_set_with_bounds_of_its_own_holds_its_tasks_out(tmp_path):
         ({"gravity": 20}, "test_set.params.gravity: expected {low: .., high: ..}"),
         ({"gravity": {"low": 30, "high": 20}}, "gravity: lower bound 30 > upper bound 20"),
         ({"gravity": {"low": "x"}}, "test_set.params.gravity"),
+        ({"gravity": {"high": float("inf")}}, "test_set.params.gravity.high: must be a finite"),
     ],
 )
 def test_bad_test_set_bounds_are_refused_by_name_before_a_run_starts(tmp_path, bounds, message):
@@ -194,3 +195,21 @@ def test_a_test_task_that_fails_says_why_in_test_scores(tmp_path):
         "test_scores.csv's error column):"
     )
     assert "fragile_env.py" in note
+
+
+def test_held_out_tasks_are_ordered_by_a_parameter_training_keeps_fixed():
+    """Training at gravity 9.8 only, testing on 10 to 40: the test tasks go easy to hard by
+    gravity (its span in training is 0, which made every distance 0 and the order the
+    other parameters')."""
+    from coevo.tasks import get
+    from coevo.tasks.test_sets import make_test_set
+
+    space = get("cartpole", {"gravity": {"low": 9.8, "high": 9.8, "init": 9.8}})
+    for name in ("pole_length", "pole_mass", "cart_mass", "force_mag"):
+        init = space.param(name).init
+        space = space.with_overrides({name: {"low": init, "high": init}})
+    test_set = make_test_set(space, 6, bounds={"gravity": {"low": 10, "high": 40}})
+    gravities = [task["gravity"] for task in test_set.tasks]
+    assert gravities == sorted(gravities) and len(set(gravities)) == 6
+    distances = [row["distance"] for row in test_set.rows(space, 1)]
+    assert distances == sorted(distances) and distances[0] > 0

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from coevo.errors import ConfigError
 from coevo.report import plots
 from coevo.report.tables import (
     CROSS_SCORES,
@@ -29,6 +30,7 @@ from coevo.report.tables import (
     TEST_SET,
 )
 from coevo.tasks.task import TaskSpace
+from coevo.tasks.test_sets import bounds_text
 
 REPORT = "report.html"
 _STYLE = """
@@ -401,10 +403,16 @@ def _test_bounds(config_text: str) -> str:
         bounds = {}
     if not bounds:
         return "the task space's bounds, the ones the curriculum trains within"
-    given = "; ".join(
-        f"{name} {', '.join(f'{k} {v}' for k, v in fields.items())}"
-        for name, fields in bounds.items()
-    )
+    space = _space_of(config_text)
+    try:  # as the run drew them (a bound left out is the space's)
+        given = bounds_text(space, bounds) if space is not None else None
+    except ConfigError:
+        given = None
+    if given is None:  # the space cannot be rebuilt here: the config's words
+        given = "; ".join(
+            f"{name} {', '.join(f'{k} {v}' for k, v in fields.items())}"
+            for name, fields in bounds.items()
+        )
     return f"test_set.params' bounds ({given}), the task space's for the other parameters"
 
 

@@ -270,7 +270,7 @@ def panel_curves(summary: pd.DataFrame, columns: list[str], path: Path) -> Path:
         ax.set_title(column.replace("_", " "), fontsize=9)
         ax.tick_params(labelsize=8)
         if pd.api.types.is_integer_dtype(summary[column]):  # a count: no 0.5 tick
-            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     for ax in list(axes.flat)[len(columns) :]:
         ax.set_visible(False)
     for column in range(2):  # each column's lowest panel shown carries the axis

@@ -61,16 +61,17 @@ class RunRecorder:
         _append(self.run_dir / ELIGIBILITY, decisions, ELIGIBILITY_COLUMNS)
         for stem, rows in result.tables.items():
             kept = self.extra_rows.setdefault(stem, [])
-            first = not kept
+            header = _columns(kept)
             kept.extend(rows)
             if not kept:
                 continue
-            if first:
-                # A file already there was written after the checkpoint this run resumed
-                # from (a plug-in's table its state did not know yet): its rows come again.
-                _write(self.run_dir / f"{stem}.csv", kept, list(kept[0]))
+            if not header or set(_columns(rows)) - set(header):
+                # Written whole: a file already there was written after the checkpoint this
+                # run resumed from (a plug-in's table its state did not know yet), or a new
+                # column (test_scores' error after a resume of an older run's) joins.
+                _write(self.run_dir / f"{stem}.csv", kept, _columns(kept))
             else:
-                _append(self.run_dir / f"{stem}.csv", rows, list(kept[0]))
+                _append(self.run_dir / f"{stem}.csv", rows, header)
         integer_ids(population).to_csv(self.run_dir / POPULATION, index=False)
 
     def state_dict(self) -> dict[str, Any]:
@@ -94,7 +95,7 @@ class RunRecorder:
         _write(self.run_dir / ELIGIBILITY, self.eligibility_rows, ELIGIBILITY_COLUMNS)
         for stem, rows in self.extra_rows.items():
             if rows:
-                _write(self.run_dir / f"{stem}.csv", rows, list(rows[0]))
+                _write(self.run_dir / f"{stem}.csv", rows, _columns(rows))
             else:  # nothing recorded yet: anything there was written after the checkpoint
                 (self.run_dir / f"{stem}.csv").unlink(missing_ok=True)
         integer_ids(population).to_csv(self.run_dir / POPULATION, index=False)

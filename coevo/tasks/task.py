@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -101,6 +102,10 @@ class Param:
 
     def validate(self, space: str) -> None:
         where = f"task.params.{self.name}"
+        for key in ("low", "high", "init", "step"):
+            value = getattr(self, key)
+            if not math.isfinite(value):  # a draw between bounds needs finite ones
+                raise ConfigError(f"{where}.{key}", f"must be a finite number, got {value!r}")
         if self.type not in PARAM_TYPES:
             raise ConfigError(
                 f"{where}.type", f"unknown type '{self.type}'; allowed: {', '.join(PARAM_TYPES)}"

@@ -70,6 +70,9 @@ class TestSet:
     tasks: tuple[Task, ...]
     threshold: float
     seed: int
+    # Each task's distance from the initial task, the order (empty: measured in the space
+    # `rows` is given).
+    distances: tuple[float, ...] = ()
 
     __test__ = False  # not a pytest test class, whatever its name
 
@@ -80,12 +83,13 @@ class TestSet:
         """test_set.csv's rows: each test task with its parameters and its distance from the
         initial task (the order), the mastery threshold and the episodes per task."""
         start = space.initial_task()
+        distances = self.distances or [round(space.distance(start, t), 12) for t in self.tasks]
         return [
             {
                 "test_task": index,
                 "task_id": task.id,
                 **{f"task.{name}": value for name, value in task.params},
-                "distance": round(space.distance(start, task), 12),
+                "distance": distances[index],
                 "threshold": self.threshold,
                 "episodes": episodes,
             }
@@ -227,6 +231,15 @@ def test_space_of(space: TaskSpace, bounds: Mapping[str, Mapping[str, Any]] | No
     return test_space
 
 
+def bounds_text(space: TaskSpace, bounds: Mapping[str, Mapping[str, Any]]) -> str:
+    """test_set.params' bounds as the test set draws within them, e.g. "level 15 to 19"."""
+    drawn_from = test_space_of(space, bounds)
+    return ", ".join(
+        f"{name} {drawn_from.param(name).low:g} to {drawn_from.param(name).high:g}"
+        for name in bounds
+    )
+
+
 def make_test_set(
     space: TaskSpace,
     size: int = DEFAULT_SIZE,
@@ -252,8 +265,24 @@ def make_test_set(
         tasks.setdefault(_uniform_task(drawn_from, rng), None)
     # A space with fewer distinct tasks than asked for (e.g. a few int levels) is tested on
     # all of them.
-    ordered = sorted(tasks, key=lambda task: (round(space.distance(start, task), 12), task.id))
-    return TestSet(space.name, tuple(ordered), mastery_threshold(space, threshold), seed)
+    # Distances on the bounds of training and test together: a parameter training keeps
+    # fixed (span 0, so no distance in the training space) counts where the test varies it.
+    measured_on = space.with_overrides(
+        {
+            p.name: {"low": min(p.low, t.low), "high": max(p.high, t.high)}
+            for p, t in zip(space.params, drawn_from.params, strict=True)
+            if (p.low, p.high) != (t.low, t.high)
+        }
+    )
+    distance = {task: round(measured_on.distance(start, task), 12) for task in tasks}
+    ordered = sorted(tasks, key=lambda task: (distance[task], task.id))
+    return TestSet(
+        space.name,
+        tuple(ordered),
+        mastery_threshold(space, threshold),
+        seed,
+        tuple(distance[task] for task in ordered),
+    )
 
 
 def _uniform_task(space: TaskSpace, rng: np.random.Generator) -> Task:
