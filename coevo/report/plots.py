@@ -354,7 +354,8 @@ def levels_over_generations(played: pd.DataFrame, path: Path) -> Path:
             colour = _RULE_COLOURS.get(rule, "tab:gray")
             ax.scatter(part["generation"], part[name], s=8, alpha=0.6, color=colour, label=rule)
         ax.set_ylabel(name, fontsize=8)
-    axes[0, 0].legend(loc="upper left", fontsize=7, ncol=4)
+    # Above the top panel: inside it, the legend hid the points under it.
+    axes[0, 0].legend(loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=7, ncol=4, frameon=False)
     axes[-1, 0].set_xlabel("generation")
     axes[-1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))  # no generation 1.25
     return _save(fig, path)
