@@ -190,12 +190,11 @@ def _warn_layer_settings(options: Mapping[str, Any], path: str) -> None:
     from coevo.config import PolicyConfig  # its defaults are the one source; config imports us
 
     defaults = PolicyConfig()
-    given = {
-        "hidden": list(options.get("hidden", defaults.hidden)),
-        "activation": options.get("activation", defaults.activation),
-    }
-    for key, value in given.items():
-        if value != (list(defaults.hidden) if key == "hidden" else defaults.activation):
+    for key in ("hidden", "activation"):
+        value, default = options.get(key, getattr(defaults, key)), getattr(defaults, key)
+        if key == "hidden":  # a list from the config, a tuple by default
+            value, default = list(value), list(default)
+        if value != default:
             log.warning(
                 "policy.%s=%s is ignored by policy=torch: %s's constructor makes its layers "
                 "(its sizes go in policy.kwargs)",

@@ -88,7 +88,9 @@ def write_report(
     population = _read(run_dir / POPULATION)
     cross = _read(run_dir / CROSS_SCORES)
     config_text = _config_text(run_dir)
-    fmt = ParamFormat(space if space is not None else _space_of(config_text))
+    if space is None:
+        space = _space_of(config_text)
+    fmt = ParamFormat(space)
     labels = _task_labels(population, fmt)
     parts = [f"<h1>coevo run: {html.escape(run_dir.name)}</h1>"]
     stopped = run_dir / STOPPED
@@ -113,7 +115,7 @@ def write_report(
                     eligibility,
                     test_set,
                     returns,
-                    config_text,
+                    _test_bounds(config_text, space),
                 )
             )
         )
@@ -155,7 +157,7 @@ def _figures(
     eligibility: pd.DataFrame | None = None,
     test_set: pd.DataFrame | None = None,
     returns: pd.DataFrame | None = None,
-    config_text: str = "",
+    test_bounds: str = "the task space's bounds",
 ) -> list[tuple[str, str, Path]]:
     """(id, caption, image) of each figure the tables allow."""
     eligibility = pd.DataFrame() if eligibility is None else eligibility
@@ -212,7 +214,7 @@ def _figures(
         figures.append(
             (
                 "fig-test-mastery",
-                _mastery_caption(test_set, by, config_text),
+                _mastery_caption(test_set, by, test_bounds),
                 plots.mastery_curve(summary, plot_dir / "test_mastery.png"),
             )
         )
@@ -395,15 +397,15 @@ def _return_freed_memory() -> None:
         pass
 
 
-def _test_bounds(config_text: str) -> str:
-    """Where the test tasks come from: test_set.params' bounds, or the training space's."""
+def _test_bounds(config_text: str, space: TaskSpace | None) -> str:
+    """Where the test tasks come from: test_set.params' bounds (as drawn in `space`, the
+    run's), or the training space's."""
     try:
         bounds = (yaml.safe_load(config_text) or {}).get("test_set", {}).get("params") or {}
     except (yaml.YAMLError, AttributeError):
         bounds = {}
     if not bounds:
         return "the task space's bounds, the ones the curriculum trains within"
-    space = _space_of(config_text)
     try:  # as the run drew them (a bound left out is the space's)
         given = bounds_text(space, bounds) if space is not None else None
     except ConfigError:
@@ -416,7 +418,9 @@ def _test_bounds(config_text: str) -> str:
     return f"test_set.params' bounds ({given}), the task space's for the other parameters"
 
 
-def _mastery_caption(test_set: pd.DataFrame | None, by: str, config_text: str = "") -> str:
+def _mastery_caption(
+    test_set: pd.DataFrame | None, by: str, test_bounds: str = "the task space's bounds"
+) -> str:
     """What "% mastered" counts: the test set's size, threshold and episodes per task (from
     test_set.csv; a run from before that file had none, and says less)."""
     if test_set is None or not {"test_task", "threshold", "episodes"} <= set(test_set.columns):
@@ -427,7 +431,7 @@ def _mastery_caption(test_set: pd.DataFrame | None, by: str, config_text: str = 
     episodes = int(test_set["episodes"].iloc[0])
     return (
         f"Share of the {len(test_set)} held-out test tasks mastered, {by}, at each generation "
-        f"it was measured. The tasks are drawn uniformly within {_test_bounds(config_text)} "
+        f"it was measured. The tasks are drawn uniformly within {test_bounds} "
         f"(test_set.csv); a task is mastered by a mean return of at least "
         f"{test_set['threshold'].iloc[0]:g} over {episodes} "
         f"episode{'s' if episodes != 1 else ''}. The returns counted, per task: "

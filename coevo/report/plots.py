@@ -25,8 +25,11 @@ def _save(fig, path: Path, layout: bool = True) -> Path:
     return path
 
 
-# Counts of any curriculum's population, drawn where its summary has them.
+# Counts of any curriculum's population, and its scores, drawn where its summary has them.
 POPULATION_COLUMNS = ("active", "archived", "tasks", "policies", "pairs")
+SCORE_COLUMNS = ("best_score", "median_score")
+# Every column `population_curves` draws (the curriculum's own figure leaves them out).
+CURVES_COLUMNS = (*POPULATION_COLUMNS, "annecs", "annecs_reference", "admitted", *SCORE_COLUMNS)
 
 
 def population_curves(summary: pd.DataFrame, path: Path) -> Path:
@@ -64,7 +67,7 @@ def population_curves(summary: pd.DataFrame, path: Path) -> Path:
             transform=pairs.transAxes,
             color="0.5",
         )
-    for column in ("best_score", "median_score"):
+    for column in SCORE_COLUMNS:
         if column in summary:
             scores.plot(gens, summary[column], label=column.replace("_", " "), marker=".")
     scores.set_ylabel("score")
@@ -233,18 +236,6 @@ def learned_columns(summary: pd.DataFrame) -> list[str]:
     return [c for c in LEARNER_COLUMNS if c in summary and summary[c].notna().any()]
 
 
-# Drawn by `population_curves`, or said elsewhere (the held-out test set's own figure).
-_DRAWN_ELSEWHERE = (
-    "generation",
-    *POPULATION_COLUMNS,
-    "annecs",
-    "annecs_reference",
-    "admitted",
-    "best_score",
-    "median_score",
-)
-
-
 def curriculum_columns(summary: pd.DataFrame) -> list[str]:
     """The curriculum's own numeric columns (POET's rule counts, PLR's buffer, ALP-GMM's
     fits, a plug-in's), in summary order: neither the pool's, the optimizer's, the test
@@ -252,7 +243,8 @@ def curriculum_columns(summary: pd.DataFrame) -> list[str]:
     return [
         c
         for c in summary.columns
-        if c not in _DRAWN_ELSEWHERE
+        if c != "generation"
+        and c not in CURVES_COLUMNS
         and c not in LEARNER_COLUMNS
         and not c.startswith("test_")
         and not is_pool_column(c)
