@@ -40,7 +40,7 @@ def _study(out, *args, scale="--smoke", jobs=1):
     return pd.read_csv(out / "table.csv")
 
 
-@pytest.mark.slow
+@pytest.mark.study
 def test_the_quick_study_runs_every_curriculum_and_writes_its_table(tmp_path):
     """`--quick` as a user runs it: six curricula x 3 seeds, 300 k env steps each, ES."""
     table = _study(tmp_path, scale="--quick", jobs=2)
@@ -63,6 +63,7 @@ def test_the_quick_study_runs_every_curriculum_and_writes_its_table(tmp_path):
     assert (tmp_path / "curves.png").stat().st_size > 0
 
 
+@pytest.mark.study
 def test_the_study_trains_with_ppo_on_the_actor_critic(tmp_path):
     """The PPO rows: the same table, one row per curriculum with optimizer ppo."""
     table = _study(tmp_path, "--optimizers", "ppo", "--curricula", "dr,plr,alp_gmm,poet")
