@@ -17,6 +17,14 @@ best of `--repeats`, beside the env alone stepped in the same run:
                 env step, the time inside `env.step`, inside the seeded resets, inside the
                 policy's forward pass, and the rest (the loop; the timers' own ~0.2 us per
                 call land in the env's share)
+  free env      the pool's own cost per env step: the same loop and policy on an env whose
+                step costs nothing (same spaces, zero observations), episodes of the chunks'
+                mean length, as many slots as the chunks' rows per policy call; the best
+                env / pool ratio this loop allows is env / (env + that cost)
+  interleaved   the env's own step, `--slots` envs stepped in turn (a fixed action), with
+                and without a forward pass of as many rows between rounds (its own time
+                left out): what streaming the rows' weights through the caches costs the
+                env's next steps
 
     .venv/bin/python benchmarks/rollout_overheads.py [--task cartpole] [--hidden 64 64]
         [--pairs 256 --episodes 5]   # e.g. --task bipedal_terrain --pairs 16 --episodes 2
@@ -197,6 +205,19 @@ def main() -> None:
         )
     time_split(Worker(space, policy, args.slots), mine, sources)
     rows = max(1, round(per_call))
+    mean_length = max(1, round(steps / sum(len(chunk) for chunk in mine)))
+    own = free_env_us_per_step(space, policy, sources, rows, mean_length, args.repeats)
+    print(
+        f"  free env: the pool's own cost, {rows} rows, {mean_length}-step episodes:"
+        f" {own:.2f} us per step; best env / pool this loop allows: env / (env + own) ="
+        f" {env_us / (env_us + own):.2f}"
+    )
+    alone, polluted = interleaved_env_us(space, policy, args.slots, args.repeats)
+    print(
+        f"  interleaved: the env's step over {args.slots} envs in turn {alone:.2f} us, with a"
+        f" forward pass of {args.slots} rows between rounds {polluted:.2f} us"
+        f" ({polluted - alone:+.2f} us: the weights through the caches)"
+    )
     floor = bare_forward_us_per_row(policy.layer_sizes, rows, args.repeats)
     budget = env_us * (1 / args.target - 1)
     print(
@@ -206,10 +227,84 @@ def main() -> None:
     )
 
 
-def bare_forward_us_per_row(sizes: tuple[int, ...], rows: int, repeats: int) -> float:
-    """The least a per-row-weights MLP forward costs here: numpy's stacked matmul and tanh
-    alone, none of the policy's bookkeeping (ES rows each have their own weights, so one
-    shared GEMM is not an option)."""
+class FreeEnv:
+    """An env whose step costs nothing: zero observations of the real env's space, reward
+    0, each episode `length` steps long. What the pool costs beside any env."""
+
+    def __init__(self, observation_space, action_space, length: int):
+        self.observation_space, self.action_space = observation_space, action_space
+        self.obs = np.zeros(observation_space.shape, dtype=observation_space.dtype)
+        self.length, self.steps = length, 0
+
+    def set_task(self, task) -> None:
+        pass
+
+    def reset(self, *, seed=None, options=None):
+        self.steps = 0
+        return self.obs, {}
+
+    def step(self, action):
+        self.steps += 1
+        return self.obs, 0.0, self.steps >= self.length, False, {}
+
+
+def free_env_us_per_step(space, policy, sources, rows: int, length: int, repeats: int) -> float:
+    """The pool's own cost per env step (loop, policy, resets' bookkeeping) on `FreeEnv`,
+    `rows` slots busy with episodes of `length` steps, less FreeEnv's own step and reset."""
+    env = space.make_env()
+    alone = FreeEnv(env.observation_space, env.action_space, length)
+    action = env.action_space.sample()
+
+    def episode() -> None:
+        alone.reset(seed=0)
+        for _ in range(length):
+            alone.step(action)
+
+    free_own = min(timeit.repeat(episode, number=200, repeat=repeats)) / 200 / length * 1e6
+    free = dataclasses.replace(
+        space,
+        make_env=lambda: FreeEnv(env.observation_space, env.action_space, length),
+        max_episode_steps=max(space.max_episode_steps, length),
+    )
+    keys = list(sources)[:rows]
+    task = space.initial_task()
+    episodes = max(4 * rows, round(20_000 / length))  # ~20k steps per repeat
+    jobs = [EpisodeJob(Stored(keys[i % len(keys)]), task, i) for i in range(episodes)]
+    return best_us_per_step(Worker(free, policy, rows), jobs, sources, repeats) - free_own
+
+
+def interleaved_env_us(space, policy, slots: int, repeats: int) -> tuple[float, float]:
+    """(us per env step, stepped in turn over `slots` envs; the same with a bare forward pass
+    of `slots` rows between rounds, the forward's own time left out)."""
+    envs = [space.make_env() for _ in range(slots)]
+    task = space.initial_task().as_dict()
+    for env in envs:
+        env.set_task(task)
+    space_ = envs[0].action_space
+    action = space_.dtype.type(0) if hasattr(space_, "n") else np.zeros(space_.shape, space_.dtype)
+    forward = bare_forward(policy.layer_sizes, slots)
+    rounds = 50
+    best = {False: float("inf"), True: float("inf")}
+    for _ in range(repeats):
+        for with_forward in (False, True):
+            for index, env in enumerate(envs):
+                env.reset(seed=index)
+            spent = 0.0
+            for _ in range(rounds):
+                if with_forward:
+                    forward()
+                started = time.process_time()
+                for env in envs:
+                    _, _, terminated, truncated, _ = env.step(action)
+                    if terminated or truncated:
+                        env.reset()
+                spent += time.process_time() - started
+            best[with_forward] = min(best[with_forward], spent / (rounds * slots) * 1e6)
+    return best[False], best[True]
+
+
+def bare_forward(sizes: tuple[int, ...], rows: int):
+    """A per-row-weights forward pass of these layers: numpy's stacked matmul and tanh."""
     rng = np.random.default_rng(0)
     weights = [
         rng.standard_normal((rows, fan_out, fan_in), dtype=np.float32)
@@ -223,6 +318,14 @@ def bare_forward_us_per_row(sizes: tuple[int, ...], rows: int, repeats: int) -> 
             h = np.tanh(weight @ h)
         return weights[-1] @ h
 
+    return forward
+
+
+def bare_forward_us_per_row(sizes: tuple[int, ...], rows: int, repeats: int) -> float:
+    """The least a per-row-weights MLP forward costs here: numpy's stacked matmul and tanh
+    alone, none of the policy's bookkeeping (ES rows each have their own weights, so one
+    shared GEMM is not an option)."""
+    forward = bare_forward(sizes, rows)
     number = 2000
     return min(timeit.repeat(forward, number=number, repeat=repeats)) / number / rows * 1e6
 
