@@ -49,6 +49,22 @@ def test_mutation_moves_each_parameter_at_most_its_step(cartpole, rng):
             assert abs(child[p.name] - parent[p.name]) <= p.step + p.round_to / 2 + 1e-9
 
 
+def test_a_mutation_moves_an_int_parameter_whenever_it_can(rng):
+    # step 1 on an int rounds half of the ±1 draws to no move, and a bound clips the moves
+    # past it: such a child is its parent (POET drops it, ACCEL re-scores the same level).
+    level = Param("level", low=1, high=10, init=2, step=1, type="int")
+    space = TaskSpace("corridor", (level,), dict, 10)
+    children = [space.mutate(space.task(level=2), rng)["level"] for _ in range(2000)]
+    assert set(children) == {1, 3}
+    assert 800 < children.count(1) < 1200  # each way half the time
+    assert {space.mutate(space.task(level=10), rng)["level"] for _ in range(200)} == {9}
+    # A space with no other task gives the parent back after its tries, not a hang.
+    still = TaskSpace(
+        "still", (Param("level", low=1, high=10, init=2, step=0, type="int"),), dict, 10
+    )
+    assert still.mutate(still.task(level=2), rng) == still.task(level=2)
+
+
 def test_encode_and_distance(cartpole):
     a = cartpole.task(gravity=2.0)
     b = cartpole.task(gravity=30.0)

@@ -152,6 +152,9 @@ class Param:
 
 
 PARAM_FIELDS = ("low", "high", "init", "step", "round_to", "type")
+# Draws a mutation takes to move away from its parent before it gives the parent back (a
+# space whose every parameter has step 0, or one task wide, has no other child).
+MUTATION_TRIES = 64
 
 
 @dataclass(frozen=True)
@@ -297,7 +300,18 @@ class TaskSpace:
         """Each parameter moves by a uniform draw in ±step, then is rounded and clipped.
 
         An interval whose ends crossed is swapped back (each end clipped to its own bounds).
+        A draw that comes back as the parent itself (an int with step 1 rounds half of its
+        draws to no move; a bound clips the moves past it) is drawn again, up to
+        `MUTATION_TRIES` times: a child equal to its parent is a wasted evaluation (POET drops
+        it as a duplicate, ACCEL re-scores the same level).
         """
+        for _ in range(MUTATION_TRIES):
+            child = self._mutated(task, rng)
+            if child != task:
+                return child
+        return child
+
+    def _mutated(self, task: Task, rng: np.random.Generator) -> Task:
         values = {}
         for p in self.params:
             delta = rng.uniform(-p.step, p.step) if p.step > 0 else 0.0
