@@ -176,13 +176,30 @@ class RunConfig(Checked):
 
 def parse_config(raw: Mapping[str, Any]) -> RunConfig:
     """Build a validated `RunConfig` from a plain mapping (e.g. a resolved Hydra config)."""
-    config = _build(RunConfig, raw, "")
+    config = _build(RunConfig, _policy_for_optimizer(raw), "")
     for section in (config.optimizer, config.curriculum):
         check = getattr(section, "check", None)
         # A plug-in's checks across its fields (a `Checked` config ran them when built).
         if check is not None and not isinstance(section, Checked):
             check()
     return config
+
+
+def _policy_for_optimizer(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What coevo-run's config groups pick and a plain mapping may leave out: optimizer=ppo
+    trains the actor-critic (conf/optimizer/ppo.yaml), whose layers default to its own
+    (64, 64), not the mlp's `policy.hidden`."""
+    policy, optimizer = raw.get("policy"), raw.get("optimizer")
+    if not isinstance(policy, Mapping | None) or not isinstance(optimizer, Mapping | None):
+        return raw  # _build names the section that is not a mapping
+    policy = dict(policy or {})
+    if "name" not in policy and (optimizer or {}).get("name") == "ppo":
+        policy["name"] = "actor_critic"
+    if policy.get("name") == "actor_critic" and "hidden" not in policy:
+        from coevo.policies.actor_critic import DEFAULT_HIDDEN
+
+        policy["hidden"] = list(DEFAULT_HIDDEN)
+    return {**raw, "policy": policy} if policy else raw
 
 
 # Sections whose `name` picks a plug-in class; the class's `config_class` types the section.

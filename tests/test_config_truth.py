@@ -43,6 +43,20 @@ def test_a_group_file_only_picks_its_dataclass_defaults(group, choice, config):
     assert getattr(composed, group) == config
 
 
+def test_a_ppo_mapping_gets_the_policy_coevo_run_optimizer_ppo_composes():
+    # From Python, {'optimizer': {'name': 'ppo'}} trains the same actor-critic (its own
+    # (64, 64) layers, not the mlp's policy.hidden) as coevo-run optimizer=ppo.
+    composed = parse_config(hydra_configs.compose(ROOT / "conf", ["optimizer=ppo"])).policy
+    for raw in ({}, {"name": "actor_critic"}):
+        from_python = parse_config({"optimizer": {"name": "ppo"}, "policy": raw}).policy
+        assert (from_python.name, from_python.hidden) == ("actor_critic", (64, 64))
+        assert from_python.hidden == composed.hidden and from_python.name == composed.name
+    # Only what was left out: layers given stay, and other optimizers keep the mlp.
+    given = {"optimizer": {"name": "ppo"}, "policy": {"name": "actor_critic", "hidden": [8]}}
+    assert parse_config(given).policy.hidden == (8,)
+    assert parse_config({"optimizer": {"name": "es"}}).policy.name == "mlp"
+
+
 def test_presets_state_only_what_they_change():
     paper = yaml.safe_load((ROOT / "conf" / "curriculum" / "poet_paper.yaml").read_text())
     defaults = dataclasses.asdict(PoetConfig())

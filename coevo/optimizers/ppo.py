@@ -107,8 +107,10 @@ class PPO(Optimizer):
             raise ConfigError(
                 "policy.name",
                 "optimizer ppo needs the actor-critic policy (a value head): "
-                "policy=actor_critic, or from Python coevo.make_policy('actor_critic', "
-                f"obs_space, act_space, {{}}); got {type(policy).__name__}",
+                "policy=actor_critic on the command line, {'policy': {'name': "
+                "'actor_critic'}} in parse_config's mapping (or leave policy out), or "
+                "coevo.make_policy('actor_critic', obs_space, act_space, {}) from Python; "
+                f"got {type(policy).__name__}",
             )
         if policy.num_params != self.num_params:
             raise ValueError(f"policy has {policy.num_params} parameters, not {self.num_params}")

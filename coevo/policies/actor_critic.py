@@ -43,6 +43,10 @@ from coevo.policies.base import ActionSpec, Policy, PolicyOutput, obs_dim_of
 if TYPE_CHECKING:
     import torch
 
+# SB3 MlpPolicy's layers: the actor-critic's default on every entry point (coevo-run's
+# policy=actor_critic preset, parse_config, make_policy).
+DEFAULT_HIDDEN = (64, 64)
+
 _ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
 _TORCH_ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
 # Observation normalisation as SB3's VecNormalize: (obs - mean) / sqrt(var + eps), clipped.
@@ -83,7 +87,7 @@ class ActorCriticSpec(Policy):
     obs_dim: int
     act_dim: int  # number of actions (Discrete) or action dimensions (Box)
     discrete: bool
-    hidden: tuple[int, ...] = (64, 64)
+    hidden: tuple[int, ...] = DEFAULT_HIDDEN
     activation: str = "tanh"
     shared: bool = False  # one trunk for policy and value, or two networks (SB3's default)
     act_low: tuple[float, ...] = ()
@@ -135,7 +139,7 @@ class ActorCriticSpec(Policy):
         cls,
         observation_space: gym.Space,
         action_space: gym.Space,
-        hidden: Sequence[int] = (64, 64),
+        hidden: Sequence[int] = DEFAULT_HIDDEN,
         activation: str = "tanh",
         shared: bool = False,
         log_std_init: float = 0.0,
@@ -568,7 +572,7 @@ def make_actor_critic(
     return ActorCriticSpec.for_spaces(
         observation_space,
         action_space,
-        hidden=options.get("hidden", (64, 64)),
+        hidden=options.get("hidden", DEFAULT_HIDDEN),
         activation=options.get("activation", "tanh"),
         log_std_init=float(options.get("log_std_init", 0.0)),
         **kwargs,
