@@ -100,7 +100,11 @@ def _from_checkpoint(
         ) from None
     except checkpoint.CheckpointError as error:
         raise ConfigError(field, f"{error} (a coevo run directory or checkpoint file?)") from None
-    policies = dict(state.get("policies") or {})
+    policies = dict(state.get("policies") or {})  # the policies its test tasks use
+    population = (state.get("curriculum") or {}).get("population")
+    if population is not None:  # POET's archived pairs too, as coevo-eval and pairs files
+        pairs = sorted(population.all_pairs(), key=lambda pair: pair.pair_id)
+        policies = {f"pair_{p.pair_id}": p.theta for p in pairs} | policies
     if not policies:
         raise ConfigError(field, f"{path} holds no policies (a checkpoint of coevo-run?)")
     if not name:

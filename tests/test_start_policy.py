@@ -13,6 +13,7 @@ from coevo.errors import ConfigError
 from coevo.optimizers.es import ESConfig, EvolutionStrategy
 from coevo.policies import make_policy
 from coevo.pool import EvaluationPool
+from coevo.start_policy import load_start_theta
 
 RAW = {
     "pool": {"backend": "local", "num_workers": 1},
@@ -95,6 +96,24 @@ def test_a_run_starts_from_another_runs_policy_or_a_npy_file(tmp_path):
     runner.run(parse_config(poet), tmp_path / "poet", quiet)
     (started,) = first_policies(tmp_path / "poet").values()
     np.testing.assert_array_equal(started, trained)
+
+
+def test_start_from_takes_an_archived_poet_pair_as_coevo_eval_does(parts, tmp_path):
+    space, policy, pool = parts
+    es = EvolutionStrategy(ESConfig(population=4), policy.num_params)
+    poet = Poet(PoetConfig(initial_pairs=2), space=space, pool=pool, optimizer=es)
+    first, second = poet.population.active
+    first.theta[:] = 0.5
+    poet.population.move_to_archive(first, 1)
+    state = {
+        "curriculum": {"population": poet.population, "generation": 1},
+        "policies": dict(poet.policies_for_testing().policies),  # the active pairs only
+    }
+    checkpoint.save(tmp_path / "checkpoints", 1, state)
+    theta = load_start_theta(f"{tmp_path}:pair_{first.pair_id}", policy)
+    np.testing.assert_array_equal(theta, first.theta)
+    with pytest.raises(ConfigError, match=f"known: pair_{first.pair_id}, pair_{second.pair_id}$"):
+        load_start_theta(f"{tmp_path}:pair_99", policy)
 
 
 def test_start_from_names_what_is_wrong(tmp_path):
