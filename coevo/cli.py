@@ -845,13 +845,18 @@ def eval_main() -> None:
         sys.exit(1)
     name = getattr(pair, "name", None)  # a single-policy curriculum's policy has a name
     label = f"policy {pair.pair_id} ({name})" if name else f"pair {pair.pair_id} policy"
-    print(f"{label} on {task!r} (checkpoint of generation {generation})")
-    for index, value in enumerate(returns):
-        # Six significant digits: enough to compare with SB3's evaluate_policy by eye.
-        print(f"episode {index}: return {value:.6g}")
-    print(f"mean {np.nanmean(returns):.6g} over {len(returns)} episode{'s' * (len(returns) != 1)}")
+    task_text = options.get("task", "").strip()
+    whose = f"pair {task_text}'s task " if task_text.isdigit() else ""  # task=ID: say so
+    lines = [f"{label} on {whose}{task!r} (checkpoint of generation {generation})"]
+    # Six significant digits: enough to compare with SB3's evaluate_policy by eye.
+    lines += [f"episode {index}: return {value:.6g}" for index, value in enumerate(returns)]
+    lines.append(
+        f"mean {np.nanmean(returns):.6g} over {len(returns)} episode{'s' * (len(returns) != 1)}"
+    )
     if "video" in options:
-        print(f"video: {options['video']}")
+        lines.append(f"video: {options['video']}")
+    for line in lines:  # `coevo-eval ... | head -1`: the rest goes nowhere, no traceback
+        _print(line, sys.stdout)
 
 
 if __name__ == "__main__":

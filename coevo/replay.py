@@ -42,6 +42,15 @@ def load_saved_run(path: Path, on_skip: Callable[[str], None] | None = None) -> 
     """A run directory (its newest readable checkpoint; a damaged newer one is reported to
     `on_skip`) or one checkpoint file."""
     path = Path(path)
+    if path.is_dir() and (path / "config.yaml").is_file():
+        config = load_run_config(path)
+        if config.mode == "eligible_parents":  # it trains nothing, so it saves no policy
+            raise ConfigError(
+                "run",
+                f"{path} is an eligible_parents run: it evaluates the pairs of "
+                f"{config.eligible.pairs_file} and writes no checkpoints; coevo-eval takes "
+                "the run directory or checkpoint those pairs come from",
+            )
     file, state = checkpoint.load_run_or_file(path, on_skip)
     if path.is_dir():
         run_dir, generation = path, checkpoint.generation_of(file)

@@ -1,11 +1,12 @@
 """The user's side: eligible-parents mode, coevo-report, coevo-eval, TensorBoard, the page."""
 
 import shutil
+import subprocess
 
 import numpy as np
 import pandas as pd
 import pytest
-from cli_support import ROOT, SMALL_POET, cli, page_result_in_chromium
+from cli_support import BIN, ROOT, SMALL_POET, cli, page_result_in_chromium
 
 from coevo.errors import ConfigError
 
@@ -43,6 +44,14 @@ def test_eligible_parents_mode_reports_who_passes(tmp_path):
     # Its figure: each pair's mean and episodes against the threshold.
     assert 'src="plots/eligible.png"' in page and "over its 5 episodes" in page
     assert (tmp_path / "plots" / "eligible.png").stat().st_size > 1000
+    # It trains nothing and saves no policy: coevo-eval says so, not "no usable checkpoint".
+    evaluated = cli("coevo-eval", tmp_path)
+    assert evaluated.returncode == 2
+    assert evaluated.stderr == (
+        f"coevo-eval: error: run: {tmp_path} is an eligible_parents run: it evaluates the pairs "
+        f"of {ROOT}/experiments/eligible_parents/pairs.yaml and writes no checkpoints; coevo-eval takes the "
+        "run directory or checkpoint those pairs come from\n"
+    )
 
 
 def test_eligible_parents_bad_pairs_file_names_the_field(tmp_path):
@@ -176,6 +185,20 @@ def test_coevo_eval_on_another_task_and_bad_arguments(run_dir):
     done = cli("coevo-eval", checkpoint, "pair=0", "task=gravity=25,force_mag=4", "episodes=2")
     assert done.returncode == 0, done.stderr
     assert "force_mag=4, gravity=25" in done.stdout
+    other = cli("coevo-eval", run_dir, "pair=0", "task=1", "episodes=1")
+    assert other.returncode == 0, other.stderr
+    assert other.stdout.startswith("pair 0 policy on pair 1's task Task(cartpole: ")
+    # A reader that leaves after the first line (`| head -1`) costs no traceback.
+    piped = subprocess.Popen(
+        [str(BIN / "coevo-eval"), run_dir, "pair=0", "episodes=3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert piped.stdout.readline().startswith(b"pair 0 policy on ")
+    piped.stdout.close()
+    stderr = piped.stderr.read().decode()
+    assert piped.wait(timeout=120) == 0 and "Traceback" not in stderr, stderr
     bad = cli("coevo-eval", run_dir, "pair=999")
     assert bad.returncode == 2 and "no pair 999 in this run; known: 0" in bad.stderr
     # Out of distribution (a test of generalisation): evaluated as given, and said so.
