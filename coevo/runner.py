@@ -320,6 +320,36 @@ def episode_cut_warnings(
     ]
 
 
+def minibatch_warnings(
+    config: RunConfig, curriculum_class: type, optimizer_class: type
+) -> list[str]:
+    """PPO's batch_size against its rollout, as SB3's PPO warns: one that does not divide
+    the rollout leaves a truncated last minibatch each epoch; one larger than it makes each
+    epoch a single minibatch of the whole rollout."""
+    n_steps = getattr(config.optimizer, "n_steps", None)
+    batch = getattr(config.optimizer, "batch_size", None)
+    if n_steps is None or batch is None or not issubclass(optimizer_class, optimizers.get("ppo")):
+        return []
+    tasks = 1  # POET asks for one task per pair; a single-policy curriculum for tasks_per_step
+    if issubclass(curriculum_class, LevelSamplingCurriculum):
+        tasks = getattr(config.curriculum, "tasks_per_step", 1)
+    streams = max(config.optimizer.n_envs, tasks)  # PPO.ask: every task gets a stream
+    size = streams * n_steps
+    rollout = f"a rollout of {streams} streams x optimizer.n_steps={n_steps} = {size} steps"
+    if batch > size:
+        return [
+            f"warning: optimizer.batch_size={batch} is larger than {rollout}: each epoch is "
+            f"one minibatch of {size}"
+        ]
+    if size % batch:
+        return [
+            f"warning: optimizer.batch_size={batch} does not divide {rollout}: each epoch "
+            f"ends with a truncated minibatch of {size % batch} after {size // batch} full "
+            "ones (SB3 warns the same); a factor of the rollout avoids it"
+        ]
+    return []
+
+
 def _last_checkpointed(checkpoints: Path) -> int:
     """The generation of the newest checkpoint in `checkpoints` (0: none)."""
     saved = checkpoint.list_checkpoints(checkpoints)
@@ -529,8 +559,10 @@ def _run(
         _write_config(run_dir, config)
     total = config.curriculum.generations
     logger = ScalarLogger(run_dir, config.logger)
-    for line in scale_warnings(config, space) + episode_cut_warnings(
-        config, space, curriculum_class, type(optimizer)
+    for line in (
+        scale_warnings(config, space)
+        + episode_cut_warnings(config, space, curriculum_class, type(optimizer))
+        + minibatch_warnings(config, curriculum_class, type(optimizer))
     ):
         echo(line)
     with _pool(config, space, policy) as pool:

@@ -431,3 +431,42 @@ def test_streams_shorter_than_an_episode_under_a_curriculum_are_warned_of(overri
         "update, so episodes longer than 32 steps are cut there: set optimizer.n_steps to "
         "at least 500"
     ]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        # SB3's defaults, 8 x 256 = 2048 steps: 64 divides them.
+        ({"batch_size": 64}, None),
+        (
+            {"batch_size": 300},
+            "warning: optimizer.batch_size=300 does not divide a rollout of 8 streams x "
+            "optimizer.n_steps=256 = 2048 steps: each epoch ends with a truncated minibatch of "
+            "248 after 6 full ones (SB3 warns the same); a factor of the rollout avoids it",
+        ),
+        (
+            {"batch_size": 5000},
+            "warning: optimizer.batch_size=5000 is larger than a rollout of 8 streams x "
+            "optimizer.n_steps=256 = 2048 steps: each epoch is one minibatch of 2048",
+        ),
+    ],
+)
+def test_a_batch_size_that_does_not_divide_the_rollout_is_warned_of(overrides, expected):
+    from coevo import curricula
+    from coevo.config import parse_config
+    from coevo.optimizers.es import EvolutionStrategy
+    from coevo.runner import minibatch_warnings
+
+    config = parse_config({"optimizer": {"name": "ppo", **overrides}})
+    poet = curricula.get("poet")
+    assert minibatch_warnings(config, poet, PPO) == ([expected] if expected else [])
+    assert minibatch_warnings(config, poet, EvolutionStrategy) == []
+    # A single-policy curriculum's rollout has a stream per task at least: 16 x 256 = 4096.
+    dr = parse_config(
+        {
+            "optimizer": {"name": "ppo", "batch_size": 64 * 48},
+            "curriculum": {"name": "dr", "tasks_per_step": 16},
+        }
+    )
+    (line,) = minibatch_warnings(dr, curricula.get("dr"), PPO)
+    assert "a rollout of 16 streams x optimizer.n_steps=256 = 4096 steps" in line

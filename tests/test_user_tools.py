@@ -49,8 +49,8 @@ def test_eligible_parents_mode_reports_who_passes(tmp_path):
     assert evaluated.returncode == 2
     assert evaluated.stderr == (
         f"coevo-eval: error: run: {tmp_path} is an eligible_parents run: it evaluates the pairs "
-        f"of {ROOT}/experiments/eligible_parents/pairs.yaml and writes no checkpoints; coevo-eval takes the "
-        "run directory or checkpoint those pairs come from\n"
+        f"of {ROOT}/experiments/eligible_parents/pairs.yaml and writes no checkpoints; "
+        "coevo-eval takes the run directory or checkpoint those pairs come from\n"
     )
 
 
