@@ -182,6 +182,13 @@ def test_bad_torch_policy_options_name_the_field(tmp_path):
         make_policy("torch", BOX4, TWO, {})
     with pytest.raises(ConfigError, match=r"outputs shape \(3,\) per observation.*needs \(2,\)"):
         make_policy("torch", BOX4, TWO, {"module": f"{__name__}:Actor", "kwargs": {"act_dim": 3}})
+    # Built for 3 observations, the env has 4: said in the module's terms, not numpy's.
+    with pytest.raises(ConfigError) as refused:
+        make_policy("torch", BOX4, TWO, {"module": f"{__name__}:Actor", "kwargs": {"obs_dim": 3}})
+    assert str(refused.value) == (
+        f"policy.module: {__name__}:Actor fails on an observation of shape (4,): its first "
+        "Linear layer (body.0: 3 -> 8) takes 3 inputs; the env's observations have 4 values"
+    )
     file = tmp_path / "actor.pt"
     torch.save(Actor(4, 2, width=5).state_dict(), file)
     with pytest.raises(
