@@ -654,6 +654,12 @@ def _run(
                     write_report(run_dir, renderer)
                     report_built = time.monotonic()
                 line = curriculum.progress_line(result, total)
+                mastered = result.summary.get("test_mastered")
+                if mastered is not None and np.isfinite(mastered):  # a test generation
+                    line += (
+                        f" | test {mastered:.0%} of {len(test_set.tasks)} mastered, mean "
+                        f"{result.summary['test_mean_return']:.1f}"
+                    )
                 failed = int(result.summary.get("failed_episodes", 0) or 0)
                 first = next((d.error for d in result.decisions if d.error), "")
                 if failed:  # the errors are in eligibility.csv; say they happened, and the first

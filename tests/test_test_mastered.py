@@ -16,7 +16,9 @@ from coevo.tasks.test_sets import SUMMARY_COLUMNS
 CURRICULA = ["poet", "enhanced_poet", "dr", "plr", "accel", "alp_gmm"]
 
 
-def _run(tmp_path, curriculum: str, every: int, generations: int = 4) -> pd.DataFrame:
+def _run(
+    tmp_path, curriculum: str, every: int, generations: int = 4, lines: list | None = None
+) -> pd.DataFrame:
     config = parse_config(
         {
             "pool": {"backend": "local", "num_workers": 1, "envs_per_worker": 16},
@@ -26,7 +28,7 @@ def _run(tmp_path, curriculum: str, every: int, generations: int = 4) -> pd.Data
         }
     )
     run_dir = tmp_path / f"{curriculum}-{every}"
-    runner.run(config, run_dir, echo=lambda _: None)
+    runner.run(config, run_dir, echo=(lines.append if lines is not None else lambda _: None))
     return pd.read_csv(run_dir / "summary.csv")
 
 
@@ -75,10 +77,18 @@ def test_a_run_shorter_than_the_test_cadence_says_it_measures_nothing(cartpole):
 
 @pytest.mark.parametrize("curriculum", CURRICULA)
 def test_every_curriculum_reports_test_mastered_at_its_cadence(tmp_path, curriculum):
-    summary = _run(tmp_path, curriculum, every=2)
+    lines: list[str] = []
+    summary = _run(tmp_path, curriculum, every=2, lines=lines)
     assert set(SUMMARY_COLUMNS) <= set(summary.columns)
     measured = summary[summary["test_mastered"].notna()]
     assert list(measured["generation"]) == [2, 4]
+    # The console's generation line says it too, in test generations only.
+    tested = [line for line in lines if line.startswith("gen ") and "| test " in line]
+    assert [line[:9] for line in tested] == ["gen   2/4", "gen   4/4"]
+    for line, row in zip(tested, measured.itertuples(), strict=True):
+        assert line.endswith(
+            f" | test {row.test_mastered:.0%} of 12 mastered, mean {row.test_mean_return:.1f}"
+        )
     assert measured["test_mastered"].between(0, 1).all()
     # 12 test tasks x 1 episode x the policies tested (POET: its active pairs, >= 1).
     assert (measured["test_episodes"] % 12 == 0).all() and (measured["test_episodes"] > 0).all()
