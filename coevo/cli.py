@@ -192,6 +192,7 @@ def _run_composed(cfg: DictConfig) -> None:
     raw = OmegaConf.to_container(cfg, resolve=True)
     resolve_config_paths(raw)
     _named_on_command_line(raw, list(HydraConfig.get().overrides.task))
+    _policy_named_on_command_line(raw, list(HydraConfig.get().overrides.task))
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         config = parse_config(raw)
@@ -478,6 +479,28 @@ def _named_on_command_line(raw: dict, overrides: list[str]) -> None:
             or (key in carried and value != carried[key])  # set by the preset, not a default
             or any(k == f"{section}.{key}" or k.startswith(f"{section}.{key}.") for k in stated)
         }
+
+
+def _policy_named_on_command_line(raw: dict, overrides: list[str]) -> None:
+    """`policy.name=KIND` beside another policy group (mlp by default): the group file's
+    settings were for its own kind (mlp's hidden [16]), so they are dropped and KIND's own
+    defaults apply (the actor-critic's [64, 64]), as for a plug-in named by optimizer.name.
+    What the command line or an experiment preset states is kept."""
+    stated = {override_key(o) for o in overrides if "=" in o}
+    policy = raw.get("policy")
+    choice = HydraConfig.get().runtime.choices.get("policy")
+    if "policy.name" not in stated or not isinstance(policy, dict) or policy.get("name") == choice:
+        return
+    source = _config_file("policy", choice) if choice else None
+    written = (yaml.safe_load(source.read_text()) or {}) if source is not None else {}
+    raw["policy"] = {
+        key: value
+        for key, value in policy.items()
+        if key == "name"
+        or key not in written
+        or value != written[key]  # an experiment preset's own value
+        or any(k == f"policy.{key}" or k.startswith(f"policy.{key}.") for k in stated)
+    }
 
 
 def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
@@ -846,7 +869,8 @@ def eval_main() -> None:
     name = getattr(pair, "name", None)  # a single-policy curriculum's policy has a name
     label = f"policy {pair.pair_id} ({name})" if name else f"pair {pair.pair_id} policy"
     task_text = options.get("task", "").strip()
-    whose = f"pair {task_text}'s task " if task_text.isdigit() else ""  # task=ID: say so
+    # task=ID of a POET run is a pair's task (a single-policy run's is a parameter's value)
+    whose = f"pair {task_text}'s task " if task_text.isdigit() and not name else ""
     lines = [f"{label} on {whose}{task!r} (checkpoint of generation {generation})"]
     # Six significant digits: enough to compare with SB3's evaluate_policy by eye.
     lines += [f"episode {index}: return {value:.6g}" for index, value in enumerate(returns)]

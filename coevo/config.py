@@ -193,13 +193,25 @@ def _policy_for_optimizer(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(policy, Mapping | None) or not isinstance(optimizer, Mapping | None):
         return raw  # _build names the section that is not a mapping
     policy = dict(policy or {})
-    if "name" not in policy and (optimizer or {}).get("name") == "ppo":
+    if "name" not in policy and _trains_with_ppo((optimizer or {}).get("name")):
         policy["name"] = "actor_critic"
     if policy.get("name") == "actor_critic" and "hidden" not in policy:
+        # Loaded only for an actor-critic config: importing coevo.config stays light.
         from coevo.policies.actor_critic import DEFAULT_HIDDEN
 
         policy["hidden"] = list(DEFAULT_HIDDEN)
     return {**raw, "policy": policy} if policy else raw
+
+
+def _trains_with_ppo(name: Any) -> bool:
+    """Is optimizer `name` PPO or a plug-in subclassing it? (An unknown name: False here,
+    refused by name when its section is built.)"""
+    if not isinstance(name, str):
+        return False
+    try:
+        return issubclass(optimizers.get(name), optimizers.get("ppo"))
+    except (ConfigError, TypeError):
+        return False
 
 
 # Sections whose `name` picks a plug-in class; the class's `config_class` types the section.

@@ -42,6 +42,7 @@ def load_saved_run(path: Path, on_skip: Callable[[str], None] | None = None) -> 
     """A run directory (its newest readable checkpoint; a damaged newer one is reported to
     `on_skip`) or one checkpoint file."""
     path = Path(path)
+    config = None
     if path.is_dir() and (path / "config.yaml").is_file():
         config = load_run_config(path)
         if config.mode == "eligible_parents":  # it trains nothing, so it saves no policy
@@ -65,7 +66,9 @@ def load_saved_run(path: Path, on_skip: Callable[[str], None] | None = None) -> 
             f"{path} holds no policies coevo-eval can read (a single-policy run's checkpoint "
             "from before policies were saved under 'policies')",
         )
-    return SavedRun(run_dir, load_run_config(run_dir), generation, population, policies)
+    if config is None:  # a checkpoint file: its run's config, two folders up
+        config = load_run_config(run_dir)
+    return SavedRun(run_dir, config, generation, population, policies)
 
 
 def pick_policy(saved: SavedRun, index: int | None, space: TaskSpace) -> SavedPolicy:

@@ -330,9 +330,14 @@ def minibatch_warnings(
     batch = getattr(config.optimizer, "batch_size", None)
     if n_steps is None or batch is None or not issubclass(optimizer_class, optimizers.get("ppo")):
         return []
-    tasks = 1  # POET asks for one task per pair; a single-policy curriculum for tasks_per_step
+    # POET asks for one task per pair, a single-policy curriculum for tasks_per_step; a
+    # plug-in of another kind may ask for any number: its rollout size is not known here.
     if issubclass(curriculum_class, LevelSamplingCurriculum):
         tasks = getattr(config.curriculum, "tasks_per_step", 1)
+    elif issubclass(curriculum_class, curricula.get("poet")):
+        tasks = 1
+    else:
+        return []
     streams = max(config.optimizer.n_envs, tasks)  # PPO.ask: every task gets a stream
     size = streams * n_steps
     rollout = f"a rollout of {streams} streams x optimizer.n_steps={n_steps} = {size} steps"
@@ -656,9 +661,9 @@ def _run(
                 line = curriculum.progress_line(result, total)
                 mastered = result.summary.get("test_mastered")
                 if mastered is not None and np.isfinite(mastered):  # a test generation
-                    line += (
-                        f" | test {mastered:.0%} of {len(test_set.tasks)} mastered, mean "
-                        f"{result.summary['test_mean_return']:.1f}"
+                    mean = result.summary["test_mean_return"]
+                    line += f" | test {mastered:.0%} of {len(test_set.tasks)} mastered, " + (
+                        f"mean {mean:.1f}" if np.isfinite(mean) else "every episode failed"
                     )
                 failed = int(result.summary.get("failed_episodes", 0) or 0)
                 first = next((d.error for d in result.decisions if d.error), "")

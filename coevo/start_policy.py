@@ -100,21 +100,22 @@ def _from_checkpoint(
         ) from None
     except checkpoint.CheckpointError as error:
         raise ConfigError(field, f"{error} (a coevo run directory or checkpoint file?)") from None
-    policies = dict(state.get("policies") or {})  # the policies its test tasks use
+    active = dict(state.get("policies") or {})  # the policies its test tasks use
+    policies = dict(active)
     population = (state.get("curriculum") or {}).get("population")
-    if population is not None:  # POET's archived pairs too, as coevo-eval and pairs files
+    if population is not None:  # POET's archived pairs too, by name, as coevo-eval takes them
         pairs = sorted(population.all_pairs(), key=lambda pair: pair.pair_id)
-        policies = {f"pair_{p.pair_id}": p.theta for p in pairs} | policies
+        policies = {f"pair_{p.pair_id}": p.theta for p in pairs} | active
     if not policies:
         raise ConfigError(field, f"{path} holds no policies (a checkpoint of coevo-run?)")
-    if not name:
-        if len(policies) > 1:
+    if not name:  # the one active policy: an archived pair is taken by name only
+        if len(active) != 1:
             raise ConfigError(
                 field,
-                f"{path} holds {len(policies)} policies; pick one with :NAME, one of: "
+                f"{path} holds {len(active)} active policies; pick one with :NAME, one of: "
                 + ", ".join(policies),
             )
-        name = next(iter(policies))
+        name = next(iter(active))
     if name not in policies:
         raise ConfigError(field, f"no policy '{name}' in {path}; known: {', '.join(policies)}")
     return policies[name], f"{path}:{name}"

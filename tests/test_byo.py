@@ -537,7 +537,8 @@ def test_coevo_eval_on_an_int_task_env_takes_the_level_alone_and_refuses_video(t
     assert space_from_config(parse_config({"task": corridor}).task).solved_score is None
     shown = cli("coevo-eval", run, "task=3", "episodes=2", env=env)
     assert shown.returncode == 0, shown.stderr
-    assert "level=3" in shown.stdout.splitlines()[0]
+    header = shown.stdout.splitlines()[0]
+    assert " on Task(corridor: level=3) (checkpoint of generation " in header  # a value, no pair
     video = tmp_path / "ep.gif"
     refused = cli("coevo-eval", run, "task=3", f"video={video}", env=env)
     assert refused.returncode == 2

@@ -55,6 +55,9 @@ def test_a_ppo_mapping_gets_the_policy_coevo_run_optimizer_ppo_composes():
     given = {"optimizer": {"name": "ppo"}, "policy": {"name": "actor_critic", "hidden": [8]}}
     assert parse_config(given).policy.hidden == (8,)
     assert parse_config({"optimizer": {"name": "es"}}).policy.name == "mlp"
+    # A PPO subclass of the user's own, named by import path, trains the actor-critic too.
+    renamed = parse_config({"optimizer": {"name": "user_curricula:RenamedPPO"}}).policy
+    assert (renamed.name, renamed.hidden) == ("actor_critic", (64, 64))
 
 
 def test_presets_state_only_what_they_change():

@@ -470,3 +470,7 @@ def test_a_batch_size_that_does_not_divide_the_rollout_is_warned_of(overrides, e
     )
     (line,) = minibatch_warnings(dr, curricula.get("dr"), PPO)
     assert "a rollout of 16 streams x optimizer.n_steps=256 = 4096 steps" in line
+    # A curriculum of another kind may ask for any number of tasks: its rollout is unknown.
+    from coevo.curricula.base import Curriculum
+
+    assert minibatch_warnings(config, type("Plain", (Curriculum,), {}), PPO) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+import yaml
 from cli_support import SMALL_PPO, cli
 
 pytest.importorskip("torch")
@@ -57,6 +58,32 @@ def test_bad_ppo_settings_exit_2_naming_the_field(tmp_path, overrides, message):
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert message in done.stdout + done.stderr
     assert "pool:" not in done.stdout  # refused before any worker started
+
+
+def test_policy_name_on_the_command_line_takes_that_kinds_own_defaults(tmp_path):
+    # policy.name=actor_critic beside the default policy=mlp group: the mlp file's
+    # hidden [16] was for the mlp; the actor-critic takes its own [64, 64], as
+    # policy=actor_critic gives it. What the command line states stays.
+    done = cli(
+        "coevo-run",
+        "optimizer=ppo",
+        "policy=mlp",
+        "policy.name=actor_critic",
+        "policy.activation=relu",
+        *SMALL_PPO[4:],  # n_envs, n_steps, batch_size, n_epochs
+        "pool=local",
+        "curriculum.generations=1",
+        "test_set.every=0",
+        f"hydra.run.dir={tmp_path}",
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    policy = yaml.safe_load((tmp_path / "config.yaml").read_text())["policy"]
+    assert (policy["name"], policy["hidden"], policy["activation"]) == (
+        "actor_critic",
+        [64, 64],
+        "relu",
+    )
 
 
 def test_enhanced_poet_with_ppo_admits_children_and_transfers(tmp_path):

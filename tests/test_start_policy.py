@@ -112,6 +112,8 @@ def test_start_from_takes_an_archived_poet_pair_as_coevo_eval_does(parts, tmp_pa
     checkpoint.save(tmp_path / "checkpoints", 1, state)
     theta = load_start_theta(f"{tmp_path}:pair_{first.pair_id}", policy)
     np.testing.assert_array_equal(theta, first.theta)
+    # Without :NAME, the one active pair, as before archived pairs were known here.
+    np.testing.assert_array_equal(load_start_theta(str(tmp_path), policy), second.theta)
     with pytest.raises(ConfigError, match=f"known: pair_{first.pair_id}, pair_{second.pair_id}$"):
         load_start_theta(f"{tmp_path}:pair_99", policy)
 
@@ -122,7 +124,9 @@ def test_start_from_names_what_is_wrong(tmp_path):
     names = list(first_policies(tmp_path / "two"))
     last_two = tmp_path / "two" / "checkpoints" / "gen_000001.pkl"
     cases = {
-        str(tmp_path / "two"): f"holds 2 policies; pick one with :NAME, one of: {', '.join(names)}",
+        str(
+            tmp_path / "two"
+        ): f"holds 2 active policies; pick one with :NAME, one of: {', '.join(names)}",
         f"{tmp_path / 'two'}:nobody": f"no policy 'nobody' in {last_two}; known: ",
         str(tmp_path / "missing.npy"): "missing.npy not found",
         str(

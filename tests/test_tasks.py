@@ -63,6 +63,13 @@ def test_a_mutation_moves_an_int_parameter_whenever_it_can(rng):
         "still", (Param("level", low=1, high=10, init=2, step=0, type="int"),), dict, 10
     )
     assert still.mutate(still.task(level=2), rng) == still.task(level=2)
+    # One draw where no child can differ (low == high), not a try after try.
+    fixed = TaskSpace("fixed", (Param("g", low=3.0, high=3.0, init=3.0, step=1.0),), dict, 10)
+    twin = np.random.default_rng(7)
+    drawn = np.random.default_rng(7)
+    assert fixed.mutate(fixed.initial_task(), drawn) == fixed.initial_task()
+    twin.uniform(-1.0, 1.0)
+    assert drawn.bit_generator.state == twin.bit_generator.state
 
 
 def test_encode_and_distance(cartpole):

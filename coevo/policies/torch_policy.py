@@ -305,8 +305,8 @@ class TorchPolicy(Policy):
         except Exception as error:
             raise ConfigError(
                 "policy.module",
-                f"{self.source} fails on an observation of shape ({self.obs_dim},): "
-                + (self._input_mismatch() or repr(error)),
+                f"{self.source} fails on an observation of shape ({self.obs_dim},): {error!r}"
+                + self._input_mismatch(),
             ) from None
         if out.shape != (1, self.act_dim):
             raise ConfigError(
@@ -321,21 +321,22 @@ class TorchPolicy(Policy):
                 f"state_size says ({self.state_size},)",
             )
 
-    def _input_mismatch(self) -> str | None:
-        """Why a probe failed, when the first Linear layer takes another input size than the
-        env's observations have (what numpy's matmul error said in its own terms)."""
+    def _input_mismatch(self) -> str:
+        """A likely cause of a failed probe, added to its error: the first Linear layer
+        declared takes another input size than the env's observations have (numpy's matmul
+        error says it in its own terms). Declared first need not mean run first: a hint."""
         import torch
 
         for name, layer in self.module.named_modules():
             if isinstance(layer, torch.nn.Linear):
                 if layer.in_features == self.obs_dim:
-                    return None
+                    return ""
                 return (
-                    f"its first Linear layer ({name or 'the module'}: {layer.in_features} -> "
-                    f"{layer.out_features}) takes {layer.in_features} inputs; the env's "
-                    f"observations have {self.obs_dim} values"
+                    f"; its first declared Linear layer ({name or 'the module'}: "
+                    f"{layer.in_features} -> {layer.out_features}) takes {layer.in_features} "
+                    f"inputs, the env's observations have {self.obs_dim} values"
                 )
-        return None
+        return ""
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

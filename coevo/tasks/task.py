@@ -305,6 +305,8 @@ class TaskSpace:
         `MUTATION_TRIES` times: a child equal to its parent is a wasted evaluation (POET drops
         it as a duplicate, ACCEL re-scores the same level).
         """
+        if not any(p.step > 0 and p.low < p.high for p in self.params):
+            return self._mutated(task, rng)  # no other child: one draw, as before
         for _ in range(MUTATION_TRIES):
             child = self._mutated(task, rng)
             if child != task:
