@@ -7,6 +7,7 @@ user's class outside coevo works without registering it.
 from __future__ import annotations
 
 import importlib
+import traceback
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
@@ -76,6 +77,19 @@ def _import(field: str, path: str) -> type:
         hint = missing_package_hint(module_name, error)
         raise ConfigError(
             field, f"cannot import '{module_name}' of '{path}': {error}{hint}"
+        ) from None
+    except Exception as error:  # the module's own code raised: where, in one line
+        frames = traceback.extract_tb(error.__traceback__)
+        where = next(
+            (
+                f" ({f.filename}, line {f.lineno})"
+                for f in reversed(frames)
+                if module_name.replace(".", "/") in f.filename
+            ),
+            "",
+        )
+        raise ConfigError(
+            field, f"importing '{module_name}' of '{path}' raised {error!r}{where}"
         ) from None
     try:
         return getattr(module, attribute)

@@ -170,6 +170,36 @@ def test_an_env_error_fails_only_that_episode(rng):
     assert list(result.errors) == [1] and "physics blew up" in result.errors[1]
 
 
+class _BadCourse(_Explodes):
+    """Its set_task fails two calls deep in the env's own code, on tasks with boom > 0.5."""
+
+    def set_task(self, task):
+        self.task = self._course(task)
+
+    def _course(self, task):
+        return self._checked(task)
+
+    def _checked(self, task):
+        if task["boom"] > 0.5:
+            raise ValueError("no course for this boom")
+        return task
+
+
+def test_an_env_error_at_its_task_shows_the_envs_own_lines(rng):
+    # The traceback's innermost frames: the env's lines, not only the pool's calls.
+    from coevo.policy import PolicySpec
+
+    space = TaskSpace("bad_course", (Param("boom", 0, 1, 0, 0.1),), _BadCourse, 50)
+    env = _BadCourse()
+    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
+    with EvaluationPool(space, policy, "local", 1, envs_per_worker=2) as pool:
+        key = pool.register(policy.init(rng))
+        result = pool.run([EpisodeJob(Stored(key), space.task(boom=1.0), 0)])
+    text = result.errors[0]
+    assert "in _checked" in text and "in _course" in text and "test_pool.py" in text
+    assert text.rstrip().endswith("ValueError: no course for this boom")
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

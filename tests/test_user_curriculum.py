@@ -272,3 +272,29 @@ def test_a_named_plugin_that_does_not_import_is_the_error_not_its_settings(tmp_p
         "coevo-run: error: optimizer.name: cannot import 'mypkg.hill' of "
         "'mypkg.hill:HillClimber': No module named 'mypkg'"
     ), done.stderr
+
+
+def test_a_plugin_module_whose_own_code_raises_at_import_is_a_named_error(tmp_path):
+    # Not an ImportError: a config dataclass not frozen under a frozen base raises TypeError
+    # while the module runs. Exit 2 with where, not a traceback and exit 1.
+    (tmp_path / "loose.py").write_text(
+        "from dataclasses import dataclass\n"
+        "from coevo.optimizers.base import OptimizerConfig\n"
+        "@dataclass\n"
+        "class LooseConfig(OptimizerConfig):\n"
+        "    tries: int = 3\n"
+    )
+    done = cli(
+        "coevo-run",
+        "optimizer.name=loose:Loose",
+        "pool=local",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path)},
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(
+        "coevo-run: error: optimizer.name: importing 'loose' of 'loose:Loose' raised "
+        "TypeError('cannot inherit non-frozen dataclass from a frozen one') ("
+        f"{tmp_path / 'loose.py'}, line 3)"
+    ), done.stderr

@@ -39,6 +39,9 @@ class EnvSlots(Protocol):
 
 
 _FLOAT64 = np.dtype(np.float64)
+# A failed env call's traceback keeps its innermost frames: the env's own lines (set_task
+# and reset raise two or three of coevo's frames deep), not the pool's calls around them.
+ERROR_FRAMES = 4
 
 
 def _numbers(values: np.ndarray, count: int) -> np.ndarray | None:
@@ -199,7 +202,7 @@ class GymSlots:
                 ob, reward, terminated, truncated, _ = step[slot](moves[position])
             except Exception:  # an env that fails on a task fails that episode only
                 errors = errors or {}
-                errors[position] = traceback.format_exc(limit=3)
+                errors[position] = traceback.format_exc(limit=-ERROR_FRAMES)
                 self._tasks[slot] = None
                 ob, reward, terminated, truncated = None, 0.0, True, False
             observations.append(ob)
