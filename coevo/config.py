@@ -236,7 +236,24 @@ def _plugin_config(raw: Any, kind: str, get: Any) -> type:
     config_class = plugin.config_class
     if not (dataclasses.is_dataclass(config_class) and "name" in config_class.__dataclass_fields__):
         raise ConfigError(f"{kind}.name", f"{name}'s config_class must be a dataclass with `name`")
+    base = _BASE_CONFIGS[[k for k, _, _ in _PLUGINS].index(kind)]
+    if not issubclass(config_class, base):  # its settings would go unchecked (ranges, keys)
+        raise ConfigError(
+            f"{kind}.name",
+            f"{name}'s config_class {config_class.__name__} must subclass {base.__name__}",
+        )
     fields = set(config_class.__dataclass_fields__)
+    undeclared = [
+        key
+        for key, hint in vars(config_class).get("__annotations__", {}).items()
+        if key not in fields and "ClassVar" not in str(hint)  # ClassVars are never fields
+    ]
+    if undeclared:  # a subclass of a dataclass, itself undecorated: its fields are not fields
+        raise ConfigError(
+            f"{kind}.name",
+            f"{name}'s config_class {config_class.__name__} declares {', '.join(undeclared)} "
+            "but is not a dataclass itself: decorate it with @dataclass(frozen=True)",
+        )
     extra = [key for key in raw if key not in fields] if isinstance(raw, Mapping) else []
     if extra and config_class in _BASE_CONFIGS:
         # The base class's config: the plug-in has no config_class of its own (yet).

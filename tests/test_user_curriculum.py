@@ -298,3 +298,28 @@ def test_a_plugin_module_whose_own_code_raises_at_import_is_a_named_error(tmp_pa
         "TypeError('cannot inherit non-frozen dataclass from a frozen one') ("
         f"{tmp_path / 'loose.py'}, line 3)"
     ), done.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "user_curricula:UndecoratedOptimizer",
+            "optimizer.name: user_curricula:UndecoratedOptimizer's config_class "
+            "UndecoratedConfig declares tries but is not a dataclass itself: decorate it with "
+            "@dataclass(frozen=True)",
+        ),
+        (
+            "user_curricula:UnrelatedOptimizer",
+            "optimizer.name: user_curricula:UnrelatedOptimizer's config_class UnrelatedConfig "
+            "must subclass OptimizerConfig",
+        ),
+    ],
+)
+def test_a_config_class_whose_settings_would_go_unread_or_unchecked_is_refused(name, message):
+    from coevo.config import parse_config
+    from coevo.errors import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"optimizer": {"name": name}})
+    assert str(refused.value) == message

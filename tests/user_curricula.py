@@ -244,3 +244,25 @@ class SigmaOptimizer(NoConfigES):
 
 class RenamedPPO(PPO):
     """PPO under a name of its own (a user's subclass, named by import path)."""
+
+
+class UndecoratedConfig(OptimizerConfig):
+    """@dataclass forgotten: `tries` is a class attribute, never a setting."""
+
+    tries: int = 3
+
+
+class UndecoratedOptimizer(NoConfigES):
+    config_class = UndecoratedConfig
+
+
+@dataclass(frozen=True)
+class UnrelatedConfig:
+    """A dataclass of its own, not an OptimizerConfig: its settings would go unchecked."""
+
+    name: str = "user_curricula:UnrelatedOptimizer"
+    tries: int = 3
+
+
+class UnrelatedOptimizer(NoConfigES):
+    config_class = UnrelatedConfig
