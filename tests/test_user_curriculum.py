@@ -323,3 +323,33 @@ def test_a_config_class_whose_settings_would_go_unread_or_unchecked_is_refused(n
     with pytest.raises(ConfigError) as refused:
         parse_config({"optimizer": {"name": name}})
     assert str(refused.value) == message
+
+
+def test_a_policy_kind_of_the_users_own_by_import_path(tmp_path):
+    # policy.name=package.module:builder, as task.name and the plug-ins take theirs: a kind
+    # registered in the user's module was reachable only if something else imported it.
+    done = cli(
+        "coevo-run",
+        "policy.name=user_curricula:small_mlp",
+        "curriculum.generations=1",
+        "optimizer.population=4",
+        "pool=local",
+        "test_set.every=0",
+        f"hydra.run.dir={tmp_path}",
+        env=ENV,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    from coevo import checkpoint
+
+    _, state = checkpoint.load_latest(tmp_path / "checkpoints")
+    pair = state["curriculum"]["population"].active[0]
+    assert pair.theta.size == 4 * 3 + 3 + 3 * 2 + 2  # CartPole: 4 -> 3 -> 2 logits
+    for name, message in [
+        ("user_curricula:nope", "policy.name: module 'user_curricula' has no 'nope'"),
+        (
+            "user_curricula:NoConfigES",
+            "policy.name: 'user_curricula:NoConfigES' is not a builder function",
+        ),
+    ]:
+        refused = cli("coevo-run", f"policy.name={name}", "pool=local", env=ENV)
+        assert refused.returncode == 2 and message in refused.stderr, refused.stderr

@@ -266,3 +266,10 @@ class UnrelatedConfig:
 
 class UnrelatedOptimizer(NoConfigES):
     config_class = UnrelatedConfig
+
+
+def small_mlp(observation_space, action_space, options):
+    """A policy kind of the user's own, named by import path: an MLP of 3 units."""
+    from coevo.policies.mlp import MLPPolicy
+
+    return MLPPolicy.for_spaces(observation_space, action_space, hidden=(3,))

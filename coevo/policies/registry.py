@@ -1,8 +1,11 @@
 """Policy kinds by name (`policy.name`): builders from the env's spaces and the options.
 
 Built in: `mlp` (numpy), `torch` (any nn.Module by import path), `gru`, `lstm` (recurrent
-torch nets), `torchscript` and `sb3` (a saved file). torch is imported only when a torch
-kind is built, so numpy-only runs and their workers never load it.
+torch nets) and `actor_critic` (PPO's). A kind of your own: `register(name, builder)`, or
+`policy.name: package.module:builder` (imported where the run starts, as `task.name` and the
+plug-ins are). Saved torchscript and SB3 policies are read by `loaders.py` (pairs files,
+`from_module`), not by a kind. torch is imported only when a torch kind is built, so
+numpy-only runs and their workers never load it.
 """
 
 from __future__ import annotations
@@ -48,10 +51,24 @@ _BUILT_IN = ("mlp", "torch", "gru", "lstm", "actor_critic")
 def make_policy(
     name: str, observation_space: gym.Space, action_space: gym.Space, options: Mapping[str, Any]
 ) -> Policy:
-    """Build a registered policy kind by name (the `policy.name` config field)."""
+    """Build a registered policy kind by name (the `policy.name` config field), or the
+    builder at `package.module:function` (same signature as `register` takes)."""
+    if ":" in name and name not in _BUILDERS:
+        from coevo.plugins import import_object
+
+        builder = import_object("policy.name", name)
+        if not callable(builder) or isinstance(builder, type):
+            raise ConfigError(
+                "policy.name",
+                f"'{name}' is not a builder function (obs_space, act_space, options) -> Policy",
+            )
+        return builder(observation_space, action_space, options)
     if name not in _BUILDERS:
         allowed = ", ".join(_BUILDERS)
-        raise ConfigError("policy.name", f"unknown policy '{name}'; allowed: {allowed}")
+        raise ConfigError(
+            "policy.name",
+            f"unknown policy '{name}'; allowed: {allowed}, or package.module:builder",
+        )
     if name in _BUILT_IN:
         for key, kinds in _ONLY_FOR.items():
             given = options.get(key)  # unset: None (module, file) or {} (kwargs)
