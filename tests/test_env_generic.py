@@ -623,3 +623,29 @@ def test_the_pending_task_mixin_keeps_an_int_parameter_an_int(rng):
             [(policy.init(rng), space.task(level=4, noise=0.5))], episodes=2, seed=0
         )
     assert errors == {} and np.isfinite(returns).all()
+
+
+class BrokenCourseEnv(WholeTaskEnv):
+    """Its set_task fails on every task: the env's own failure, not a task of the wrong
+    form."""
+
+    def set_task(self, task):
+        raise ValueError("the course generator is broken")
+
+
+def test_an_env_that_fails_its_initial_task_is_not_told_about_task_formats():
+    with pytest.raises(ConfigError) as refused:
+        _space(
+            {
+                "name": "broken",
+                "entry_point": f"{__name__}:BrokenCourseEnv",
+                "env_config": {},
+                "params": {"gravity": {"low": 5.0, "high": 15.0, "init": 9.8, "step": 1.0}},
+                "max_episode_steps": 100,
+            }
+        )
+    assert str(refused.value) == (
+        f"task: {__name__}:BrokenCourseEnv: set_task({{'push': 14.0, 'gravity': 9.8}}) then "
+        "reset() on the initial task raised ValueError('the course generator is broken') (if "
+        "it wants its task in another form than dict, see task.task_format)"
+    )

@@ -403,7 +403,10 @@ def _replaced_entries(
     except Exception:  # noqa: BLE001 - an env that cannot do without them: it replaces
         kept = set()
     finally:
-        env.set_task(dict(current))  # as it was: the form check comes next
+        try:
+            env.set_task(dict(current))  # as it was: the form check comes next
+        except Exception:  # noqa: BLE001 - the form check next says what set_task raises
+            pass
     lost = {key: value for key, value in undeclared.items() if key not in kept}
     for key, value in lost.items():
         try:
@@ -419,6 +422,11 @@ def _replaced_entries(
     return tuple(lost.items())
 
 
+# What a task of the wrong form raises (a dict where an int is wanted, a missing key);
+# anything else is taken for the env's own failure on the task.
+_FORM_ERRORS = (TypeError, KeyError, IndexError, AttributeError)
+
+
 def _check_task_form(env: Any, space: TaskSpace, entry_point: str) -> None:
     """Give the env its initial task in the declared form and reset it: the env's own
     exception, quoted, if it does not take that form."""
@@ -427,6 +435,13 @@ def _check_task_form(env: Any, space: TaskSpace, entry_point: str) -> None:
         env.set_task(value)
         reset = env.reset(seed=0)
     except Exception as error:
+        if not isinstance(error, _FORM_ERRORS):  # the env's own failure, whatever the form
+            raise ConfigError(
+                "task",
+                f"{entry_point}: set_task({value!r}) then reset() on the initial task raised "
+                f"{error!r} (if it wants its task in another form than "
+                f"{space.task_format}, see task.task_format)",
+            ) from None
         raise ConfigError(
             "task.task_format",
             f"{entry_point} does not take its task as {space.task_format}: "
