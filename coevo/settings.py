@@ -144,7 +144,12 @@ def checked_value(path: str, value: Any, hint: Any, rule: Rule = _NO_RULE) -> An
         return float(value)
     if hint is str:
         if not isinstance(value, str):
-            raise ConfigError(path, f"must be a string, got {value!r}")
+            quote = (  # Hydra reads nan and inf as floats: a word that is not one
+                f" (the command line reads {value} as a number: quote it, {path}=\"'{value}'\")"
+                if isinstance(value, float) and not math.isfinite(value)
+                else ""
+            )
+            raise ConfigError(path, f"must be a string, got {value!r}{quote}")
         if rule.choices is not None and value not in rule.choices:
             raise ConfigError(path, f"unknown value '{value}'; allowed: {', '.join(rule.choices)}")
         return value

@@ -95,3 +95,13 @@ def test_prepare_builds_space_and_policy():
     )
     assert space.max_episode_steps == 50
     assert policy.layer_sizes == (4, 8, 2)
+
+
+def test_nan_typed_for_a_word_setting_says_to_quote_it():
+    # Hydra reads `optimizer.schedule=nan` as a float: the word needs quotes.
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"optimizer": {"name": "ppo", "schedule": float("nan")}})
+    assert str(refused.value) == (
+        "optimizer.schedule: must be a string, got nan (the command line reads nan as a "
+        "number: quote it, optimizer.schedule=\"'nan'\")"
+    )
