@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import sys
+import traceback
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -207,6 +208,13 @@ def _run_composed(cfg: DictConfig) -> None:
         _interrupted(error)
     except (GenerationFailed, WorkerStartError) as error:
         _stopped(run_dir, f"coevo-run: error: {error}", 1)
+    except Exception as error:
+        if getattr(error, "stopped_after", None) is None:
+            raise
+        # A bug (often a plug-in's) after the run started: its frames, then the way back
+        # (the runner's note) as the last line, without Hydra's HYDRA_FULL_ERROR advice.
+        traceback.print_exc()
+        sys.exit(1)
 
 
 # Run directories that existed before Hydra ran (`hydra.run.dir=` of the user's own

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from cli_support import run_tables
+from cli_support import cli, run_tables
 
 from coevo import runner
 from coevo.checkpoint import CheckpointError
@@ -231,6 +231,28 @@ def test_a_plugin_error_stops_the_run_with_its_report_and_the_way_back(tmp_path)
         pd.testing.assert_frame_equal(run_tables(broken)[name], frame, obj=name)
 
 
+def test_coevo_run_ends_a_plugin_error_with_its_frames_and_the_way_back(tmp_path):
+    run = tmp_path / "run"
+    done = cli(
+        "coevo-run",
+        "pool=local",
+        "curriculum.name=user_curricula:BuggyDR",
+        "curriculum.bug_at=2",
+        "curriculum.generations=3",
+        "test_set.every=0",
+        "optimizer.population=4",
+        f"hydra.run.dir={run}",
+        env={"PYTHONPATH": str(Path(__file__).resolve().parent)},
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    lines = done.stderr.rstrip().splitlines()
+    assert lines[-1] == (
+        f"coevo: stopped after generation 1; after fixing it, resume with: coevo-run resume={run}"
+    )
+    assert 'user_curricula.py", line' in done.stderr and "ValueError: my bug in step" in lines
+    assert "HYDRA_FULL_ERROR" not in done.stderr
+
+
 def test_a_state_that_does_not_pickle_is_named_at_the_first_checkpoint(tmp_path):
     raw = {**RAW, "curriculum": {"name": "user_curricula:UnpicklableDR", "generations": 2}}
     with pytest.raises(CheckpointError) as refused:
@@ -351,8 +373,6 @@ def test_a_state_that_stops_pickling_mid_run_is_reported_once_and_recorded(tmp_p
 
 def test_coevo_run_reports_a_state_that_stops_pickling_as_the_runs_error(tmp_path):
     # Not a refused config (exit 2): the run's error, exit 1, in cli.log with the way back.
-    from cli_support import cli
-
     run = tmp_path / "run"
     done = cli(
         "coevo-run",

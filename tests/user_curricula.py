@@ -126,6 +126,7 @@ BUG_AT = {"generation": 0}
 @dataclass(frozen=True)
 class BuggyDRConfig(DRConfig):
     name: str = setting("user_curricula:BuggyDR")
+    bug_at: int = setting(0, low=0, doc="the generation whose step raises (0: BUG_AT's)")
 
 
 class BuggyDR(DomainRandomization):
@@ -135,7 +136,7 @@ class BuggyDR(DomainRandomization):
     config_class = BuggyDRConfig
 
     def step(self):
-        if self.generation + 1 == BUG_AT["generation"]:
+        if self.generation + 1 == (self.config.bug_at or BUG_AT["generation"]):
             raise ValueError("my bug in step")
         return super().step()
 
