@@ -282,8 +282,14 @@ def test_a_plr_subclass_with_its_own_level_score_is_reported_as_such(tmp_path, n
     }
     lines: list[str] = []
     runner.run(parse_config(raw), tmp_path / "run", lines.append)
-    warned = [line for line in lines if "PLR scores levels by return_regret instead" in line]
+    warned = [line for line in lines if "is return_regret instead" in line]
     assert bool(warned) is (reported != "learnability")
+    if warned:  # about the built-in score the override may call, and how to silence it
+        assert warned[0].endswith(
+            "the built-in score, which LearnabilityPLR.level_score may call, is return_regret "
+            "instead (if it does not call it, set LearnabilityPLR's score_name to say what it "
+            "scores)"
+        )
     summary = pd.read_csv(tmp_path / "run" / "summary.csv")
     assert (summary["level_score"] == reported).all()
     eligibility = pd.read_csv(tmp_path / "run" / "eligibility.csv")

@@ -114,8 +114,9 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                 self.score_used = LevelScore.RETURN_REGRET.value
             self.score_reported = self.score_name
         else:
-            self.score_used = _score_used(config, self.optimizer, warn=True)
             overridden = type(self).level_score is not PrioritizedLevelReplay.level_score
+            override = f"{type(self).__name__}.level_score" if overridden else None
+            self.score_used = _score_used(config, self.optimizer, warn=True, override=override)
             self.score_reported = (
                 f"{type(self).__name__}.level_score" if overridden else self.score_used
             )
@@ -398,8 +399,10 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         )
 
 
-def _score_used(config: PLRConfig, optimizer: Any, warn: bool) -> str:
-    """The configured score, or the fallback when the optimizer gives no value predictions."""
+def _score_used(config: PLRConfig, optimizer: Any, warn: bool, override: str | None = None) -> str:
+    """The configured score, or the fallback when the optimizer gives no value predictions.
+    `override`: an unnamed `level_score` override, which may or may not call the built-in
+    score: the warning then says it concerns the built-in score only."""
     wanted = LevelScore(config.score)
     if not wanted.needs_values or has_critic(optimizer):
         return wanted.value
@@ -417,7 +420,17 @@ def _score_used(config: PLRConfig, optimizer: Any, warn: bool) -> str:
     if warn:
         curriculum = "ACCEL" if hasattr(config, "num_edits") else "PLR"  # ACCELConfig
         fallback = config.score_fallback
-        log.warning("%s: %s scores levels by %s instead", message, curriculum, fallback)
+        if override is None:
+            log.warning("%s: %s scores levels by %s instead", message, curriculum, fallback)
+        else:
+            log.warning(
+                "%s: the built-in score, which %s may call, is %s instead (if it does not "
+                "call it, set %s's score_name to say what it scores)",
+                message,
+                override,
+                fallback,
+                override.split(".")[0],
+            )
     return config.score_fallback
 
 
