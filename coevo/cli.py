@@ -580,6 +580,15 @@ def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
                 unstated.add(key)
             elif key not in known:
                 candidates = sorted(set(known) | declared)
+                section = key.split(".", 1)[0]
+                plugin = section in ("optimizer", "curriculum")
+                if plugin and _named_plugins(overrides, section, multirun):
+                    # A plug-in named here: its own settings, not the preset's it replaces.
+                    candidates = [
+                        c
+                        for c in candidates
+                        if c != section and (not c.startswith(f"{section}.") or c in declared)
+                    ]
                 close = difflib.get_close_matches(key, candidates, n=3, cutoff=0.6)
                 hint = f"; did you mean: {', '.join(close)}" if close else ""
                 where = f" with {', '.join(swept)}" if swept else ""

@@ -353,3 +353,21 @@ def test_a_policy_kind_of_the_users_own_by_import_path(tmp_path):
     ]:
         refused = cli("coevo-run", f"policy.name={name}", "pool=local", env=ENV)
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+
+
+def test_a_named_plugins_unknown_key_is_matched_against_its_own_settings(tmp_path):
+    # The preset's ES keys (optimizer.lr_min, ...) are no suggestion for a plug-in that
+    # replaces ES: its own fields are (SigmaConfig: name, sigma).
+    done = cli(
+        "coevo-run",
+        "optimizer.name=user_curricula:SigmaOptimizer",
+        "optimizer.lr_mn=1",
+        "pool=local",
+        f"hydra.run.dir={tmp_path}",
+        env=ENV,
+    )
+    assert done.returncode == 2
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("coevo-run:")]
+    head, _, suggested = line.partition("; did you mean: ")
+    assert head == "coevo-run: error: optimizer.lr_mn: unknown key"
+    assert set(suggested.split(", ")) <= {"optimizer.name", "optimizer.sigma"}, line
