@@ -7,6 +7,7 @@ Every error names the dotted field and what is allowed, e.g.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 import typing
 from collections.abc import Mapping
@@ -55,7 +56,11 @@ class PolicyConfig(Checked):
 
     section = "policy"
 
-    name: str = setting("mlp", doc="mlp, torch, gru, lstm, or a kind a user registered")
+    name: str = setting(
+        "mlp",
+        doc="mlp, torch, gru, lstm, actor_critic, a kind a user registered, or "
+        "package.module:builder",
+    )
     hidden: tuple[int, ...] = setting(
         (16,), doc="mlp layers; gru/lstm: layers before the cell, then its size"
     )
@@ -243,9 +248,9 @@ def _plugin_config(raw: Any, kind: str, get: Any) -> type:
             f"{name}'s config_class {config_class.__name__} must subclass {base.__name__}",
         )
     fields = set(config_class.__dataclass_fields__)
-    undeclared = [
+    undeclared = [  # the class's own annotations (get_annotations: not its bases')
         key
-        for key, hint in vars(config_class).get("__annotations__", {}).items()
+        for key, hint in inspect.get_annotations(config_class).items()
         if key not in fields and "ClassVar" not in str(hint)  # ClassVars are never fields
     ]
     if undeclared:  # a subclass of a dataclass, itself undecorated: its fields are not fields

@@ -665,11 +665,12 @@ def _run(
                     line += f" | test {mastered:.0%} of {len(test_set.tasks)} mastered, " + (
                         f"mean {mean:.1f}" if np.isfinite(mean) else "every episode failed"
                     )
-                refused = [d for d in result.decisions if d.outcome == "step_failed"]
-                if refused:  # weights kept: a policy whose every update is refused is frozen
+                kept = [d for d in result.decisions if d.outcome == "step_failed"]
+                if kept:  # weights kept: a policy whose every step is not applied is frozen
+                    steps = "step" if len(kept) == 1 else "steps"
                     line += (
-                        f" | {len(refused)} optimizer steps refused, weights kept (first: "
-                        f"{error_line(refused[0].reason)})"
+                        f" | {len(kept)} optimizer {steps} not applied, weights kept (first: "
+                        f"{error_line(kept[0].reason)})"
                     )
                 failed = int(result.summary.get("failed_episodes", 0) or 0)
                 first = next((d.error for d in result.decisions if d.error), "")

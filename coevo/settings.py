@@ -149,6 +149,8 @@ def checked_value(path: str, value: Any, hint: Any, rule: Rule = _NO_RULE) -> An
                 if isinstance(value, float) and not math.isfinite(value)
                 else ""
             )
+            if quote and rule.choices is not None:  # quoted, it would be refused next
+                quote = f"; allowed: {', '.join(rule.choices)}"
             raise ConfigError(path, f"must be a string, got {value!r}{quote}")
         if rule.choices is not None and value not in rule.choices:
             raise ConfigError(path, f"unknown value '{value}'; allowed: {', '.join(rule.choices)}")

@@ -98,10 +98,16 @@ def test_prepare_builds_space_and_policy():
 
 
 def test_nan_typed_for_a_word_setting_says_to_quote_it():
-    # Hydra reads `optimizer.schedule=nan` as a float: the word needs quotes.
+    # Hydra reads `policy.name=nan` as a float: a word needs quotes there.
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"policy": {"name": float("nan")}})
+    assert str(refused.value) == (
+        "policy.name: must be a string, got nan (the command line reads nan as a number: "
+        "quote it, policy.name=\"'nan'\")"
+    )
+    # A setting of fixed words: which ones (quoted, nan would be refused next).
     with pytest.raises(ConfigError) as refused:
         parse_config({"optimizer": {"name": "ppo", "schedule": float("nan")}})
     assert str(refused.value) == (
-        "optimizer.schedule: must be a string, got nan (the command line reads nan as a "
-        "number: quote it, optimizer.schedule=\"'nan'\")"
+        "optimizer.schedule: must be a string, got nan; allowed: constant, linear"
     )

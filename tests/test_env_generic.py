@@ -646,6 +646,7 @@ def test_an_env_that_fails_its_initial_task_is_not_told_about_task_formats():
         )
     assert str(refused.value) == (
         f"task: {__name__}:BrokenCourseEnv: set_task({{'push': 14.0, 'gravity': 9.8}}) then "
-        "reset() on the initial task raised ValueError('the course generator is broken') (if "
-        "it wants its task in another form than dict, see task.task_format)"
+        "reset() on the initial task raised ValueError('the course generator is broken'): the "
+        "env's own failure, or a task in another form than it takes (task.task_format: dict); "
+        "a one-parameter space can pass the bare value (task_format: scalar)"
     )

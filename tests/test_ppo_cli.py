@@ -145,7 +145,9 @@ def test_a_refused_update_is_a_row_in_eligibility_csv(tmp_path):
     assert failed["reason"].str.startswith("update refused: exploding update").all()
     # ... and the console says so: a policy whose every update is refused is frozen.
     (line,) = [line for line in done.stdout.splitlines() if line.startswith("gen   1/1")]
-    assert " | 2 optimizer steps refused, weights kept (first: update refused: exploding " in line
+    assert (
+        " | 2 optimizer steps not applied, weights kept (first: update refused: exploding " in line
+    )
 
 
 def test_a_single_policy_curriculum_writes_refused_updates_and_counts_ppo_episodes(tmp_path):

@@ -350,6 +350,14 @@ def test_a_policy_kind_of_the_users_own_by_import_path(tmp_path):
             "user_curricula:NoConfigES",
             "policy.name: 'user_curricula:NoConfigES' is not a builder function",
         ),
+        (
+            "user_curricula:one_argument_builder",
+            "policy.name: 'user_curricula:one_argument_builder' is not a builder function",
+        ),
+        (
+            "user_curricula:number_builder",
+            "policy.name: 'user_curricula:number_builder' returned a int, not a coevo Policy",
+        ),
     ]:
         refused = cli("coevo-run", f"policy.name={name}", "pool=local", env=ENV)
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr

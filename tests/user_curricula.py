@@ -274,3 +274,13 @@ def small_mlp(observation_space, action_space, options):
     from coevo.policies.mlp import MLPPolicy
 
     return MLPPolicy.for_spaces(observation_space, action_space, hidden=(3,))
+
+
+def one_argument_builder(observation_space):
+    """Not a builder's signature (observation_space, action_space, options)."""
+    raise AssertionError("never called")
+
+
+def number_builder(observation_space, action_space, options):
+    """A builder that returns something other than a Policy."""
+    return 5

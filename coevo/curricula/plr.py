@@ -115,11 +115,9 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             self.score_reported = self.score_name
         else:
             overridden = type(self).level_score is not PrioritizedLevelReplay.level_score
-            override = f"{type(self).__name__}.level_score" if overridden else None
-            self.score_used = _score_used(config, self.optimizer, warn=True, override=override)
-            self.score_reported = (
-                f"{type(self).__name__}.level_score" if overridden else self.score_used
-            )
+            owner = type(self).__name__ if overridden else None
+            self.score_used = _score_used(config, self.optimizer, warn=True, override=owner)
+            self.score_reported = f"{owner}.level_score" if owner else self.score_used
         self.fill_cap = fill_cap = self._fill_cap()
         self.buffers: dict[int, LevelBuffer] = {
             s.index: LevelBuffer(
@@ -401,8 +399,8 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
 
 def _score_used(config: PLRConfig, optimizer: Any, warn: bool, override: str | None = None) -> str:
     """The configured score, or the fallback when the optimizer gives no value predictions.
-    `override`: an unnamed `level_score` override, which may or may not call the built-in
-    score: the warning then says it concerns the built-in score only."""
+    `override`: the class of an unnamed `level_score` override, which may or may not call
+    the built-in score: the warning then says it concerns the built-in score only."""
     wanted = LevelScore(config.score)
     if not wanted.needs_values or has_critic(optimizer):
         return wanted.value
@@ -424,12 +422,12 @@ def _score_used(config: PLRConfig, optimizer: Any, warn: bool, override: str | N
             log.warning("%s: %s scores levels by %s instead", message, curriculum, fallback)
         else:
             log.warning(
-                "%s: the built-in score, which %s may call, is %s instead (if it does not "
-                "call it, set %s's score_name to say what it scores)",
+                "%s: the built-in score, which %s.level_score may call, is %s instead (if it "
+                "does not call it, set %s's score_name to say what it scores)",
                 message,
                 override,
                 fallback,
-                override.split(".")[0],
+                override,
             )
     return config.score_fallback
 

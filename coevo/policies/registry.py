@@ -57,12 +57,20 @@ def make_policy(
         from coevo.plugins import import_object
 
         builder = import_object("policy.name", name)
-        if not callable(builder) or isinstance(builder, type):
+        wanted = "a builder function (observation_space, action_space, options) -> Policy"
+        try:
+            if isinstance(builder, type):
+                raise TypeError("a class")
+            inspect.signature(builder).bind(observation_space, action_space, options)
+        except (TypeError, ValueError):  # not callable, or another signature
+            raise ConfigError("policy.name", f"'{name}' is not {wanted}") from None
+        policy = builder(observation_space, action_space, options)
+        if not isinstance(policy, Policy):
             raise ConfigError(
                 "policy.name",
-                f"'{name}' is not a builder function (obs_space, act_space, options) -> Policy",
+                f"'{name}' returned a {type(policy).__name__}, not a coevo Policy ({wanted})",
             )
-        return builder(observation_space, action_space, options)
+        return policy
     if name not in _BUILDERS:
         allowed = ", ".join(_BUILDERS)
         raise ConfigError(

@@ -14,7 +14,6 @@ starts at does not change its result.
 from __future__ import annotations
 
 import time
-import traceback
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ import numpy as np
 from coevo.policies.base import Policy
 from coevo.policies.noise import seed_key, uniforms
 from coevo.pool.jobs import EpisodeJob, Perturbed
-from coevo.pool.slots import ERROR_FRAMES, EnvSlots, as_rows
+from coevo.pool.slots import EnvSlots, as_rows, env_error_text
 
 
 @dataclass
@@ -151,7 +150,7 @@ class Rollouts:
                 self.state[row] = 0.0
                 self.keys[row] = seed_key(job.seed)
             except Exception:  # an env that fails on a task fails that episode only
-                chunk.errors[index] = traceback.format_exc(limit=-ERROR_FRAMES)
+                chunk.errors[index] = env_error_text()
                 chunk.returns[index] = np.nan
                 chunk.finished += 1
                 if chunk.done:

@@ -7,6 +7,8 @@ rollout loop is the same for both.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -39,9 +41,22 @@ class EnvSlots(Protocol):
 
 
 _FLOAT64 = np.dtype(np.float64)
-# A failed env call's traceback keeps its innermost frames: the env's own lines (set_task
-# and reset raise two or three of coevo's frames deep), not the pool's calls around them.
-ERROR_FRAMES = 4
+# A failed env call's traceback: the frames below coevo's own (the env's lines and the
+# libraries it calls), at most this many of the innermost.
+ERROR_FRAMES = 10
+_COEVO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def env_error_text() -> str:
+    """The exception being handled, as a traceback of the env's frames: coevo's calls
+    around them (the rollout loop, the slots) are left out, so the env's own lines stay
+    whatever their depth; an error raised in coevo itself keeps its last frames."""
+    kind, error, trace = sys.exc_info()
+    frames = traceback.extract_tb(trace)
+    outside = [f for f in frames if not f.filename.startswith(_COEVO_DIR + os.sep)]
+    shown = (outside or frames)[-ERROR_FRAMES:]
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(shown)]
+    return "".join(lines + traceback.format_exception_only(kind, error))
 
 
 def _numbers(values: np.ndarray, count: int) -> np.ndarray | None:
@@ -202,7 +217,7 @@ class GymSlots:
                 ob, reward, terminated, truncated, _ = step[slot](moves[position])
             except Exception:  # an env that fails on a task fails that episode only
                 errors = errors or {}
-                errors[position] = traceback.format_exc(limit=-ERROR_FRAMES)
+                errors[position] = env_error_text()
                 self._tasks[slot] = None
                 ob, reward, terminated, truncated = None, 0.0, True, False
             observations.append(ob)

@@ -424,7 +424,7 @@ def _replaced_entries(
 
 # What a task of the wrong form raises (a dict where an int is wanted, a missing key);
 # anything else is taken for the env's own failure on the task.
-_FORM_ERRORS = (TypeError, KeyError, IndexError, AttributeError)
+_FORM_ERRORS = (TypeError, KeyError, IndexError, AttributeError, AssertionError)
 
 
 def _check_task_form(env: Any, space: TaskSpace, entry_point: str) -> None:
@@ -435,23 +435,22 @@ def _check_task_form(env: Any, space: TaskSpace, entry_point: str) -> None:
         env.set_task(value)
         reset = env.reset(seed=0)
     except Exception as error:
-        if not isinstance(error, _FORM_ERRORS):  # the env's own failure, whatever the form
+        hints = (
+            "; a one-parameter space can pass the bare value (task_format: scalar)"
+            if space.task_format == "dict" and len(space.params) == 1
+            else ""
+        ) + _int_hint(space)
+        if not isinstance(error, _FORM_ERRORS):  # the env's own failure, or the form's
             raise ConfigError(
                 "task",
                 f"{entry_point}: set_task({value!r}) then reset() on the initial task raised "
-                f"{error!r} (if it wants its task in another form than "
-                f"{space.task_format}, see task.task_format)",
+                f"{error!r}: the env's own failure, or a task in another form than it takes "
+                f"(task.task_format: {space.task_format}){hints}",
             ) from None
         raise ConfigError(
             "task.task_format",
             f"{entry_point} does not take its task as {space.task_format}: "
-            f"set_task({value!r}) then reset() raised {error!r}"
-            + (
-                "; a one-parameter space can pass the bare value (task_format: scalar)"
-                if space.task_format == "dict" and len(space.params) == 1
-                else ""
-            )
-            + _int_hint(space),
+            f"set_task({value!r}) then reset() raised {error!r}{hints}",
         ) from None
     _check_api(env, reset, entry_point)
 
