@@ -7,6 +7,7 @@ user's class outside coevo works without registering it.
 from __future__ import annotations
 
 import importlib
+import os
 import traceback
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
@@ -64,6 +65,22 @@ def require_config(owner: type, config: object) -> None:
     )
 
 
+def import_failure(field: str, module_name: str, path: str, error: Exception) -> ConfigError:
+    """A module whose own code raised while imported (not an ImportError): the error and
+    the module's line that raised it, in one line."""
+    frames = traceback.extract_tb(error.__traceback__)
+    tail = module_name.replace(".", os.sep)
+    where = next(
+        (
+            f" ({f.filename}, line {f.lineno})"
+            for f in reversed(frames)
+            if f.filename.endswith((tail + ".py", os.path.join(tail, "__init__.py")))
+        ),
+        "",
+    )
+    return ConfigError(field, f"importing '{module_name}' of '{path}' raised {error!r}{where}")
+
+
 def import_object(field: str, path: str) -> Any:
     """The object at `package.module:attribute`, or a ConfigError naming `field`."""
     return _import(field, path)
@@ -78,19 +95,8 @@ def _import(field: str, path: str) -> type:
         raise ConfigError(
             field, f"cannot import '{module_name}' of '{path}': {error}{hint}"
         ) from None
-    except Exception as error:  # the module's own code raised: where, in one line
-        frames = traceback.extract_tb(error.__traceback__)
-        where = next(
-            (
-                f" ({f.filename}, line {f.lineno})"
-                for f in reversed(frames)
-                if module_name.replace(".", "/") in f.filename
-            ),
-            "",
-        )
-        raise ConfigError(
-            field, f"importing '{module_name}' of '{path}' raised {error!r}{where}"
-        ) from None
+    except Exception as error:
+        raise import_failure(field, module_name, path, error) from None
     try:
         return getattr(module, attribute)
     except AttributeError:

@@ -379,3 +379,22 @@ def test_a_named_plugins_unknown_key_is_matched_against_its_own_settings(tmp_pat
     head, _, suggested = line.partition("; did you mean: ")
     assert head == "coevo-run: error: optimizer.lr_mn: unknown key"
     assert set(suggested.split(", ")) <= {"optimizer.name", "optimizer.sigma"}, line
+
+
+def test_an_env_module_whose_own_code_raises_at_import_is_a_named_error(tmp_path):
+    # task.entry_point's module, as a plug-in's: the error and its line, exit 2.
+    (tmp_path / "broken_env.py").write_text("SIZE = 1 / 0\n")
+    done = cli(
+        "coevo-run",
+        "task.name=broken",
+        "+task.entry_point=broken_env:Env",
+        "pool=local",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path)},
+    )
+    assert done.returncode == 2, done.stderr
+    assert (
+        "importing 'broken_env' of 'broken_env:Env' raised ZeroDivisionError('division by zero') "
+        f"({tmp_path / 'broken_env.py'}, line 1)"
+    ) in done.stderr, done.stderr

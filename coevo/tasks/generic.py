@@ -28,6 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 from coevo.errors import ConfigError, missing_package_hint
+from coevo.plugins import import_failure
 from coevo.tasks import registry
 from coevo.tasks.protocol import TaskSettableEnv
 from coevo.tasks.task import PARAM_FIELDS, Param, TaskSpace
@@ -281,6 +282,8 @@ def resolve_entry_point(path: str, field: str = "task.entry_point") -> Any:
         raise ConfigError(
             field, f"cannot import module '{module_name}' of '{path}': {error}{hint}"
         ) from None
+    except Exception as error:  # the module's own code raised (a bug at its top level)
+        raise import_failure(field, module_name, path, error) from None
     try:
         found = _get_path(module, attr)
     except AttributeError:
