@@ -38,6 +38,7 @@ from coevo.report.tables import (
 )
 from coevo.resume_rules import check_resume_config
 from coevo.start_policy import load_start_theta
+from coevo.tasks.masked import PARTIALLY_OBSERVED
 from coevo.tasks.task import TaskSpace
 from coevo.tasks.test_sets import (
     TestSet,
@@ -320,6 +321,18 @@ def episode_cut_warnings(
     ]
 
 
+def memory_warnings(config: RunConfig, space: TaskSpace, policy: Policy) -> list[str]:
+    """A space whose observations hide part of its state (`partially_observed` metadata,
+    e.g. cartpole_pomdp) with a policy without memory: it acts on what it sees only."""
+    if not space.metadata.get(PARTIALLY_OBSERVED) or policy.state_size > 0:
+        return []
+    return [
+        f"warning: task space '{space.name}' hides part of its state from the observations, "
+        f"and policy={config.policy.name} keeps no memory between steps: it acts on what "
+        "it sees only; policy=gru or policy=lstm carry a state through the episode"
+    ]
+
+
 def minibatch_warnings(
     config: RunConfig, curriculum_class: type, optimizer_class: type
 ) -> list[str]:
@@ -566,6 +579,7 @@ def _run(
     logger = ScalarLogger(run_dir, config.logger)
     for line in (
         scale_warnings(config, space)
+        + memory_warnings(config, space, policy)
         + episode_cut_warnings(config, space, curriculum_class, type(optimizer))
         + minibatch_warnings(config, curriculum_class, type(optimizer))
     ):

@@ -407,3 +407,19 @@ def test_a_plr_subclass_wrapping_the_builtin_score_keeps_its_checks(tmp_path):
     }
     with pytest.raises(ConfigError, match="curriculum.score: positive_value_loss needs the value"):
         runner.run(parse_config(raw), tmp_path / "run", quiet)
+
+
+def test_a_partially_observed_space_with_a_memoryless_policy_is_warned_of():
+    # cartpole_pomdp hides the velocities: an MLP acts on positions only.
+    from coevo.runner import memory_warnings
+
+    def warned(task: str, policy: str) -> list[str]:
+        config = parse_config({"task": {"name": task}, "policy": {"name": policy}})
+        return memory_warnings(config, *runner.prepare(config))
+
+    assert warned("cartpole_pomdp", "mlp") == [
+        "warning: task space 'cartpole_pomdp' hides part of its state from the observations, "
+        "and policy=mlp keeps no memory between steps: it acts on what it sees only; "
+        "policy=gru or policy=lstm carry a state through the episode"
+    ]
+    assert warned("cartpole_pomdp", "gru") == [] and warned("cartpole", "mlp") == []

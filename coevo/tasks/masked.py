@@ -17,6 +17,10 @@ import numpy as np
 from coevo.tasks.registry import get, register
 from coevo.tasks.task import Task, TaskSpace
 
+# TaskSpace.metadata's key for a space whose observations hide part of the state (a user's
+# own space may set it too).
+PARTIALLY_OBSERVED = "partially_observed"
+
 
 class MaskedObsEnv(gym.Env):
     """A task-settable env whose observations are cut to the entries `keep`."""
@@ -104,7 +108,12 @@ def masked_space(space: TaskSpace, keep: tuple[int, ...], name: str) -> TaskSpac
     keep = tuple(int(k) for k in keep)
     slots = _MaskedSlotsFactory(space.make_slots, keep) if space.make_slots else None
     return replace(
-        space, name=name, make_env=_MaskedEnvFactory(space.make_env, keep), make_slots=slots
+        space,
+        name=name,
+        make_env=_MaskedEnvFactory(space.make_env, keep),
+        make_slots=slots,
+        # Read by the run's start: a policy without memory is warned of (runner).
+        metadata={**space.metadata, PARTIALLY_OBSERVED: True},
     )
 
 
