@@ -172,6 +172,34 @@ def test_a_failing_env_fails_its_stream_only():
     assert chunk.episodes_done.tolist() == [2, 0, 2]
 
 
+class SecondResetFails(Fragile):
+    """Mode 2: its second episode's reset raises, in the env's own code."""
+
+    def reset(self, *, seed=None, options=None):
+        self.resets = getattr(self, "resets", 0) + 1
+        if self._next["mode"] == 2 and self.resets == 2:
+            self._lay_out_course()
+        return super().reset(seed=seed, options=options)
+
+    def _lay_out_course(self):
+        raise RuntimeError("no course for this seed")
+
+
+def test_a_reset_failing_mid_rollout_fails_its_stream_with_the_envs_lines():
+    space = TaskSpace("second_reset", (Param("mode", 0, 2, 0, 0.0),), SecondResetFails, 50)
+    policy = _policy(space)
+    theta = policy.init(np.random.default_rng(3))
+    jobs = [
+        TrajectoryJob(Stored("theta"), space.task(mode=mode), 5, stream, 25)
+        for stream, mode in enumerate([0, 2])
+    ]
+    chunk = Worker(space, policy, num_envs=2).collect_trajectories(jobs, {"theta": theta})
+    assert list(chunk.errors) == [1]
+    text = chunk.errors[1]
+    assert "in _lay_out_course\n" in text, text  # the env's own line, not only the type
+    assert text.rstrip().endswith("RuntimeError: no course for this seed")
+
+
 @pytest.mark.parametrize(
     "name,batched", [("cartpole", True), ("pendulum", True), ("pendulum", False)]
 )

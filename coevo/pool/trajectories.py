@@ -31,7 +31,7 @@ import numpy as np
 
 from coevo.pool.dispatch import register_job_kind
 from coevo.pool.jobs import Stored
-from coevo.pool.slots import as_rows
+from coevo.pool.slots import as_rows, env_error_text
 from coevo.tasks.task import Task
 
 if TYPE_CHECKING:
@@ -343,8 +343,8 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
             try:
                 episode_seed[position] = reset_seeds[position][episode[position]]
                 obs[position] = slots.reset_slot(position, job.task, int(episode_seed[position]))
-            except Exception as error:
-                fail(position, f"{type(error).__name__}: {error}")
+            except Exception:
+                fail(position, env_error_text())
     out.last_obs[rows] = obs
     for position in np.flatnonzero(alive).tolist():
         if episode_start[position] >= horizon:
