@@ -485,7 +485,7 @@ def _named_on_command_line(raw: dict, overrides: list[str]) -> None:
             for key, value in settings.items()
             if key == "name"
             or (key in carried and value != carried[key])  # set by the preset, not a default
-            or any(k == f"{section}.{key}" or k.startswith(f"{section}.{key}.") for k in stated)
+            or _stated(f"{section}.{key}", stated)
         }
 
 
@@ -507,8 +507,13 @@ def _policy_named_on_command_line(raw: dict, overrides: list[str]) -> None:
         if key == "name"
         or key not in written
         or value != written[key]  # an experiment preset's own value
-        or any(k == f"policy.{key}" or k.startswith(f"policy.{key}.") for k in stated)
+        or _stated(f"policy.{key}", stated)
     }
+
+
+def _stated(key: str, stated: set[str]) -> bool:
+    """Does the command line set `key`, or a key inside it (policy.kwargs.shared)?"""
+    return any(k == key or k.startswith(f"{key}.") for k in stated)
 
 
 def _check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:

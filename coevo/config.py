@@ -214,7 +214,7 @@ def _trains_with_ppo(name: Any) -> bool:
     if not isinstance(name, str):
         return False
     try:
-        return issubclass(optimizers.get(name), optimizers.get("ppo"))
+        return optimizers.is_ppo(optimizers.get(name))
     except (ConfigError, TypeError):
         return False
 
@@ -226,8 +226,9 @@ _PLUGINS = (
 )
 
 
-# The base config classes: a plug-in's config_class when it sets none of its own.
-_BASE_CONFIGS = (optimizers.OptimizerConfig, curricula.CurriculumConfig)
+# Each plug-in section's base config class: what a plug-in's config_class must subclass, and
+# its config_class when it sets none of its own.
+_BASE_CONFIGS = {"optimizer": optimizers.OptimizerConfig, "curriculum": curricula.CurriculumConfig}
 
 
 def _plugin_config(raw: Any, kind: str, get: Any) -> type:
@@ -241,7 +242,7 @@ def _plugin_config(raw: Any, kind: str, get: Any) -> type:
     config_class = plugin.config_class
     if not (dataclasses.is_dataclass(config_class) and "name" in config_class.__dataclass_fields__):
         raise ConfigError(f"{kind}.name", f"{name}'s config_class must be a dataclass with `name`")
-    base = _BASE_CONFIGS[[k for k, _, _ in _PLUGINS].index(kind)]
+    base = _BASE_CONFIGS[kind]
     if not issubclass(config_class, base):  # its settings would go unchecked (ranges, keys)
         raise ConfigError(
             f"{kind}.name",
@@ -260,7 +261,7 @@ def _plugin_config(raw: Any, kind: str, get: Any) -> type:
             "but is not a dataclass itself: decorate it with @dataclass(frozen=True)",
         )
     extra = [key for key in raw if key not in fields] if isinstance(raw, Mapping) else []
-    if extra and config_class in _BASE_CONFIGS:
+    if extra and config_class is base:
         # The base class's config: the plug-in has no config_class of its own (yet).
         raise ConfigError(
             f"{kind}.{extra[0]}",

@@ -309,7 +309,7 @@ def episode_cut_warnings(
         or not issubclass(curriculum_class, LevelSamplingCurriculum)
         or not varies
         or n_steps >= space.max_episode_steps
-        or not issubclass(optimizer_class, optimizers.get("ppo"))  # streams of n_steps
+        or not optimizers.is_ppo(optimizer_class)  # streams of n_steps
     ):
         return []
     return [
@@ -341,7 +341,7 @@ def minibatch_warnings(
     epoch a single minibatch of the whole rollout."""
     n_steps = getattr(config.optimizer, "n_steps", None)
     batch = getattr(config.optimizer, "batch_size", None)
-    if n_steps is None or batch is None or not issubclass(optimizer_class, optimizers.get("ppo")):
+    if n_steps is None or batch is None or not optimizers.is_ppo(optimizer_class):
         return []
     # POET asks for one task per pair, a single-policy curriculum for tasks_per_step; a
     # plug-in of another kind may ask for any number: its rollout size is not known here.

@@ -474,3 +474,34 @@ def test_a_batch_size_that_does_not_divide_the_rollout_is_warned_of(overrides, e
     from coevo.curricula.base import Curriculum
 
     assert minibatch_warnings(config, type("Plain", (Curriculum,), {}), PPO) == []
+
+
+@pytest.mark.parametrize("batch_size", [64, 300, 5000])
+def test_the_minibatch_warning_says_what_sb3s_ppo_says_for_the_same_rollout(batch_size):
+    # Side by side with SB3 on 8 envs x 256 steps: both warn, or neither, with the same
+    # full and truncated minibatches.
+    import re
+    import warnings
+
+    from stable_baselines3 import PPO as SB3PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from coevo import curricula
+    from coevo.config import parse_config
+    from coevo.runner import minibatch_warnings
+
+    env = make_vec_env("CartPole-v1", n_envs=8, seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        SB3PPO("MlpPolicy", env, n_steps=256, batch_size=batch_size, device="cpu")
+    sb3 = [str(w.message) for w in caught if "mini-batch" in str(w.message)]
+    config = parse_config({"optimizer": {"name": "ppo", "batch_size": batch_size}})
+    ours = minibatch_warnings(config, curricula.get("poet"), PPO)  # 8 streams x 256
+    print(f"batch_size {batch_size}: SB3 {sb3}, coevo {ours}")
+    assert bool(sb3) == bool(ours)
+    if sb3:
+        full, truncated = map(int, re.search(r"every (\d+) .* size (\d+)", sb3[0]).groups())
+        if full:
+            assert f"truncated minibatch of {truncated} after {full} full ones" in ours[0]
+        else:  # SB3: no full minibatch, one of the whole rollout
+            assert f"each epoch is one minibatch of {truncated}" in ours[0]

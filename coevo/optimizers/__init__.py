@@ -25,6 +25,12 @@ def get(name: str) -> type[Optimizer]:
     return REGISTRY.get(name)
 
 
+def is_ppo(optimizer_class: type) -> bool:
+    """PPO or a subclass: trains the actor-critic on streams of `n_steps` (the run's start
+    checks and warnings key on it)."""
+    return isinstance(optimizer_class, type) and issubclass(optimizer_class, get("ppo"))
+
+
 def register(name: str, target: type[Optimizer] | str) -> None:
     REGISTRY.register(name, target)
 

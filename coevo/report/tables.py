@@ -45,33 +45,43 @@ class RunRecorder:
         # resume from it removes rows written after it instead of appending to them.
         self.tables = tables
         self.extra_rows: dict[str, list[dict[str, Any]]] = {stem: [] for stem in tables}
+        # Table (SUMMARY or a stem) -> the columns of its rows so far, kept as rows come
+        # (not found again by scanning every row each generation).
+        self.columns: dict[str, list[str]] = {}
+
+    def _grow(self, table: str, rows: list[dict[str, Any]]) -> bool:
+        """Add `rows`' new columns to `table`'s; True when there were any."""
+        columns = self.columns.setdefault(table, [])
+        new = [column for column in _columns(rows) if column not in columns]
+        columns.extend(new)
+        return bool(new)
 
     def record(self, result: GenerationResult, population: pd.DataFrame) -> None:
         """Append a generation's rows; `population` is the curriculum's population table."""
         decisions = [d.as_row() for d in result.decisions]
-        known = _columns(self.summary_rows)
         self.summary_rows.append(result.summary)
         self.eligibility_rows.extend(decisions)
-        if set(result.summary) - set(known):
+        if self._grow(SUMMARY, [result.summary]):
             # A column that earlier generations did not have (e.g. PPO's losses once PLR
             # first trains): the table is written again with it, empty in those rows.
-            _write(self.run_dir / SUMMARY, self.summary_rows, _columns(self.summary_rows))
+            _write(self.run_dir / SUMMARY, self.summary_rows, self.columns[SUMMARY])
         else:
-            _append(self.run_dir / SUMMARY, [result.summary], known)
+            _append(self.run_dir / SUMMARY, [result.summary], self.columns[SUMMARY])
         _append(self.run_dir / ELIGIBILITY, decisions, ELIGIBILITY_COLUMNS)
         for stem, rows in result.tables.items():
             kept = self.extra_rows.setdefault(stem, [])
-            header = _columns(kept)
+            first = not kept
             kept.extend(rows)
+            grew = self._grow(stem, rows)
             if not kept:
                 continue
-            if not header or set(_columns(rows)) - set(header):
+            if first or grew:
                 # Written whole: a file already there was written after the checkpoint this
                 # run resumed from (a plug-in's table its state did not know yet), or a new
                 # column (test_scores' error after a resume of an older run's) joins.
-                _write(self.run_dir / f"{stem}.csv", kept, _columns(kept))
+                _write(self.run_dir / f"{stem}.csv", kept, self.columns[stem])
             else:
-                _append(self.run_dir / f"{stem}.csv", rows, header)
+                _append(self.run_dir / f"{stem}.csv", rows, self.columns[stem])
         integer_ids(population).to_csv(self.run_dir / POPULATION, index=False)
 
     def state_dict(self) -> dict[str, Any]:
@@ -90,12 +100,15 @@ class RunRecorder:
             **{stem: [] for stem in self.tables},
             **{stem: list(rows) for stem, rows in state["extra"].items()},
         }
-        columns = _columns(self.summary_rows)
-        _write(self.run_dir / SUMMARY, self.summary_rows, columns)
+        self.columns = {
+            SUMMARY: _columns(self.summary_rows),
+            **{stem: _columns(rows) for stem, rows in self.extra_rows.items()},
+        }
+        _write(self.run_dir / SUMMARY, self.summary_rows, self.columns[SUMMARY])
         _write(self.run_dir / ELIGIBILITY, self.eligibility_rows, ELIGIBILITY_COLUMNS)
         for stem, rows in self.extra_rows.items():
             if rows:
-                _write(self.run_dir / f"{stem}.csv", rows, _columns(rows))
+                _write(self.run_dir / f"{stem}.csv", rows, self.columns[stem])
             else:  # nothing recorded yet: anything there was written after the checkpoint
                 (self.run_dir / f"{stem}.csv").unlink(missing_ok=True)
         integer_ids(population).to_csv(self.run_dir / POPULATION, index=False)
