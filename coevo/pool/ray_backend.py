@@ -392,9 +392,7 @@ class RayWorkers:
                         )
             replace(worker, why)
 
-        def timed_out(
-            limit_s: float, worker: int, answer: tuple[str, int, float] | None
-        ) -> None:
+        def timed_out(limit_s: float, worker: int, answer: tuple[str, int, float] | None) -> None:
             """A worker's env call ran past the limit: fail its episode, replace it."""
             if answer is None or answer[2] < limit_s:
                 return
