@@ -60,7 +60,8 @@ def check_arguments(
             "optimizer",
             optimizer,
             Optimizer,
-            "an Optimizer, e.g. coevo.optimizers.ES(population=16)",
+            "an Optimizer, e.g. EvolutionStrategy(ESConfig(...)) or coevo.optimizers.ES("
+            "population=16)",
         ),
     )
     for name, value, kind, example in wanted:
