@@ -6,7 +6,15 @@ import pandas as pd
 import pytest
 
 from coevo.batches import JobBatches, drive
-from coevo.curricula import ACCEL, PLR, Poet, PoetConfig
+from coevo.curricula import (
+    ACCEL,
+    PLR,
+    Curriculum,
+    GenerationResult,
+    Poet,
+    PoetConfig,
+    PoliciesForTesting,
+)
 from coevo.errors import ConfigError
 from coevo.optimizers import ES, ESConfig, EvolutionStrategy
 from coevo.pool import EvaluationPool
@@ -26,6 +34,12 @@ SETTINGS = dict(
     transfer_every=2,
 )
 ES_SETTINGS = dict(population=8, lr=0.1, lr_decay=0.9999, lr_min=0.001, l2=0.01)
+
+
+@pytest.fixture(scope="module")
+def pool(cartpole, cartpole_policy):
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1) as pool:
+        yield pool
 
 
 def _tables(curriculum, results):
@@ -159,3 +173,49 @@ def test_job_batches_hand_out_a_generators_batches_and_return_its_outcome():
             return [job * 2 for job in jobs]
 
     assert drive(EchoPool(), work()) == ["aa", "bb", "AAAA", "BBBB"]
+
+
+@pytest.mark.parametrize("name", ["poet", "enhanced_poet", "dr", "plr", "accel", "alp_gmm"])
+def test_every_curriculum_is_built_from_the_pool_with_its_settings(name, pool):
+    from coevo import curricula
+
+    cls = curricula.get(name)
+    built = cls(pool, optimizer=ES(population=4), generations=2, seed=1)
+    assert built.config == cls.config_class(generations=2)
+    assert built.space is pool.space and built.seed == 1
+    with pytest.raises(ConfigError) as bad:
+        cls(pool, generations=0)
+    assert bad.value.field == "curriculum.generations"
+    with pytest.raises(TypeError, match="pool must be an EvaluationPool"):
+        cls(pool=None, generations=2)
+
+
+class Ladder(Curriculum):
+    """A curriculum whose generation calls the pool itself (no batches of its own)."""
+
+    def run_generation(self):
+        theta = self.pool.policy.init(np.random.default_rng(self.generation))
+        score = self.pool.evaluate([(theta, self.space.initial_task())], 2, 0).mean()
+        return GenerationResult(self.generation, {"best_score": float(score)})
+
+    def state_dict(self):
+        return {"generation": self.generation}
+
+    def load_state_dict(self, state):
+        self.generation = state["generation"]
+
+    def population_frame(self):
+        return pd.DataFrame({"rung": [0]})
+
+    def policies_for_testing(self):
+        return PoliciesForTesting({}, best_of=False)
+
+
+def test_a_curriculum_that_calls_the_pool_itself_is_stepped_and_asked_alike(pool):
+    stepped = Ladder(pool, optimizer=ES(population=4))
+    first = stepped.step()
+    asked = Ladder(pool, optimizer=ES(population=4))
+    assert asked.ask() == []  # its generation ran whole, on the pool
+    second = asked.tell([])
+    assert first.summary["best_score"] == second.summary["best_score"]
+    assert first.summary["episodes"] == second.summary["episodes"] == 2

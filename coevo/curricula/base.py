@@ -216,8 +216,11 @@ def config_form(cls: type, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
     settings = {key: kwargs.pop(key) for key in list(kwargs) if key not in parts}
     config = cls.config_class(**settings)  # type: ignore[attr-defined]
     pool = kwargs["pool"]
-    if isinstance(pool, EvaluationPool):
-        kwargs.setdefault("space", pool.space)
+    if not isinstance(pool, EvaluationPool):
+        raise TypeError(
+            f"pool must be an EvaluationPool(space, policy, ...), got {type(pool).__name__}"
+        )
+    kwargs.setdefault("space", pool.space)
     if kwargs.get("optimizer") is None:
         from coevo import optimizers
         from coevo.optimizers.base import OptimizerConfig
@@ -230,7 +233,7 @@ class _BuiltFromPool(ABCMeta):
     """Every curriculum class also takes `Class(pool, **settings)` (see `config_form`), so
     a subclass's constructor keeps the one signature `(config, **parts)`."""
 
-    def __call__(cls, *args: Any, **kwargs: Any):  # noqa: ANN204 - the class's instance
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         args, kwargs = config_form(cls, args, kwargs)
         return super().__call__(*args, **kwargs)
 
@@ -362,9 +365,9 @@ class Curriculum(metaclass=_BuiltFromPool):
 
     def _generation_work(self) -> Work[GenerationResult]:
         made = self.run_generation()
-        if inspect.isgenerator(made):
-            made = yield from made
-        return made
+        if isinstance(made, GenerationResult):  # a plain method: it ran whole
+            return made
+        return (yield from made)
 
     def _abandon(self) -> None:
         if self._work is not None:

@@ -98,7 +98,7 @@ class PPO(Optimizer):
         **settings: Any,
     ):
         super().__init__(config, num_params, **settings)
-        self.learner_config = config.learner_settings()
+        self.learner_config = self.config.learner_settings()
         # Where the learner runs, chosen at the first update (ppo_remote.learner_place), and
         # its calls by place.
         self.learner_place: str | None = None
