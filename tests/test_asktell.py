@@ -1,6 +1,8 @@
 """Curricula built from the pool with settings as keywords, and asked and told by hand:
 the same generations as `step()` (coevo/batches.py, Curriculum.ask/tell)."""
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,11 +18,11 @@ from coevo.curricula import (
     PoliciesForTesting,
 )
 from coevo.errors import ConfigError
-from coevo.optimizers import ES, ESConfig, EvolutionStrategy
+from coevo.optimizers import ARS, ES, ESConfig, EvolutionStrategy
 from coevo.pool import EvaluationPool
 from coevo.pool.stats import is_runtime_column
 
-SETTINGS = dict(
+SETTINGS: dict[str, Any] = dict(
     generations=4,
     optimizer_steps=3,
     eval_episodes=2,
@@ -33,7 +35,7 @@ SETTINGS = dict(
     max_active=2,
     transfer_every=2,
 )
-ES_SETTINGS = dict(population=8, lr=0.1, lr_decay=0.9999, lr_min=0.001, l2=0.01)
+ES_SETTINGS: dict[str, Any] = dict(population=8, lr=0.1, lr_decay=0.9999, lr_min=0.001, l2=0.01)
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +127,9 @@ def test_bad_keywords_raise_the_config_error_naming_the_field(cartpole, cartpole
         with pytest.raises(ConfigError) as optimizer:
             ES(population=0)
         assert optimizer.value.field == "optimizer.population"
+        with pytest.raises(ConfigError) as ars:  # the ARS config's check across fields
+            ARS(directions=4, top=5)
+        assert ars.value.field == "optimizer.top"
         with pytest.raises(TypeError, match="not both"):
             ES(ESConfig(), population=4)
         with pytest.raises(ConfigError, match="built for 7 parameters"):
@@ -180,8 +185,9 @@ def test_every_curriculum_is_built_from_the_pool_with_its_settings(name, pool):
     from coevo import curricula
 
     cls = curricula.get(name)
-    built = cls(pool, optimizer=ES(population=4), generations=2, seed=1)
+    built = cls(pool, optimizer=ARS(directions=4, top=2), generations=2, seed=1)
     assert built.config == cls.config_class(generations=2)
+    assert built.optimizer.num_params == pool.policy.num_params
     assert built.space is pool.space and built.seed == 1
     with pytest.raises(ConfigError) as bad:
         cls(pool, generations=0)
