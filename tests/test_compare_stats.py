@@ -105,3 +105,16 @@ def test_against_rliable_live_where_it_imports():
     assert stats.stratified_bootstrap_ci(X, reps=500, seed=11) == pytest.approx(
         tuple(ci["a"].ravel()), abs=1e-12
     )
+
+
+def test_iqm_and_improvement_are_scipys_trim_mean_and_mann_whitney_u():
+    """rliable computes them with scipy: the same figures on random data, ties included."""
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(5)
+    for runs_x, runs_y in ((3, 4), (10, 10), (17, 6)):
+        x = rng.integers(0, 5, (runs_x, 2)) / 4  # few values: many ties
+        y = rng.integers(0, 5, (runs_y, 2)) / 4
+        assert stats.iqm(x) == pytest.approx(scipy_stats.trim_mean(x, 0.25, axis=None), abs=1e-15)
+        u = [scipy_stats.mannwhitneyu(x[:, t], y[:, t], alternative="greater")[0] for t in (0, 1)]
+        expected = np.mean(u) / (runs_x * runs_y)
+        assert stats.probability_of_improvement(x, y) == pytest.approx(expected, abs=1e-15)
