@@ -107,13 +107,14 @@ def curves_png(groups: Sequence[GroupStats], metric: str, budget: Budget) -> tup
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    has_updates = any(UPDATES in r.run.summary for g in groups for r in g.runs)
+    without = [g.label for g in groups if not any(UPDATES in r.run.summary for r in g.runs)]
     panels = [("steps_so_far", "training env steps", budget.env_steps)]
     missing = ""
-    if has_updates:
+    if len(without) < len(groups):
         panels.append(("updates_so_far", "updates (optimizer steps)", budget.updates))
-    else:
-        missing = f"no run records {UPDATES} (updates), so no curve against updates is drawn"
+    if without:  # POET's summary.csv has no run-wide count of updates (population.csv has)
+        missing = f"no {UPDATES} column (updates) in summary.csv, so no curve against updates: "
+        missing += ", ".join(without)
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4), squeeze=False)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (column, name, limit) in zip(axes[0], panels, strict=True):
