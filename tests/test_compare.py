@@ -109,6 +109,10 @@ def test_any_config_key_groups(sweep, capsys):
     out = compare(capsys, sweep, "--by", "curriculum.name,seed")
     assert "4 runs in 4 groups" in out
     assert "dr,0 |" in out and "plr,1 |" in out
+    # Grouped by seed alone, a group mixes curricula: the notes say what else differs.
+    out = compare(capsys, sweep, "--by", "seed")
+    assert "runs differ in more than the seed:" in out and "curriculum.name" in out
+    assert "differ in more than the seed" not in compare(capsys, sweep)
 
 
 def test_html_page_is_self_contained_with_tables_and_curves(sweep, capsys):

@@ -16,6 +16,7 @@ import pandas as pd
 
 from coevo.compare import stats
 from coevo.compare.runs import ENV_STEPS, UPDATES, CompareError, Run
+from coevo.resume_rules import leaf_values
 
 DEFAULT_LAST = 3
 DEFAULT_ALPHA = 0.1
@@ -181,7 +182,20 @@ def _notes(runs: list[RunFigure], last: int) -> list[str]:
     repeated = sorted({str(s) for s in seeds if seeds.count(s) > 1})
     if repeated:
         notes.append(f"the same seed in several runs: {', '.join(repeated)}")
+    differ = _differing_settings([r.run for r in runs])
+    if differ:
+        notes.append(f"runs differ in more than the seed: {', '.join(differ)}")
     few = [r.run.name for r in runs if 0 < len(r.scorings) < last]
     if few:
         notes.append(f"fewer than {last} scorings averaged: {', '.join(few)}")
     return notes
+
+
+def _differing_settings(runs: list[Run]) -> list[str]:
+    """Config keys (dotted) whose values differ between a group's runs, the seed aside: a
+    group should differ only by seed, or the comparison says what else."""
+    leaves = [leaf_values(run.config) for run in runs]
+    keys = sorted(set().union(*leaves)) if leaves else []
+    return [
+        key for key in keys if key != "seed" and len({repr(leaf.get(key)) for leaf in leaves}) > 1
+    ]
