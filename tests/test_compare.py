@@ -100,6 +100,11 @@ def test_a_budget_keeps_only_the_scorings_inside_it(sweep, capsys):
     assert first["generations"] == "2 3 4"
     assert first["value"] == pytest.approx(figure(sweep / "0", budget=budget))
     assert first["env_steps"] <= budget
+    # In updates (optimizer_steps: one per DR generation here): scorings 2, 3, 4 again.
+    compare(capsys, sweep, "--budget-updates", 4)
+    runs = pd.read_csv(sweep / "compare_runs.csv").set_index("run_dir")
+    dr = runs[runs["curriculum.name"] == "dr"]
+    assert (dr["generations"] == "2 3 4").all() and (dr["updates"] == 4).all()
     out = compare(capsys, sweep, "--budget-steps", 1)  # before any scoring
     assert "no test scoring inside the budget" in out
     assert "n/a" in out

@@ -16,7 +16,7 @@ import pandas as pd
 
 from coevo.compare import stats
 from coevo.compare.runs import ENV_STEPS, UPDATES, CompareError, Run
-from coevo.resume_rules import leaf_values
+from coevo.resume_rules import allowed_on_resume, leaf_values
 
 DEFAULT_LAST = 3
 DEFAULT_ALPHA = 0.1
@@ -192,10 +192,10 @@ def _notes(runs: list[RunFigure], last: int) -> list[str]:
 
 
 def _differing_settings(runs: list[Run]) -> list[str]:
-    """Config keys (dotted) whose values differ between a group's runs, the seed aside: a
-    group should differ only by seed, or the comparison says what else."""
+    """Config keys (dotted) whose values differ between a group's runs, the seed and the
+    settings that change no result aside (those resume may change: generations, the pool's):
+    a group should differ only by seed, or the comparison says what else."""
     leaves = [leaf_values(run.config) for run in runs]
     keys = sorted(set().union(*leaves)) if leaves else []
-    return [
-        key for key in keys if key != "seed" and len({repr(leaf.get(key)) for leaf in leaves}) > 1
-    ]
+    varying = [k for k in keys if len({repr(leaf.get(k)) for leaf in leaves}) > 1]
+    return [k for k in varying if k != "seed" and not allowed_on_resume(k)]
