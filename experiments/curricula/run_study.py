@@ -352,7 +352,12 @@ def main(argv: list[str] | None = None) -> str | bool:
     p.add_argument("--seeds", type=int, default=None, help="seeds per arm (scale's default)")
     p.add_argument("--budget", type=int, default=None, help="training env steps per run")
     p.add_argument("--jobs", type=int, default=2, help="runs at once (processes)")
-    p.add_argument("--out", type=Path, default=None, help="default: full/ or quick/ here")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default: protocol/full/ or protocol/quick/ beside this script",
+    )
     p.add_argument("overrides", nargs="*", help="Hydra overrides for every arm (key=value)")
     args = p.parse_args(argv)
     if args.check is not None:
