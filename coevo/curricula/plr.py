@@ -34,7 +34,9 @@ from coevo.curricula.level_sampling import (
     warn_if_run_too_short,
 )
 from coevo.curricula.level_scores import (
+    RETURN_REGRET_WARNING,
     LevelScore,
+    learnability,
     max_mc,
     return_regret,
     trajectory_positive_value_loss,
@@ -45,6 +47,7 @@ from coevo.settings import setting
 from coevo.tasks.task import Task
 
 SCORES = tuple(score.value for score in LevelScore)
+FALLBACKS = (LevelScore.LEARNABILITY.value, LevelScore.RETURN_REGRET.value, "none")
 # New-level batches in a row that added nothing to a buffer still short of its replay
 # fill, before the run says so (the space may not hold that many distinct new levels).
 STALLED_BATCHES = 10
@@ -76,15 +79,24 @@ class PLRConfig(LevelSamplingConfig):
     score: str = setting(
         LevelScore.POSITIVE_VALUE_LOSS.value,
         choices=SCORES,
-        doc="level score (paper and dcd: positive_value_loss; needs a critic)",
+        doc="level score (paper and dcd: positive_value_loss; needs a critic; see "
+        "coevo/curricula/level_scores.py)",
     )
     score_fallback: str = setting(
-        LevelScore.RETURN_REGRET.value,
-        choices=(LevelScore.RETURN_REGRET.value, "none"),
-        doc="score used when the optimizer gives no value predictions (none: refuse)",
+        LevelScore.LEARNABILITY.value,
+        choices=FALLBACKS,
+        doc="score used when the optimizer gives no value predictions (ES, ARS): "
+        "learnability (Rutherford et al. 2024; needs task.solved_score), return_regret "
+        "(favours unsolvable levels), none: refuse",
     )
-    gamma: float = setting(0.995, low=0.0, high=1.0, doc="discount for GAE (dcd default 0.995)")
-    gae_lambda: float = setting(0.95, low=0.0, high=1.0, doc="GAE λ (dcd default 0.95)")
+    # One discount for the critic and the score (dcd scores the learner's own GAE): unset,
+    # the optimizer's gamma / gae_lambda; a different value is refused.
+    gamma: float | None = setting(
+        None, low=0.0, high=1.0, doc="GAE discount of value scores (null: optimizer.gamma)"
+    )
+    gae_lambda: float | None = setting(
+        None, low=0.0, high=1.0, doc="GAE λ of value scores (null: optimizer.gae_lambda)"
+    )
     new_levels: str = setting(
         "uniform",
         choices=NEW_LEVELS,
@@ -118,6 +130,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             owner = type(self).__name__ if overridden else None
             self.score_used = _score_used(config, self.optimizer, warn=True, override=owner)
             self.score_reported = f"{owner}.level_score" if owner else self.score_used
+        self.gamma, self.gae_lambda = value_discount(config, self.optimizer)
+        if self.score_name is None and LevelScore(self.score_used).needs_success:
+            self.space.solved(0.0)  # a space that cannot say what success is: refused now
+        if self.score_used == LevelScore.RETURN_REGRET and self.score_name is None:
+            log.warning("%s: %s", config.name, RETURN_REGRET_WARNING)
         self.fill_cap = fill_cap = self._fill_cap()
         self.buffers: dict[int, LevelBuffer] = {
             s.index: LevelBuffer(
@@ -185,6 +202,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         super().check(config, optimizer)
         if cls.score_name is None:  # the built-in score may be used: checked
             _score_used(config, optimizer, warn=False)  # a value score without values: refused
+        value_discount(config, optimizer)  # a second γ / λ: refused
 
     # -- planning --------------------------------------------------------------------------
     def begin_generation(self) -> None:
@@ -268,7 +286,36 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                     error=signal.error,
                 )
             )
+        self._rescore_continued(student, outcome, {p.level.task for p in picks}, decisions)
         return self.after_replay(student, picks, decisions)
+
+    def _rescore_continued(
+        self, student: Student, outcome: Outcome, picked: set[Task], decisions: list[Decision]
+    ) -> None:
+        """Levels of earlier replays that PPO's streams kept until their episodes ended
+        (a new level only at a reset, as dcd): rescored from this step's episodes."""
+        buffer = self.buffers[student.index]
+        for signal in outcome.trained:
+            level = buffer.find(signal.task) if signal.task not in picked else None
+            if level is None:
+                continue  # evicted since: its episodes trained the policy, nothing to score
+            old = level.score
+            score, how = self.level_score(student, signal, level)
+            buffer.rescore(level, score, signal.mean_return)
+            decisions.append(
+                self.decision(
+                    student,
+                    signal.task,
+                    "replay",
+                    "continued",
+                    f"L{level.level_id}'s episode went on from an earlier step (a stream keeps "
+                    f"its level until the episode ends); {_trained_words(outcome)}: {how}, "
+                    f"was {old:.3g}",
+                    parent_id=level.parent_id,
+                    score=level.score,
+                    error=signal.error,
+                )
+            )
 
     def _watch_fill(self, student: Student, buffer: LevelBuffer, added: int) -> None:
         """Warn once when new levels have stopped coming while the buffer is still short of
@@ -347,9 +394,8 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             # e.g. a level scored by plain episodes although the optimizer has a critic
             name = LevelScore.RETURN_REGRET.value
         if name == LevelScore.POSITIVE_VALUE_LOSS:
-            cfg = self.config
             values = [
-                trajectory_positive_value_loss(t, cfg.gamma, cfg.gae_lambda) for t in trajectories
+                trajectory_positive_value_loss(t, self.gamma, self.gae_lambda) for t in trajectories
             ]
             score = float(np.mean(values))
             return score, f"positive value loss {score:.3g}"
@@ -357,6 +403,14 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             best = max(level.max_return if level is not None else float("-inf"), signal.mean_return)
             score = float(np.mean([max_mc(t.values, best) for t in trajectories]))
             return score, f"MaxMC {score:.3g} (R_max {best:.4g})"
+        if name == LevelScore.LEARNABILITY:
+            returns = signal.episode_returns
+            solved = [self.space.solved(r) for r in returns]
+            score = learnability(solved)
+            return score, (
+                f"learnability {score:.3g}: solved {sum(solved)} of {len(solved)} finished "
+                f"episodes (return >= {self.space.solved_score:g})"
+            )
         best = self.best_return[student.index]
         score = return_regret(signal.mean_return, best)
         return score, (
@@ -397,6 +451,27 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         )
 
 
+def value_discount(config: PLRConfig, optimizer: Any) -> tuple[float, float]:
+    """The γ and λ of value scores: the learner's own (dcd scores the advantages its learner
+    computes). A curriculum setting that differs from the learner's is refused: a critic
+    trained with one discount and scored with another ranks mastered levels first."""
+    learner = getattr(optimizer, "config", None)
+    pair = []
+    for name, dcd_default in (("gamma", 0.995), ("gae_lambda", 0.95)):
+        own = getattr(learner, name, None)
+        given = getattr(config, name)
+        if own is not None and given is not None and float(given) != float(own):
+            raise ConfigError(
+                f"curriculum.{name}",
+                f"{given:g} differs from optimizer.{name} {own:g}: value scores use the "
+                f"learner's own {name} (one pair for critic and score, as dcd); leave "
+                f"curriculum.{name} unset",
+            )
+        # No learner value (ES, ARS: no value scores) and none given: dcd's default.
+        pair.append(float(own if own is not None else given if given is not None else dcd_default))
+    return pair[0], pair[1]
+
+
 def _score_used(config: PLRConfig, optimizer: Any, warn: bool, override: str | None = None) -> str:
     """The configured score, or the fallback when the optimizer gives no value predictions.
     `override`: the class of an unnamed `level_score` override, which may or may not call
@@ -412,8 +487,8 @@ def _score_used(config: PLRConfig, optimizer: Any, warn: bool, override: str | N
     if config.score_fallback == "none":
         raise ConfigError(
             "curriculum.score",
-            f"{message}. Use curriculum.score=return_regret, or "
-            "curriculum.score_fallback=return_regret",
+            f"{message}. Use curriculum.score=learnability, or "
+            "curriculum.score_fallback=learnability",
         )
     if warn:
         curriculum = "ACCEL" if hasattr(config, "num_edits") else "PLR"  # ACCELConfig
