@@ -357,7 +357,7 @@ class LevelSamplingCurriculum(Curriculum):
         total = played + len(outcome.unplayed)
         reason = (
             f"no episodes: the optimizer put no job on this task (its jobs went to {played} of "
-            f"the step's {total} tasks: PPO's streams keep the tasks of their unfinished "
+            f"the step's {total} tasks; PPO's streams keep the tasks of their unfinished "
             "episodes, and an optimizer that plays fewer tasks per step declares "
             "Optimizer.task_capacity(), so that a larger curriculum.tasks_per_step is refused)"
         )
