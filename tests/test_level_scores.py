@@ -214,3 +214,44 @@ def test_alp_gmm_fits_a_mixture_under_ppo_in_a_short_cartpole_run(ac_pool, cartp
     assert run.teachers[0].mixture is not None
     decisions = [d for r in results for d in r.decisions if d.rule == "sample"]
     assert any(d.outcome == "continued" for d in decisions)
+
+
+def test_replay_support_evicts_the_level_least_likely_to_be_replayed(cartpole):
+    """dcd's default seed_buffer_priority (and minimax 0.2): the new level competes with the
+    level of lowest P_replay, staleness included, and a tie is enough; `score` evicts the
+    lowest score only for a strictly higher one."""
+    from coevo.curricula.level_buffer import LevelBuffer
+
+    a, b, c = (cartpole.task(pole_length=v) for v in (0.2, 0.4, 0.6))
+
+    def full(eviction):
+        buffer = LevelBuffer(2, 1.0, 0.5, 0.5, 0.5, eviction=eviction)
+        buffer.offer(a, 1.0, 0)
+        buffer.offer(b, 2.0, 0)
+        buffer.levels[0].last_sampled = 0  # A stale, B fresh: P(A) 2/3, P(B) 1/3
+        buffer.levels[1].last_sampled = buffer.clock
+        return buffer
+
+    assert full("replay_support").distribution() == pytest.approx([2 / 3, 1 / 3])
+    level, reason = full("replay_support").offer(c, 1.5, 1)
+    assert level is None and "score 1.5 < 2 of L1, the level of lowest replay" in reason
+    buffer = full("replay_support")
+    level, reason = buffer.offer(c, 2.0, 1)  # a tie with L1 admits it
+    assert level is not None and "replacing L1 (score 2, P " in reason
+    assert [lv.task for lv in buffer.levels] == [a, c]
+    buffer = full("score")
+    level, reason = buffer.offer(c, 1.5, 1)
+    assert level is not None and "replacing L0 (score 1)" in reason
+    assert PLRConfig().eviction == "replay_support"
+
+
+def test_easy_base_levels_count_their_edits(es_pool, cartpole):
+    """ACCEL's easy base levels are the initial task edited num_edits times: population.csv
+    said 0 edits for them."""
+    from coevo.curricula.accel import ACCEL, ACCELConfig
+
+    config = ACCELConfig(generations=2, buffer_size=6, tasks_per_step=3, num_edits=2)
+    accel = ACCEL(config, space=cartpole, pool=es_pool, optimizer=_es(es_pool), seed=3)
+    accel.run()
+    frame = accel.population_frame()
+    assert len(frame) and (frame["edits"] >= 2).all()

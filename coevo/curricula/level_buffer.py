@@ -17,10 +17,12 @@ gives a fixed sequence of decisions (the unit tests rely on it).
   `min_fill` of its capacity (dcd's `level_replay_rho`), else a new level. On a space whose
   new levels reach fewer distinct tasks than that (a few int levels), `fill_cap` lowers the
   fill to what they reach, as dcd's buffer is the whole level set when the set is small.
-- Insertion: while not full a new level is added; when full it replaces the lowest-scored
-  level only if its score is higher (dcd's `level_replay_seed_buffer_priority: score`.
-  dcd's command-line default, `replay_support`, evicts the level of lowest replay weight,
-  staleness included, and admits ties; not implemented here).
+- Insertion: while not full a new level is added. When full, `eviction` picks the level a
+  new one may replace: `replay_support` (dcd's default `level_replay_seed_buffer_priority`,
+  and minimax 0.2) the level of lowest replay probability P_replay, staleness included,
+  replaced when the new score is at least its score (ties admitted); `score` the
+  lowest-scored level, replaced only by a strictly higher score. The first of equal
+  candidates is taken (deterministic).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from typing import Any
 import numpy as np
 
 from coevo.tasks.task import Task
+
+EVICTIONS = ("replay_support", "score")
 
 
 def competition_ranks(scores: Sequence[float]) -> np.ndarray:
@@ -146,10 +150,13 @@ class LevelBuffer:
     # The distinct new levels the level generator can give, when fewer than the fill replay
     # would otherwise need (None: no cap). A state saved without it loads with None.
     fill_cap: int | None = None
+    eviction: str = "score"  # or "replay_support" (see the module docstring)
 
     def __post_init__(self) -> None:
         if self.capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {self.capacity}")
+        if self.eviction not in EVICTIONS:
+            raise ValueError(f"eviction must be one of {EVICTIONS}, got {self.eviction!r}")
         if self.temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {self.temperature}")
         for name in ("staleness_coef", "replay_prob", "min_fill"):
@@ -256,16 +263,25 @@ class LevelBuffer:
             return None, f"not added: score {score} is not finite"
         replaced = ""
         if self.full:
-            scores = [lv.score for lv in self.levels]
-            lowest = int(np.argmin(scores))  # first of the lowest: deterministic
+            by_support = getattr(self, "eviction", "score") == "replay_support"
+            weights = self.distribution() if by_support else [lv.score for lv in self.levels]
+            lowest = int(np.argmin(weights))  # first of the lowest: deterministic
             worst = self.levels[lowest]
-            if not score > worst.score:
+            admitted = score >= worst.score if by_support else score > worst.score
+            if not admitted and by_support:
+                return None, (
+                    f"not added: score {score:.3g} < {worst.score:.3g} of L{worst.level_id}, "
+                    f"the level of lowest replay probability ({weights[lowest]:.3g}) in the "
+                    "full buffer"
+                )
+            if not admitted:
                 return None, (
                     f"not added: score {score:.3g} ≤ lowest in full buffer "
                     f"{worst.score:.3g} (L{worst.level_id})"
                 )
             self.levels.pop(lowest)
-            replaced = f", replacing L{worst.level_id} (score {worst.score:.3g})"
+            support = f", P {weights[lowest]:.3g} lowest" if by_support else ""
+            replaced = f", replacing L{worst.level_id} (score {worst.score:.3g}{support})"
         level = Level(self.next_id, task, float(score), self.clock, generation, parent_id, edits)
         self._note_return(level, mean_return)
         self.next_id += 1

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from coevo.curricula.base import Decision
-from coevo.curricula.level_buffer import Level, LevelBuffer, Pick, levels_for_replay
+from coevo.curricula.level_buffer import EVICTIONS, Level, LevelBuffer, Pick, levels_for_replay
 from coevo.curricula.level_sampling import (
     LevelSamplingConfig,
     LevelSamplingCurriculum,
@@ -97,6 +97,13 @@ class PLRConfig(LevelSamplingConfig):
     gae_lambda: float | None = setting(
         None, low=0.0, high=1.0, doc="GAE λ of value scores (null: optimizer.gae_lambda)"
     )
+    eviction: str = setting(
+        "replay_support",
+        choices=EVICTIONS,
+        doc="which level a new one may replace in a full buffer: replay_support (dcd's "
+        "default seed_buffer_priority, minimax 0.2: lowest replay probability, ties "
+        "admitted) or score (lowest score, strictly beaten)",
+    )
     new_levels: str = setting(
         "uniform",
         choices=NEW_LEVELS,
@@ -144,6 +151,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                 config.replay_prob,
                 config.min_fill,
                 fill_cap=fill_cap,
+                eviction=config.eviction,
             )
             for s in self.students
         }
@@ -216,9 +224,14 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         if self.config.new_levels == "easy":
             from coevo.curricula.level_editor import edit_level
 
-            edits = max(1, getattr(self.config, "num_edits", 1))
-            return edit_level(self.space, self.space.initial_task(), edits, rng)
+            return edit_level(self.space, self.space.initial_task(), self._base_edits(), rng)
         return uniform_task(self.space, rng)
+
+    def _base_edits(self) -> int:
+        """Edits a new level holds: easy ones are the initial task edited num_edits times."""
+        if self.config.new_levels != "easy":
+            return 0
+        return max(1, getattr(self.config, "num_edits", 1))
 
     def plan(self, student: Student, decisions: list[Decision]) -> Plan:
         buffer = self.buffers[student.index]
@@ -243,7 +256,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                 score, how = self.level_score(student, signal, None)
                 next_id = buffer.next_id
                 level, offer_reason = buffer.offer(
-                    signal.task, score, self.generation, mean_return=signal.mean_return
+                    signal.task,
+                    score,
+                    self.generation,
+                    edits=self._base_edits(),
+                    mean_return=signal.mean_return,
                 )
                 offered = self._count_offer(level, buffer.next_id > next_id)
                 added += offered == "added"
@@ -440,6 +457,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             # Derived from the config and space, as when the run started (a checkpoint
             # saved before there was a cap gets it too).
             buffer.fill_cap = self.fill_cap
+            buffer.eviction = self.config.eviction
         self.best_return = dict(state["best_return"])
 
     def progress_line(self, result, total: int) -> str:
