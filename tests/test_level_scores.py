@@ -255,3 +255,47 @@ def test_easy_base_levels_count_their_edits(es_pool, cartpole):
     accel.run()
     frame = accel.population_frame()
     assert len(frame) and (frame["edits"] >= 2).all()
+
+
+def test_value_scores_are_per_finished_episode_with_cut_ones_carried(ac_pool, cartpole):
+    """gamma 0: each step's advantage is its reward (values 0), so a part's positive value
+    loss is its mean reward. Rollout 1 ends one episode (1, 1, 1) and cuts the next after
+    (2, 2, 2); rollout 2 ends that one after one more step (5). dcd merges the cut part with
+    its rest step-weighted: (2 * 3 + 5) / 4 = 2.75."""
+    from coevo.pool.jobs import Stored
+    from coevo.pool.trajectories import TrajectoryJob
+
+    task = cartpole.initial_task()
+    ends = np.array([0, 0, 1, 0, 0, 0], bool)
+    first = _Stream(
+        np.array([1, 1, 1, 2, 2, 2.0]), np.zeros(6), np.zeros(6), ends, np.zeros(6, bool)
+    )
+    then = _Stream(
+        np.array([5, 0, 0, 0.0]),
+        np.zeros(4),
+        np.zeros(4),
+        np.array([1, 0, 0, 0], bool),
+        np.zeros(4, bool),
+    )
+    going_on = Continuation(reset_seed=1, actions=np.zeros(3, np.int64), episode_return=6.0)
+    job1 = TrajectoryJob(Stored("k"), task, 0, 0, 6)
+    job2 = TrajectoryJob(Stored("k"), task, 0, 0, 4, going_on)
+
+    def score(plr, stream, job, trained):
+        signal = Signal(task, 3.0, (stream,), jobs=(job,), trained=trained)
+        return plr.level_score(plr.students[0], signal, None)
+
+    plr = _plr(ac_pool, cartpole, _ppo(ac_pool, gamma=0.0, gae_lambda=0.0))
+    # An evaluation: nothing goes on, the cut episode counts now and is the latest.
+    assert score(plr, first, job1, False) == (2.0, "positive value loss 2, 2 episode(s) scored")
+    value, how = score(plr, first, job1, True)  # training: the cut part is carried
+    assert value == 1.0 and how.endswith(
+        "1 episode(s) scored, 1 unfinished carried to the next step"
+    )
+    assert score(plr, then, job2, True)[0] == pytest.approx(2.75)
+    # dcd's after_update: the cut part is scored at the update.
+    plr = _plr(
+        ac_pool, cartpole, _ppo(ac_pool, gamma=0.0, gae_lambda=0.0), partial_episodes="commit"
+    )
+    assert score(plr, first, job1, True)[0] == 2.0
+    assert score(plr, then, job2, True)[0] == 0.0  # (5) alone, then the cut (0, 0, 0) latest

@@ -101,6 +101,8 @@ class Signal:
     # The return of each episode that ended on the task (a stream's first one counts the
     # steps its continuation brought from earlier rollouts), in order.
     episode_returns: tuple[float, ...] = ()
+    jobs: tuple[Any, ...] = ()  # the job of each result (a stream's index, continuation)
+    trained: bool = False  # from a training step (its streams go on), not an evaluation
 
     def trajectories(self) -> list[Any]:
         """The results that carry per-step rewards and value predictions, if any."""
@@ -205,12 +207,16 @@ def finished_returns(job: Any, result: Any) -> list[float]:
     return returns
 
 
-def _signals(tasks: Sequence[Task], jobs: Sequence[Any], results: Sequence[Any]) -> list[Signal]:
+def _signals(
+    tasks: Sequence[Task], jobs: Sequence[Any], results: Sequence[Any], trained: bool = False
+) -> list[Signal]:
     """Group results by the task of their job, in the order of `tasks`."""
     by_task: dict[Task, list[Any]] = {task: [] for task in tasks}
+    jobs_of: dict[Task, list[Any]] = {task: [] for task in tasks}
     finished: dict[Task, list[float]] = {task: [] for task in tasks}
     for job, result in zip(jobs, results, strict=True):
         by_task.setdefault(job.task, []).append(result)
+        jobs_of.setdefault(job.task, []).append(job)
         finished.setdefault(job.task, []).extend(finished_returns(job, result))
     signals = []
     for task in dict.fromkeys(tasks):
@@ -223,7 +229,17 @@ def _signals(tasks: Sequence[Task], jobs: Sequence[Any], results: Sequence[Any])
         mean = float(finite.mean()) if finite.size and not errors else float("nan")
         # The error's own line, as POET's rows give it (a worker's text is a traceback).
         error = error_line(errors[0]) if errors else ""
-        signals.append(Signal(task, mean, tuple(own), error, tuple(finished[task])))
+        signals.append(
+            Signal(
+                task,
+                mean,
+                tuple(own),
+                error,
+                tuple(finished[task]),
+                tuple(jobs_of[task]),
+                trained,
+            )
+        )
     return signals
 
 
@@ -408,7 +424,10 @@ class LevelSamplingCurriculum(Curriculum):
                 # kept them until their episodes end (PPO: a new level only at a reset).
                 kept = [job.task for job in asked.jobs if job.task not in set(plan.train)]
                 trained = _signals(
-                    [task for task in plan.train if task in played] + kept, asked.jobs, own
+                    [task for task in plan.train if task in played] + kept,
+                    asked.jobs,
+                    own,
+                    trained=True,
                 )
                 student.theta, student.state = told.theta, told.state
                 student.steps += 1

@@ -225,3 +225,70 @@ SCORES: dict[LevelScore, Callable[..., float]] = {
     LevelScore.LEARNABILITY: learnability,
     LevelScore.RETURN_REGRET: return_regret,
 }
+
+
+@dataclass(frozen=True)
+class EpisodePart:
+    """The steps of one episode inside one result: a whole episode, or the part a rollout
+    holds of one that began before it (`continued`) or goes on after it (not `finished`)."""
+
+    rewards: np.ndarray
+    values: np.ndarray
+    next_values: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    finished: bool
+    continued: bool
+
+    @property
+    def steps(self) -> int:
+        return len(self.rewards)
+
+
+def episode_parts(result: object, continued: bool) -> list[EpisodePart]:
+    """A result's episodes, split where one terminated or was truncated: an episode result
+    (`rewards`, `values`, optional `last_value`) is one finished episode; a stream's last
+    part is unfinished unless its last step ended an episode. `continued`: the stream went
+    on with an episode of an earlier rollout (its first part)."""
+    rewards = np.asarray(result.rewards, dtype=float)
+    values = np.asarray(result.values, dtype=float)
+    if not hasattr(result, "next_values"):  # one whole episode
+        following = np.append(values[1:], float(getattr(result, "last_value", 0.0)))
+        going_on = np.zeros(len(rewards), bool)  # its last step bootstraps `last_value`
+        return [EpisodePart(rewards, values, following, going_on, going_on, True, False)]
+    terminated = np.asarray(result.terminated, bool)
+    truncated = np.asarray(result.truncated, bool)
+    ends = np.flatnonzero(terminated | truncated)
+    parts, start = [], 0
+    for stop in [*(int(e) + 1 for e in ends), len(rewards)]:
+        if stop <= start:
+            continue
+        window = slice(start, stop)
+        parts.append(
+            EpisodePart(
+                rewards[window],
+                values[window],
+                np.asarray(result.next_values, dtype=float)[window],
+                terminated[window],
+                truncated[window],
+                bool(terminated[stop - 1] or truncated[stop - 1]),
+                continued and start == 0,
+            )
+        )
+        start = stop
+    return parts
+
+
+def part_positive_value_loss(part: EpisodePart, gamma: float, gae_lambda: float) -> float:
+    """`positive_value_loss` of one episode part: its GAE bootstraps the value after its
+    last step when the rollout cut it (dcd's returns bootstrap the rollout's next value)."""
+    advantages = stream_advantages(
+        part.rewards,
+        part.values,
+        part.next_values,
+        part.terminated,
+        part.truncated,
+        gamma,
+        gae_lambda,
+    )
+    return float(np.clip(advantages, 0.0, None).mean())

@@ -15,6 +15,7 @@ The rules live in `level_buffer.py` (buffer, priorities, decisions) and `level_s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,11 +36,15 @@ from coevo.curricula.level_sampling import (
 )
 from coevo.curricula.level_scores import (
     RETURN_REGRET_WARNING,
+    EpisodePart,
     LevelScore,
+    Partial,
+    episode_parts,
     learnability,
     max_mc,
+    merge_partial,
+    part_positive_value_loss,
     return_regret,
-    trajectory_positive_value_loss,
 )
 from coevo.curricula.task_sampling import uniform_task
 from coevo.errors import ConfigError
@@ -52,6 +57,7 @@ FALLBACKS = (LevelScore.LEARNABILITY.value, LevelScore.RETURN_REGRET.value, "non
 # fill, before the run says so (the space may not hold that many distinct new levels).
 STALLED_BATCHES = 10
 NEW_LEVELS = ("uniform", "easy")
+PARTIAL_EPISODES = ("carry", "commit")
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,13 @@ class PLRConfig(LevelSamplingConfig):
     )
     gae_lambda: float | None = setting(
         None, low=0.0, high=1.0, doc="GAE λ of value scores (null: optimizer.gae_lambda)"
+    )
+    partial_episodes: str = setting(
+        "carry",
+        choices=PARTIAL_EPISODES,
+        doc="an episode a PPO training step cut: carry (its score so far merges with its "
+        "rest when it ends) or commit (scored as an episode at the update: dcd's "
+        "after_update)",
     )
     eviction: str = setting(
         "replay_support",
@@ -168,6 +181,9 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         )
         # Best mean return each student has reached on any level (return_regret's anchor).
         self.best_return: dict[int, float] = {s.index: float("-inf") for s in self.students}
+        # Per student, per training stream: the level and score so far of the episode the
+        # last training step cut (carried into the next step; see `_episode_scores`).
+        self._partials: dict[int, dict[int, tuple[Task, Partial]]] = {}
         # A warning's bookkeeping only (results never depend on it): not in the state.
         self._stalled: dict[int, int] = {s.index: 0 for s in self.students}
 
@@ -411,15 +427,20 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             # e.g. a level scored by plain episodes although the optimizer has a critic
             name = LevelScore.RETURN_REGRET.value
         if name == LevelScore.POSITIVE_VALUE_LOSS:
-            values = [
-                trajectory_positive_value_loss(t, self.gamma, self.gae_lambda) for t in trajectories
-            ]
-            score = float(np.mean(values))
-            return score, f"positive value loss {score:.3g}"
+            score, episodes = self._episode_scores(
+                student,
+                signal,
+                level,
+                lambda part: part_positive_value_loss(part, self.gamma, self.gae_lambda),
+            )
+            return score, f"positive value loss {score:.3g}, {episodes}"
         if name == LevelScore.MAX_MC:
-            best = max(level.max_return if level is not None else float("-inf"), signal.mean_return)
-            score = float(np.mean([max_mc(t.values, best) for t in trajectories]))
-            return score, f"MaxMC {score:.3g} (R_max {best:.4g})"
+            seen = [r for r in (*signal.episode_returns, signal.mean_return) if np.isfinite(r)]
+            best = max([level.max_return if level is not None else float("-inf"), *seen])
+            score, episodes = self._episode_scores(
+                student, signal, level, lambda part: max_mc(part.values, best)
+            )
+            return score, f"MaxMC {score:.3g} (R_max {best:.4g}), {episodes}"
         if name == LevelScore.LEARNABILITY:
             returns = signal.episode_returns
             solved = [self.space.solved(r) for r in returns]
@@ -433,6 +454,46 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         return score, (
             f"return regret {score:.3g} = best return {best:.4g} - return {signal.mean_return:.4g}"
         )
+
+    def _episode_scores(
+        self,
+        student: Student,
+        signal: Signal,
+        level: Level | None,
+        part_score: Callable[[EpisodePart], float],
+    ) -> tuple[float, str]:
+        """A value score per finished episode, as dcd's `_update_with_rollouts`: each
+        finished episode's score replaces the level's (dcd's default α = 1), in the order
+        the streams ran; an episode the rollout cut is scored over its steps so far. From a
+        training step its streams go on: the part is kept per stream and merged step-weighted
+        with the episode's rest (`merge_partial`) when it ends (`partial_episodes=carry`),
+        or counts as an episode now (`commit`, dcd's `after_update`). From an evaluation
+        (nothing goes on) it counts now. NaN when no episode counted."""
+        carry = signal.trained and self.config.partial_episodes == "carry"
+        held = self._partials.setdefault(student.index, {})
+        score, counted, cut = float("nan"), 0, 0
+        jobs = signal.jobs or (None,) * len(signal.results)  # a signal built by hand
+        for job, result in zip(jobs, signal.results, strict=True):
+            if not (hasattr(result, "values") and hasattr(result, "rewards")):
+                continue
+            stream = getattr(job, "stream", None)
+            before = held.pop(stream, None) if signal.trained else None
+            continued = getattr(job, "continuation", None) is not None
+            for part in episode_parts(result, continued):
+                prior = None
+                if part.continued and before is not None and before[0] == signal.task:
+                    prior = before[1]
+                merged = merge_partial(prior, part_score(part), part.steps)
+                if carry and not part.finished:
+                    held[stream] = (signal.task, merged)
+                    cut += 1
+                    continue
+                score = merged.score  # the latest episode replaces (dcd: alpha 1)
+                counted += 1
+        words = f"{counted} episode(s) scored"
+        if cut:
+            words += f", {cut} unfinished carried to the next step"
+        return score, words
 
     # -- tables and state ------------------------------------------------------------------
     def curriculum_summary(self) -> dict[str, Any]:
@@ -449,7 +510,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         return self.buffers[student.index].rows()
 
     def curriculum_state(self) -> dict[str, Any]:
-        return {"buffers": self.buffers, "best_return": dict(self.best_return)}
+        return {
+            "buffers": self.buffers,
+            "best_return": dict(self.best_return),
+            "partials": {i: dict(held) for i, held in self._partials.items()},
+        }
 
     def load_curriculum_state(self, state: dict[str, Any]) -> None:
         self.buffers = state["buffers"]
@@ -459,6 +524,8 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             buffer.fill_cap = self.fill_cap
             buffer.eviction = self.config.eviction
         self.best_return = dict(state["best_return"])
+        # A checkpoint from before episodes were carried: none held.
+        self._partials = {int(i): dict(held) for i, held in state.get("partials", {}).items()}
 
     def progress_line(self, result, total: int) -> str:
         s = result.summary
