@@ -228,6 +228,14 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             _score_used(config, optimizer, warn=False)  # a value score without values: refused
         value_discount(config, optimizer)  # a second γ / λ: refused
 
+    @classmethod
+    def check_space(cls, config: Any, space: Any) -> None:
+        super().check_space(config, space)
+        # A success-based score named in config, on a space that cannot say what success is:
+        # refused before the pool starts (as a fallback, it is refused when built).
+        if cls.score_name is None and LevelScore(config.score).needs_success:
+            space.solved(0.0)
+
     # -- planning --------------------------------------------------------------------------
     def begin_generation(self) -> None:
         self._counts = {"replays": 0, "new_batches": 0, "levels_added": 0, "levels_rejected": 0}
