@@ -299,3 +299,27 @@ def test_value_scores_are_per_finished_episode_with_cut_ones_carried(ac_pool, ca
     )
     assert score(plr, first, job1, True)[0] == 2.0
     assert score(plr, then, job2, True)[0] == 0.0  # (5) alone, then the cut (0, 0, 0) latest
+
+
+def test_the_staleness_clock_ticks_on_draws_or_on_replays_only(cartpole):
+    """`draws` (minimax 0.2): every level offered ages the buffer; `replays` (dcd): new
+    levels enter fresh and age nothing, a level seen again ticks the clock."""
+    from coevo.curricula.level_buffer import LevelBuffer, staleness_weights
+
+    a, b, c = (cartpole.task(pole_length=v) for v in (0.2, 0.4, 0.6))
+
+    def stale(buffer):
+        return list(buffer.clock - np.array([lv.last_sampled for lv in buffer.levels]))
+
+    for clock, after_new, after_seen_again in (
+        ("draws", [2, 1, 0], [0, 2, 1]),
+        ("replays", [0, 0, 0], [0, 1, 1]),
+    ):
+        buffer = LevelBuffer(4, 1.0, 0.5, 0.5, 0.5, staleness_clock=clock)
+        for task in (a, b, c):
+            buffer.offer(task, 1.0, 0)
+        assert stale(buffer) == after_new, clock
+        buffer.offer(a, 1.0, 1)  # seen again
+        assert stale(buffer) == after_seen_again, clock
+    assert staleness_weights([0, 0, 0], 0) == pytest.approx([1 / 3] * 3)
+    assert PLRConfig().staleness_clock == "draws"

@@ -10,8 +10,11 @@ gives a fixed sequence of decisions (the unit tests rely on it).
   scores 5, 3, 3, 1 get ranks 1, 2, 2, 4), so equal scores get equal priority whatever their
   order in the buffer. (dcd breaks ties by argsort position instead; ours does not depend on
   insertion order.)
-- Staleness: P_C(i) = (c - C_i) / Σ_j (c - C_j), c = draws so far, C_i = the draw at which
-  level i was last sampled or added; uniform when every level is fresh.
+- Staleness: P_C(i) = (c - C_i) / Σ_j (c - C_j), c the clock, C_i its value when level i
+  was last sampled, seen again or added; uniform when every level is fresh. `staleness_clock`:
+  `draws` (default) ticks on every replay draw and every level offered, so a batch of n new
+  levels ages the buffer by n (minimax 0.2); `replays` ticks on replay draws and on a level
+  offered again only, a new level entering fresh (dcd's `_update_staleness`).
 - P_replay = (1 - ρ) P_S + ρ P_C.
 - Replay decision: replay with probability `replay_prob` once the buffer holds at least
   `min_fill` of its capacity (dcd's `level_replay_rho`), else a new level. On a space whose
@@ -36,6 +39,7 @@ import numpy as np
 from coevo.tasks.task import Task
 
 EVICTIONS = ("replay_support", "score")
+STALENESS_CLOCKS = ("draws", "replays")
 
 
 def competition_ranks(scores: Sequence[float]) -> np.ndarray:
@@ -151,10 +155,15 @@ class LevelBuffer:
     # would otherwise need (None: no cap). A state saved without it loads with None.
     fill_cap: int | None = None
     eviction: str = "score"  # or "replay_support" (see the module docstring)
+    staleness_clock: str = "draws"  # or "replays" (see the module docstring)
 
     def __post_init__(self) -> None:
         if self.capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {self.capacity}")
+        if self.staleness_clock not in STALENESS_CLOCKS:
+            raise ValueError(
+                f"staleness_clock must be one of {STALENESS_CLOCKS}, got {self.staleness_clock!r}"
+            )
         if self.eviction not in EVICTIONS:
             raise ValueError(f"eviction must be one of {EVICTIONS}, got {self.eviction!r}")
         if self.temperature <= 0:
@@ -249,8 +258,9 @@ class LevelBuffer:
     ) -> tuple[Level | None, str]:
         """Add a new level if there is room or it beats the lowest score; returns the level
         (None if rejected) and the reason."""
-        self.clock += 1  # seeing a level is a draw too (dcd counts every sample)
         known = self.find(task)
+        if known is not None or getattr(self, "staleness_clock", "draws") == "draws":
+            self.clock += 1  # seeing a level is a draw too (replays: only a level seen again)
         if known is not None:
             known.last_sampled = self.clock
             self.rescore(known, score, mean_return)

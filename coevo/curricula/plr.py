@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 
 from coevo.curricula.base import Decision
-from coevo.curricula.level_buffer import EVICTIONS, Level, LevelBuffer, Pick, levels_for_replay
+from coevo.curricula.level_buffer import (
+    EVICTIONS,
+    STALENESS_CLOCKS,
+    Level,
+    LevelBuffer,
+    Pick,
+    levels_for_replay,
+)
 from coevo.curricula.level_sampling import (
     LevelSamplingConfig,
     LevelSamplingCurriculum,
@@ -110,6 +117,12 @@ class PLRConfig(LevelSamplingConfig):
         "rest when it ends) or commit (scored as an episode at the update: dcd's "
         "after_update)",
     )
+    staleness_clock: str = setting(
+        "draws",
+        choices=STALENESS_CLOCKS,
+        doc="what ages the buffer's levels: draws (every replay draw and new level offered, "
+        "minimax 0.2) or replays (replay draws and levels seen again only: dcd)",
+    )
     eviction: str = setting(
         "replay_support",
         choices=EVICTIONS,
@@ -165,6 +178,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                 config.min_fill,
                 fill_cap=fill_cap,
                 eviction=config.eviction,
+                staleness_clock=config.staleness_clock,
             )
             for s in self.students
         }
@@ -531,6 +545,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             # saved before there was a cap gets it too).
             buffer.fill_cap = self.fill_cap
             buffer.eviction = self.config.eviction
+            buffer.staleness_clock = self.config.staleness_clock
         self.best_return = dict(state["best_return"])
         # A checkpoint from before episodes were carried: none held.
         self._partials = {int(i): dict(held) for i, held in state.get("partials", {}).items()}
