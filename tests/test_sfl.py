@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from cli_support import SMALL_PPO, cli
+
 from coevo.curricula.level_sampling import Signal
 from coevo.curricula.sfl import SampleForLearnability, SFLConfig
 from coevo.curricula.task_sampling import uniform_task
