@@ -165,7 +165,7 @@ def build_module(
     the constructor takes them and the kwargs do not say."""
     import torch
 
-    from coevo.tasks.generic import resolve_entry_point
+    from coevo.plugins import resolve_entry_point
 
     cls = resolve_entry_point(path, field)
     kwargs = dict(kwargs)
