@@ -3,7 +3,8 @@
 
 from coevo.policies.base import ActionSpec, ObsNorm, Policy, PolicyOutput
 from coevo.policies.mlp import MLPPolicy, PolicySpec
-from coevo.policies.registry import make_policy, names, register, torch_policy_for
+from coevo.policies.registry import make_policy, names, register
+from coevo.policies.torch_modules import torch_policy_for
 
 __all__ = [
     "ActionSpec",
