@@ -39,7 +39,6 @@ _EXPORTS = {
     "Poet": "coevo.curricula.poet",
     "PoetConfig": "coevo.curricula.poet",
     "Policy": "coevo.policies",
-    "PolicySpec": "coevo.policies",
     "Population": "coevo.curricula.poet",
     "PrioritizedLevelReplay": "coevo.curricula.plr",
     "make_policy": "coevo.policies",
@@ -74,7 +73,6 @@ __all__ = [
     "Poet",
     "PoetConfig",
     "Policy",
-    "PolicySpec",
     "Population",
     "PrioritizedLevelReplay",
     "make_policy",
@@ -117,5 +115,5 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from coevo.optimizers.ars import ARSConfig, AugmentedRandomSearch
     from coevo.optimizers.es import ESConfig, EvolutionStrategy
     from coevo.optimizers.ppo import PPO, PPOConfig
-    from coevo.policies import MLPPolicy, Policy, PolicySpec, make_policy
+    from coevo.policies import MLPPolicy, Policy, make_policy
     from coevo.pool import EvaluationPool

@@ -88,11 +88,11 @@ def test_a_broken_pairs_file_or_policy_is_refused_by_name(tmp_path, pairs, npy, 
     from coevo import tasks
     from coevo.eligible import load_pairs
     from coevo.errors import ConfigError
-    from coevo.policy import PolicySpec
+    from coevo.policies import MLPPolicy
 
     space = tasks.get("cartpole")
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, (4,))
     if npy == "pickled":
         np.save(tmp_path / "bad.npy", np.array([{"w": 1}], dtype=object), allow_pickle=True)
     elif npy is not None:
