@@ -34,7 +34,7 @@ _EXPORTS = {
     "OptimizerConfig": "coevo.optimizers",
     "PLRConfig": "coevo.curricula.plr",
     "PPO": "coevo.optimizers.ppo",
-    "PPOConfig": "coevo.optimizers.ppo",
+    "PPOConfig": "coevo.optimizers.ppo_config",
     "Pair": "coevo.curricula.poet",
     "Poet": "coevo.curricula.poet",
     "PoetConfig": "coevo.curricula.poet",
@@ -114,6 +114,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from coevo.optimizers import Optimizer, OptimizerConfig
     from coevo.optimizers.ars import ARSConfig, AugmentedRandomSearch
     from coevo.optimizers.es import ESConfig, EvolutionStrategy
-    from coevo.optimizers.ppo import PPO, PPOConfig
+    from coevo.optimizers.ppo import PPO
+    from coevo.optimizers.ppo_config import PPOConfig
     from coevo.policies import MLPPolicy, Policy, make_policy
     from coevo.pool import EvaluationPool

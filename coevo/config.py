@@ -99,7 +99,9 @@ class EligibleConfig(Checked):
 
     pairs_file: str | None = setting(None, doc="YAML or CSV of tasks and policy paths")
     episodes: int = setting(5, low=1)
-    threshold: float = setting(200.0, doc="a pair is eligible when its score reaches this")
+    threshold: float | None = setting(
+        None, doc="a pair is eligible when its score reaches this; null: the space's solved_score"
+    )
 
 
 @dataclass(frozen=True)

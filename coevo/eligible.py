@@ -309,6 +309,20 @@ def _describe(spec: ActionSpec) -> str:
     return f"a {spec.size}-dim box [{spec.low}, {spec.high}]"
 
 
+def eligibility_threshold(threshold: float | None, space: TaskSpace) -> float:
+    """The score a pair must reach: `eligible.threshold` when set, else the task space's
+    `solved_score` (a score on the space's own scale, not CartPole's)."""
+    if threshold is not None:
+        return float(threshold)
+    if space.solved_score is None:
+        raise ConfigError(
+            "eligible.threshold",
+            f"task space '{space.name}' declares no solved_score: set the score a pair must "
+            "reach (eligible.threshold=...)",
+        )
+    return float(space.solved_score)
+
+
 def judge_pairs(
     pool: EvaluationPool,
     pairs: list[GivenPair],

@@ -21,7 +21,7 @@ from coevo.checkpoint import CheckpointError
 from coevo.config import RunConfig, parse_config
 from coevo.curricula.base import Curriculum, GenerationFailed
 from coevo.curricula.level_sampling import LevelSamplingCurriculum
-from coevo.eligible import judge_groups, load_pairs
+from coevo.eligible import eligibility_threshold, judge_groups, load_pairs
 from coevo.errors import ConfigError, Terminated, yaml_error_text
 from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
@@ -193,6 +193,7 @@ def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None])
     refuse_existing_run(run_dir)
     space, policy = prepare(config)
     options = config.eligible
+    threshold = eligibility_threshold(options.threshold, space)
     pairs = load_pairs(Path(options.pairs_file), space, policy)
     run_dir.mkdir(parents=True, exist_ok=True)  # after the checks: a refused run leaves none
     _write_config(run_dir, config)
@@ -203,7 +204,7 @@ def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None])
         policy,
         pairs,
         options.episodes,
-        options.threshold,
+        threshold,
         config.seed,
     )
     frame = pd.DataFrame([d.as_row() for d in decisions], columns=ELIGIBILITY_COLUMNS)
@@ -233,7 +234,7 @@ def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None])
         echo(f"{decision.outcome:>10}  {decision.reason}")
     echo(
         f"{eligible} of {len(pairs)} pairs eligible to reproduce (threshold "
-        f"{options.threshold:g}, {options.episodes} episodes each)"
+        f"{threshold:g}, {options.episodes} episodes each)"
     )
     echo(f"run directory: {run_dir}")
     return frame

@@ -358,7 +358,7 @@ def _examples() -> list[tuple[type, str, Any, str]]:
     from coevo.curricula.plr import PLRConfig
     from coevo.curricula.poet.loop import EnhancedPoetConfig
     from coevo.optimizers.es import ESConfig
-    from coevo.optimizers.ppo import PPOConfig
+    from coevo.optimizers.ppo_config import PPOConfig
     from coevo.policies.config import PolicyConfig
 
     return [

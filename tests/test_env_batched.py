@@ -366,7 +366,8 @@ def test_a_users_batched_slots_may_return_rewards_and_done_as_columns():
 def test_a_users_batched_slots_may_return_columns_to_ppo_too():
     """PPO's trajectory streams read the same slots: the same streams either way."""
     pytest.importorskip("torch")
-    from coevo.optimizers.ppo import PPO, PPOConfig
+    from coevo.optimizers.ppo import PPO
+    from coevo.optimizers.ppo_config import PPOConfig
     from coevo.policies import make_policy
 
     streams = {}

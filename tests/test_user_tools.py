@@ -32,7 +32,8 @@ def test_eligible_parents_mode_reports_who_passes(tmp_path):
     by_name = {r.split(":")[0]: o for r, o in zip(rows["reason"], rows["outcome"], strict=True)}
     assert by_name["balancer-default"] == "eligible"
     assert by_name["random-default"] == "ineligible"
-    assert ((rows["score"] >= 200) == (rows["outcome"] == "eligible")).all()
+    assert (rows["threshold"] == 475).all()  # CartPole's solved_score: the preset sets none
+    assert ((rows["score"] >= 475) == (rows["outcome"] == "eligible")).all()
     returns = pd.read_csv(tmp_path / "returns.csv")
     assert list(returns.columns) == ["name", "policy", *[f"episode_{k}" for k in range(5)]]
     count = int((rows["outcome"] == "eligible").sum())
