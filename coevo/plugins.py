@@ -1,7 +1,9 @@
 """Name -> class registries for the plug-in seams (optimizers, curricula).
 
 A name is a registered one ("es", "poet") or an import path "package.module:Class", so a
-user's class outside coevo works without registering it.
+user's class outside coevo works without registering it. `resolve_entry_point` resolves
+the other import paths a config names (`task.entry_point`, `task.task_format`,
+`policy.module`); this module imports nothing of coevo but its errors, so any layer may use it.
 """
 
 from __future__ import annotations
