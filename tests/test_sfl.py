@@ -197,3 +197,46 @@ def test_coevo_run_curriculum_sfl_end_to_end(optimizer, tmp_path):
     population = pd.read_csv(tmp_path / "population.csv")
     assert len(population) == 2 and set(population["refresh"]) == {2}
     assert Path(tmp_path / "config.yaml").exists()
+
+
+def test_a_buffer_larger_than_the_sample_is_refused(pool):
+    optimizer = EvolutionStrategy(ESConfig(population=4), pool.policy.num_params)
+    config = SFLConfig(**{**TINY.__dict__, "buffer_size": 7, "levels_sampled": 6})
+    with pytest.raises(ConfigError, match="curriculum.buffer_size.*levels_sampled 6"):
+        SampleForLearnability.check(config, optimizer)
+
+
+def test_student_zero_is_the_same_alone_or_beside_others(pool, cartpole):
+    alone = _rows(_build(pool, cartpole, policies=1).run())[1]
+    beside = _rows(_build(pool, cartpole, policies=2).run())[1]
+    pd.testing.assert_frame_equal(
+        beside[beside["pair_id"] == 0].reset_index(drop=True), alone.reset_index(drop=True)
+    )
+
+
+def test_a_policy_that_solves_some_levels_keeps_the_half_solved_ones_first(
+    pool, cartpole, cartpole_solver
+):
+    """With a CartPole solver, the refresh ranks first the levels it solves in some episodes
+    and not others (0 < p < 1), ahead of those it always or never solves."""
+    config = SFLConfig(generations=1, levels_sampled=40, buffer_size=5, eval_episodes=6)
+    optimizer = EvolutionStrategy(ESConfig(population=4), pool.policy.num_params)
+    sfl = SampleForLearnability(
+        config,
+        space=cartpole,
+        pool=pool,
+        optimizer=optimizer,
+        seed=0,
+        initial_theta=cartpole_solver,
+    )
+    (result,) = sfl.run()
+    sampled = [d for d in result.decisions if d.rule == "sample_for_learnability"]
+    learnable = [d for d in sampled if d.score > 0]
+    assert 0 < len(learnable) < config.buffer_size  # on this seed: 3 of 40
+    assert all(d.outcome == "kept" for d in learnable)
+    buffer = sfl.buffers[0]
+    assert [lv.learnability for lv in buffer[: len(learnable)]] == sorted(
+        (d.score for d in learnable), reverse=True
+    )
+    assert all(0 < lv.solved < lv.episodes for lv in buffer[: len(learnable)])
+    assert all(lv.learnability == 0 for lv in buffer[len(learnable) :])

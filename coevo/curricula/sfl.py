@@ -43,6 +43,7 @@ from coevo.curricula.level_sampling import (
 )
 from coevo.curricula.level_scores import LevelScore, learnability
 from coevo.curricula.task_sampling import uniform_task
+from coevo.errors import ConfigError
 from coevo.pool.jobs import EpisodeJob, Stored
 from coevo.settings import setting
 from coevo.tasks.task import Task
@@ -116,6 +117,16 @@ class SampleForLearnability(LevelSamplingCurriculum):
         self.refreshes: dict[int, int] = {s.index: 0 for s in self.students}
         # The student's optimizer steps at its last refresh (None: never refreshed).
         self.refreshed_at: dict[int, int | None] = {s.index: None for s in self.students}
+
+    @classmethod
+    def check(cls, config: Any, optimizer: Any) -> None:
+        super().check(config, optimizer)
+        if config.buffer_size > config.levels_sampled:  # the reference's top-K of its sample
+            raise ConfigError(
+                "curriculum.buffer_size",
+                f"{config.buffer_size} > curriculum.levels_sampled {config.levels_sampled}: "
+                "the buffer keeps the most learnable of the levels sampled at a refresh",
+            )
 
     @classmethod
     def check_space(cls, config: Any, space: Any) -> None:
