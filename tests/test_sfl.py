@@ -240,3 +240,16 @@ def test_a_policy_that_solves_some_levels_keeps_the_half_solved_ones_first(
     )
     assert all(0 < lv.solved < lv.episodes for lv in buffer[: len(learnable)])
     assert all(lv.learnability == 0 for lv in buffer[len(learnable) :])
+
+
+def test_the_config_file_picks_the_dataclass_defaults():
+    import yaml
+
+    from coevo import hydra_configs
+    from coevo.config import parse_config
+
+    root = Path(__file__).resolve().parents[1]
+    text = yaml.safe_load((root / "conf" / "curriculum" / "sfl.yaml").read_text())
+    assert text == {"defaults": ["sfl_defaults", "_self_"]}
+    composed = parse_config(hydra_configs.compose(root / "conf", ["curriculum=sfl"]))
+    assert composed.curriculum == SFLConfig()
