@@ -27,6 +27,7 @@ reaches (3 refreshes in 30 rounds). Where coevo differs from the reference code:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,7 +161,7 @@ class SampleForLearnability(LevelSamplingCurriculum):
         ]
         return Plan(train=[p.task for p in picks] + fresh, note=("train", picks))
 
-    def _score_jobs(self, student: Student, tasks: list[Task]) -> list[Any]:
+    def _score_jobs(self, student: Student, tasks: Sequence[Task]) -> list[Any]:
         """Whole episodes from resets, whatever the optimizer: learnability needs each
         episode's success, not value predictions (the base asks a critic's own rollouts)."""
         if not tasks:
