@@ -1,32 +1,48 @@
-"""The README's Python examples run as written."""
+"""The README's and the user guide's Python examples run as written."""
 
 import re
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+GUIDE = ROOT / "docs" / "guide"
 
 
-def _blocks(section: str) -> list[str]:
-    """The ```python blocks of one `## section` of the README."""
-    text = README.read_text()
-    start = text.index(f"## {section}\n")
-    end = text.find("\n## ", start + 1)
-    return re.findall(r"```python\n(.*?)```", text[start : end if end > 0 else None], flags=re.S)
+def _blocks(section: str | None, page: Path = README) -> list[str]:
+    """The ```python blocks of one `## section` of a page (None: the whole page)."""
+    text = page.read_text()
+    if section is not None:
+        start = text.index(f"## {section}\n")
+        end = text.find("\n## ", start + 1)
+        text = text[start : end if end > 0 else None]
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
 
 
-def _run(blocks: list[str]) -> dict:
+def _run(blocks: list[str], page: Path = README) -> dict:
     namespace: dict = {}
     for block in blocks:  # a later example may reuse an earlier one's names
-        exec(compile(block, str(README), "exec"), namespace)
+        exec(compile(block, str(page), "exec"), namespace)
     return namespace
 
 
-def test_the_readme_api_examples_run(ray_session, capsys):
-    blocks = _blocks("The programmatic API")
-    assert len(blocks) == 5
+def test_the_readme_python_quick_start_runs(capsys):
+    blocks = _blocks("Quick start: Python")
+    assert len(blocks) == 1
     namespace = _run(blocks)
+    out = [line.split(" ", 2) for line in capsys.readouterr().out.splitlines()]
+    assert [generation for generation, _, _ in out] == ["1", "2", "3", "4"]
+    assert all(int(active) >= 1 for _, active, _ in out)
+    assert all("repro_threshold" in reason for _, _, reason in out)  # POET's eligibility rule
+    assert namespace["poet"].generation == 4
+
+
+def test_the_python_guide_examples_run(ray_session, capsys):
+    page = GUIDE / "python.md"
+    blocks = _blocks(None, page)
+    assert len(blocks) == 5
+    namespace = _run(blocks, page)
     out = capsys.readouterr().out.splitlines()
     # The last example: a run directory's policy, evaluated past the run's bounds.
     assert out.pop() == "(1, 3)"
@@ -50,13 +66,14 @@ def test_the_readme_api_examples_run(ray_session, capsys):
 def test_the_bring_your_own_policy_example_runs(tmp_path, monkeypatch, capsys):
     pytest.importorskip("stable_baselines3")
     monkeypatch.chdir(tmp_path)  # the example saves its SB3 zip in the working directory
-    namespace = _run(_blocks("Bring your own policy"))
+    page = GUIDE / "policies.md"
+    namespace = _run(_blocks("Your own module or file", page), page)
     out = capsys.readouterr().out.splitlines()
     assert [line.split(" ")[0] for line in out[-2:]] == ["module", "ppo_cartpole.zip"]
     assert namespace["ppo"].policy.action.mode == "argmax"
 
 
 def test_the_bring_your_own_environment_example_runs(capsys):
-    namespace = _run(_blocks("Bring your own environment"))
+    namespace = _run(_blocks("Quick start: your own environment"))
     assert namespace["levels"].task(level=3)["level"] == 3
     assert capsys.readouterr().out.strip().startswith("[[")
