@@ -11,8 +11,9 @@ plan(). From the command line, name it by import path in a config file of your o
 import argparse
 from dataclasses import dataclass
 
-from coevo import ESConfig, EvaluationPool, EvolutionStrategy, MLPPolicy, tasks
-from coevo.curricula.level_sampling import LevelSamplingConfig, LevelSamplingCurriculum, Plan
+from coevo import EvaluationPool, MLPPolicy, tasks
+from coevo.curricula import LevelSamplingConfig, LevelSamplingCurriculum, Plan
+from coevo.optimizers import ES
 from coevo.settings import setting
 
 
@@ -71,9 +72,10 @@ def main() -> None:
     env = space.make_env()
     policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(16,))
     with EvaluationPool(space, policy, backend="local") as pool:
-        es = EvolutionStrategy(ESConfig(population=16), pool.policy.num_params)
-        config = WideningConfig(generations=generations, solved=solved)
-        curriculum = Widening(config, space=space, pool=pool, optimizer=es, seed=0)
+        # Keywords build WideningConfig: its fields are checked, as coevo-run checks them.
+        curriculum = Widening(
+            pool, optimizer=ES(population=16), generations=generations, solved=solved
+        )
         for _ in range(generations):
             result = curriculum.step()
             widened = [d.reason for d in result.decisions if d.rule == "widen"]

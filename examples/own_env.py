@@ -11,14 +11,9 @@ import argparse
 import gymnasium as gym
 import numpy as np
 
-from coevo import (
-    DomainRandomization,
-    DRConfig,
-    ESConfig,
-    EvaluationPool,
-    EvolutionStrategy,
-    make_policy,
-)
+from coevo import EvaluationPool, make_policy
+from coevo.curricula import DR
+from coevo.optimizers import ES
 from coevo.tasks.generic import class_task_space
 
 
@@ -65,10 +60,7 @@ def main() -> None:
 
     # A local pool: Ray's workers would need this module on their PYTHONPATH.
     with EvaluationPool(levels, policy, backend="local") as pool:
-        es = EvolutionStrategy(ESConfig(population=8), pool.policy.num_params)
-        dr = DomainRandomization(
-            DRConfig(generations=generations), space=levels, pool=pool, optimizer=es, seed=0
-        )
+        dr = DR(pool, optimizer=ES(population=8), generations=generations, seed=0)
         for _ in range(generations):
             summary = dr.step().summary
             print(f"generation {dr.generation}: mean return {summary['best_score']:.2f}")

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import torch
 
-from coevo import DomainRandomization, DRConfig, ESConfig, EvaluationPool, EvolutionStrategy, tasks
+from coevo import EvaluationPool, tasks
+from coevo.curricula import DR
+from coevo.optimizers import ES
 from coevo.policies.loaders import from_module, load_sb3_policy
 
 
@@ -20,13 +22,10 @@ def train_torch_module(space, generations: int) -> torch.nn.Module:
     # One flat parameter vector (loaded.theta) and a policy that acts for many vectors at once.
     loaded = from_module(actor, env.observation_space, env.action_space)
     with EvaluationPool(space, loaded.policy, backend="local") as pool:
-        es = EvolutionStrategy(ESConfig(population=16), pool.policy.num_params)
-        dr = DomainRandomization(
-            DRConfig(generations=generations),
-            space=space,
-            pool=pool,
-            optimizer=es,
-            seed=0,
+        dr = DR(
+            pool,
+            optimizer=ES(population=16),
+            generations=generations,
             initial_theta=loaded.theta,  # start from the module's own weights
         )
         for _ in range(generations):

@@ -6,7 +6,9 @@ python examples/poet.py --small         # 2 generations, for the tests
 
 import argparse
 
-from coevo import ESConfig, EvaluationPool, EvolutionStrategy, MLPPolicy, Poet, PoetConfig, tasks
+from coevo import EvaluationPool, MLPPolicy, tasks
+from coevo.curricula import Poet
+from coevo.optimizers import ES
 
 
 def main() -> None:
@@ -21,9 +23,8 @@ def main() -> None:
 
     # backend="ray" spreads the episodes over Ray workers; the results are the same.
     with EvaluationPool(space, policy, backend="local") as pool:
-        es = EvolutionStrategy(ESConfig(population=16), pool.policy.num_params)
-        config = PoetConfig(generations=generations, max_active=4)
-        poet = Poet(config, space=space, pool=pool, optimizer=es, seed=0)
+        # Settings are keywords of PoetConfig and ESConfig, checked as coevo-run checks them.
+        poet = Poet(pool, optimizer=ES(population=16), generations=generations, max_active=4)
         for _ in range(generations):
             result = poet.step()
             print(poet.progress_line(result, generations))

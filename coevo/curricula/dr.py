@@ -38,11 +38,11 @@ class DomainRandomization(LevelSamplingCurriculum):
     """Domain randomisation (Tobin et al. 2017): every step trains on `tasks_per_step` tasks
     drawn uniformly within the space's bounds. The baseline for every other curriculum.
 
-    Built as `DomainRandomization(config, space=, pool=, optimizer=, seed=0,
-    initial_theta=None)`: a `DRConfig`; the task space, the pool's own; the
-    `EvaluationPool` that runs the episodes; the optimizer that trains the policy; the seed
-    of the draws and of the initial weights; parameters every policy starts from (default:
-    the policy's init). Arguments of the wrong kind raise `TypeError`.
+    Built as `DR(pool, optimizer=ES(...), seed=0, **settings)`, the settings being
+    `DRConfig`'s fields, or as `DomainRandomization(config, space=, pool=, optimizer=,
+    seed=0, initial_theta=None)`: the space is the pool's; `initial_theta` is what every
+    policy starts from (default: the policy's init). A bad setting raises `ConfigError`.
+    Arguments of the wrong kind raise `TypeError`.
     """
 
     config_class = DRConfig
