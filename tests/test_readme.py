@@ -145,3 +145,13 @@ def test_the_readme_command_lines_run(tmp_path):
             assert program == "coevo-run", words
             run([*coevo_run, *args, "--cfg", "job"])
     assert reads_a_run == 4  # compare, resume, report, eval
+
+
+def test_the_readme_stays_short_and_its_links_resolve():
+    text = README.read_text()
+    assert len(text.encode()) <= 12_800  # a newcomer's first page: the docs site holds the rest
+    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
+    local = [t for t in targets if not t.startswith(("http://", "https://"))]
+    assert local, "the README links into the docs"
+    missing = [t for t in local if not (ROOT / t).exists()]
+    assert not missing, missing
