@@ -380,7 +380,7 @@ class PLRSampler(TaskSampler):
             best = max(
                 level.max_return if level is not None else float("-inf"), episode.episode_return
             )
-            score = max_mc(episode.values, best)
+            score = max_mc(list(episode.values), best)
             return score, f"MaxMC {score:.3g} (R_max {best:.4g})"
         whole = SimpleNamespace(rewards=episode.rewards, values=episode.values, last_value=0.0)
         part = episode_parts(whole, continued=False)[0]
