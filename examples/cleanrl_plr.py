@@ -1,137 +1,88 @@
 """A CleanRL-style single-file PPO on CartPole's task space, its tasks from coevo's PLR⊥
-sampler used directly: the loop sets each episode's task and reports each finished episode
-with its rewards and the critic's values, so PLR⊥ scores levels by positive value loss
-(the paper's score), as in coevo's own PPO runs.
-
-    python examples/cleanrl_plr.py           # 100k steps
-    python examples/cleanrl_plr.py --small   # a few seconds (what the tests run)
+sampler used directly: each finished episode goes to `update` with its rewards and the
+critic's values, so levels are scored by positive value loss (the paper's score).
+python examples/cleanrl_plr.py [--small] [--seed N]
 """
-
-from __future__ import annotations
 
 import argparse
 from collections import Counter
-from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from coevo.curricula.sampler import TaskSampler, sampler
-from coevo.tasks import registry
+from coevo.curricula import sampler
 
 
-class Agent(nn.Module):
-    def __init__(self, obs_dim: int, actions: int):
-        super().__init__()
-        self.critic = nn.Sequential(nn.Linear(obs_dim, 64), nn.Tanh(), nn.Linear(64, 1))
-        self.actor = nn.Sequential(nn.Linear(obs_dim, 64), nn.Tanh(), nn.Linear(64, actions))
-
-    def value(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.critic(obs).squeeze(-1)
-
-    def act(self, obs: torch.Tensor, action: torch.Tensor | None = None) -> tuple[Any, ...]:
-        dist = torch.distributions.Categorical(logits=self.actor(obs))
-        action = dist.sample() if action is None else action
-        return action, dist.log_prob(action), dist.entropy(), self.value(obs)
+def mlp(obs: int, out: int) -> nn.Module:
+    return nn.Sequential(nn.Linear(obs, 64), nn.Tanh(), nn.Linear(64, out))
 
 
-class CurriculumEnvs:
-    """`num_envs` envs of the sampler's task space; each reset takes `sampler.sample()`,
-    each finished episode goes to `sampler.update` with its rewards and values."""
-
-    def __init__(self, plr: TaskSampler, num_envs: int, seed: int):
-        self.plr, self.space = plr, plr.space
-        self.envs = [self.space.make_env() for _ in range(num_envs)]
-        self.tasks: list[Any] = [None] * num_envs
-        self.rewards: list[list[float]] = [[] for _ in range(num_envs)]
-        self.values: list[list[float]] = [[] for _ in range(num_envs)]
-        self.obs = np.stack([self._reset(i, seed + i) for i in range(num_envs)])
-
-    def _reset(self, i: int, seed: int | None = None) -> np.ndarray:
-        self.tasks[i] = self.plr.sample()
-        self.envs[i].unwrapped.set_task(self.space.env_task(self.tasks[i]))
-        self.rewards[i], self.values[i] = [], []
-        return self.envs[i].reset(seed=seed)[0]
-
-    def step(self, actions: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, ...]:
-        rewards, dones = np.zeros(len(self.envs)), np.zeros(len(self.envs))
-        for i, env in enumerate(self.envs):  # env-index order: a seeded run repeats
-            obs, reward, terminated, truncated, _ = env.step(int(actions[i]))
-            self.rewards[i].append(float(reward))
-            self.values[i].append(float(values[i]))
-            truncated = truncated or len(self.rewards[i]) >= self.space.max_episode_steps
-            if terminated or truncated:
-                self.plr.update(
-                    self.tasks[i],
-                    episode_return=sum(self.rewards[i]),
-                    episode_length=len(self.rewards[i]),
-                    rewards=self.rewards[i],
-                    values=self.values[i],
-                )
-                obs = self._reset(i)
-            self.obs[i], rewards[i], dones[i] = obs, reward, terminated or truncated
-        return self.obs, rewards, dones
-
-
-def main(argv: list[str] | None = None) -> TaskSampler:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    parser = argparse.ArgumentParser()
     parser.add_argument("--small", action="store_true", help="a few seconds' run (tests)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timesteps", type=int, default=100_000)
     args = parser.parse_args(argv)
-    num_envs, n_steps, epochs = 4, 128, 4
-    timesteps = 1024 if args.small else args.timesteps
-    gamma, gae_lambda, clip = 0.99, 0.95, 0.2
+    n_envs, n_steps, gamma, lam = 4, 128, 0.99, 0.95
     torch.manual_seed(args.seed)
-    space = registry.get("cartpole")
-    # gamma / gae_lambda: the learner's own, as value scores need (coevo refuses others).
-    plr = sampler(
-        "plr",
-        space,
-        seed=args.seed,
-        critic=True,
-        gamma=gamma,
-        gae_lambda=gae_lambda,
-        buffer_size=8 if args.small else 64,
-    )
-    envs = CurriculumEnvs(plr, num_envs, args.seed)
-    agent = Agent(envs.obs.shape[1], envs.envs[0].action_space.n)
-    optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5)
-    for _ in range(timesteps // (num_envs * n_steps)):
-        obs_b, act_b, logp_b, val_b, rew_b, done_b = [], [], [], [], [], []
+    # Value scores use the learner's own gamma / gae_lambda (coevo refuses others).
+    plr = sampler("plr", "cartpole", seed=args.seed, critic=True, gamma=gamma, gae_lambda=lam,
+                  buffer_size=8 if args.small else 64)  # fmt: skip
+    envs = [(space := plr.space).make_env() for _ in range(n_envs)]
+    tasks, rews, vals = [None] * n_envs, [[] for _ in envs], [[] for _ in envs]
+
+    def reset(i, seed=None):  # the next task, through the env's set_task
+        tasks[i], rews[i], vals[i] = plr.sample(), [], []
+        envs[i].unwrapped.set_task(space.env_task(tasks[i]))
+        return envs[i].reset(seed=seed)[0]
+
+    obs = np.stack([reset(i, args.seed + i) for i in range(n_envs)])
+    actor, critic = mlp(obs.shape[1], 2), mlp(obs.shape[1], 1)
+    optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=2.5e-4)
+    for _ in range((1024 if args.small else 100_000) // (n_envs * n_steps)):
+        batch = {key: [] for key in ("obs", "act", "logp", "val", "rew", "done")}
         for _ in range(n_steps):
-            obs = torch.as_tensor(envs.obs, dtype=torch.float32)
+            x = torch.tensor(obs, dtype=torch.float32)  # a copy: obs changes in place
             with torch.no_grad():
-                action, logp, _, value = agent.act(obs)
-            obs_b.append(obs), act_b.append(action), logp_b.append(logp), val_b.append(value)
-            _, reward, done = envs.step(action.numpy(), value.numpy())
-            rew_b.append(torch.as_tensor(reward, dtype=torch.float32))
-            done_b.append(torch.as_tensor(done, dtype=torch.float32))
-        with torch.no_grad():
-            next_value = agent.value(torch.as_tensor(envs.obs, dtype=torch.float32))
-        advantages, last = torch.zeros(n_steps, num_envs), torch.zeros(num_envs)
+                dist = torch.distributions.Categorical(logits=actor(x))
+                act, value = dist.sample(), critic(x).squeeze(-1)
+            rew, done = np.zeros(n_envs), np.zeros(n_envs)
+            for i, env in enumerate(envs):  # env-index order: a seeded run repeats
+                o, rew[i], term, trunc, _ = env.step(int(act[i]))
+                rews[i].append(float(rew[i]))
+                vals[i].append(float(value[i]))
+                done[i] = term or trunc or len(rews[i]) >= space.max_episode_steps
+                if done[i]:  # the finished episode goes to PLR⊥
+                    plr.update(tasks[i], episode_return=sum(rews[i]), episode_length=len(rews[i]),
+                               rewards=rews[i], values=vals[i])  # fmt: skip
+                    o = reset(i)
+                obs[i] = o
+            for key, item in zip(
+                batch, (x, act, dist.log_prob(act), value, rew, done), strict=True
+            ):
+                batch[key].append(torch.as_tensor(item, dtype=torch.float32))
+        with torch.no_grad():  # GAE
+            following = critic(torch.as_tensor(obs, dtype=torch.float32)).squeeze(-1)
+        adv, last = torch.zeros(n_steps, n_envs), torch.zeros(n_envs)
         for t in reversed(range(n_steps)):
-            following = next_value if t == n_steps - 1 else val_b[t + 1]
-            live = 1.0 - done_b[t]
-            delta = rew_b[t] + gamma * following * live - val_b[t]
-            last = delta + gamma * gae_lambda * live * last
-            advantages[t] = last
-        returns = advantages + torch.stack(val_b)
-        obs_f, act_f = torch.cat(obs_b), torch.cat(act_b)
-        logp_f, adv_f, ret_f = torch.cat(logp_b), advantages.flatten(), returns.flatten()
-        for _ in range(epochs):
-            _, logp, entropy, value = agent.act(obs_f, act_f)
-            ratio = (logp - logp_f).exp()
-            adv = (adv_f - adv_f.mean()) / (adv_f.std() + 1e-8)
-            policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip)).mean()
-            loss = policy_loss + 0.5 * ((value - ret_f) ** 2).mean() - 0.01 * entropy.mean()
+            live = 1.0 - batch["done"][t]
+            delta = batch["rew"][t] + gamma * following * live - batch["val"][t]
+            adv[t] = last = delta + gamma * lam * live * last
+            following = batch["val"][t]
+        ret, adv = (adv + torch.stack(batch["val"])).flatten(), adv.flatten()
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        x, act, old = (torch.cat(batch[k]) for k in ("obs", "act", "logp"))
+        for _ in range(4):  # epochs
+            dist = torch.distributions.Categorical(logits=actor(x))
+            ratio = (dist.log_prob(act) - old).exp()
+            clipped = torch.max(-adv * ratio, -adv * ratio.clamp(0.8, 1.2)).mean()
+            value_loss = ((critic(x).squeeze(-1) - ret) ** 2).mean()
+            loss = clipped + 0.5 * value_loss - 0.01 * dist.entropy().mean()
             optimizer.zero_grad()
             loss.backward()
-            nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
             optimizer.step()
     counts = Counter((row.rule, row.outcome) for row in plr.decisions())
-    print(f"{plr.episodes} episodes reported to PLR⊥ ({plr.score_used}); decisions: {dict(counts)}")
+    print(f"{plr.episodes} episodes reported to PLR⊥ ({plr.score_used}): {dict(counts)}")
     return plr
 
 
