@@ -126,3 +126,13 @@ def test_a_restored_vector_sampler_continues_exactly():
 def test_an_env_without_set_task_is_refused():
     with pytest.raises(TypeError, match="set_task"):
         CurriculumWrapper(gym.make("CartPole-v1"), sampler("dr", "cartpole"))
+
+
+def test_a_reset_mid_episode_reports_the_episode_as_it_stands():
+    shared = VectorSampler(sampler("dr", "cartpole", seed=0), 1)
+    env = CurriculumWrapper.for_space(shared, env_index=0)
+    for _ in range(5):  # more resets than the tasks queued at the start
+        env.reset(seed=0)
+        env.step(0)
+    shared.flush()
+    assert [(r.score, r.rule) for r in shared.decisions()] == [(1.0, "sample")] * 4

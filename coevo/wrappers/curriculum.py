@@ -15,7 +15,9 @@ when an episode ends it reports the return, the length and, when the env's `info
   env: `same_step` (SB3; gymnasium's `AutoresetMode.SAME_STEP`) or `next_step`
   (gymnasium 1.x's default), so that every env counts the same vector steps.
 
-The current episode's task is `wrapper.task` and `info["task"]` at reset.
+The current episode's task is `wrapper.task` and `info["task"]` at reset. A reset before
+the episode ended (a trainer's own `reset()` mid-run) reports the episode as it stands, a
+truncated one: every task drawn is reported once, which the shared order relies on.
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ class CurriculumWrapper(gym.Wrapper):
         if self._just_ended and self.autoreset == "next_step":
             self.tick += 1  # this vector step resets the env instead of stepping it
         self._just_ended = False
+        if self.task is not None:  # reset mid-episode: reported as it stands (truncated)
+            self._report({})
+            self._just_ended = False
         if self.env_index is None:
             self.task = self.sampler.sample()
         else:
