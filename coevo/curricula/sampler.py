@@ -1,7 +1,7 @@
 """coevo's level-sampling curricula for any trainer: a task sampler.
 
 `sampler(name, space, seed=0, **settings)` returns a `TaskSampler` for DR, PLR⊥, ACCEL or
-ALP-GMM: a trainer asks it for the next episode's task (`sample()`), plays the episode, and
+ALP-GMM (SFL: see `SAMPLERS`): a trainer asks it for the next episode's task (`sample()`), plays the episode, and
 tells it what happened (`update(task, episode_return=..., episode_length=...)`). It is
 built on the objects coevo's own runs use, not a copy of them: PLR's `LevelBuffer` and its
 rule functions (`plr.new_buffer`, `plr.new_level`, the level scores), ACCEL's
@@ -473,8 +473,10 @@ class ALPGMMSampler(TaskSampler):
         self.teacher.load_state_dict(state["teacher"])
 
 
-# name -> sampler class. SFL's sampler (coevo/curricula/sfl.py, being written beside this
-# module) joins with `register_sampler("sfl", SFLSampler)` once its curriculum lands.
+# name -> sampler class. SFL (coevo/curricula/sfl.py) has no sampler yet: its refresh rule
+# (score fresh levels by learnability, keep the top buffer_size) lives in its curriculum's
+# methods; once factored out as PLR's and ALP-GMM's are, an SFLSampler joins here
+# (`register_sampler("sfl", SFLSampler)`).
 SAMPLERS: dict[str, type[TaskSampler]] = {
     "dr": DRSampler,
     "plr": PLRSampler,
