@@ -1,8 +1,9 @@
 """coevo's level-sampling curricula for any trainer: a task sampler.
 
 `sampler(name, space, seed=0, **settings)` returns a `TaskSampler` for DR, PLR⊥, ACCEL or
-ALP-GMM (SFL: see `SAMPLERS`): a trainer asks it for the next episode's task (`sample()`), plays the episode, and
-tells it what happened (`update(task, episode_return=..., episode_length=...)`). It is
+ALP-GMM (SFL: see `SAMPLERS`): a trainer asks it for the next episode's task
+(`sample()`), plays the episode, and tells it what happened (`update(task,
+episode_return=..., episode_length=...)`). It is
 built on the objects coevo's own runs use, not a copy of them: PLR's `LevelBuffer` and its
 rule functions (`plr.new_buffer`, `plr.new_level`, the level scores), ACCEL's
 `edit_level`, ALP-GMM's `ALPGMMTeacher` (`alp_gmm.new_teacher`), DR's `uniform_task`, and
