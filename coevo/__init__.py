@@ -42,6 +42,7 @@ _EXPORTS = {
     "PolicySpec": "coevo.policies",
     "Population": "coevo.curricula.poet",
     "PrioritizedLevelReplay": "coevo.curricula.plr",
+    "Run": "coevo.run",
     "make_policy": "coevo.policies",
     "tasks": "coevo.tasks",
 }
@@ -77,6 +78,7 @@ __all__ = [
     "PolicySpec",
     "Population",
     "PrioritizedLevelReplay",
+    "Run",
     "make_policy",
     "tasks",
 ]
@@ -119,3 +121,4 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from coevo.optimizers.ppo import PPO, PPOConfig
     from coevo.policies import MLPPolicy, Policy, PolicySpec, make_policy
     from coevo.pool import EvaluationPool
+    from coevo.run import Run
