@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from coevo.pool.stats import is_pool_column  # noqa: E402
+from coevo.report.data import levels_played, task_states  # noqa: E402, F401 - plotted views
 
 
 def _save(fig, path: Path, layout: bool = True) -> Path:
@@ -170,33 +170,6 @@ def lineage_tree(
 _STATE_COLOURS = {"active": "tab:green", "solved": "tab:blue", "archived": "tab:red"}
 
 
-def task_states(population: pd.DataFrame, last_generation: int) -> pd.DataFrame:
-    """One row per (task, generation) the task existed: its parameters and its state then:
-    archived from `archived_at`, else solved from `solved_at`, else active."""
-    rows = []
-    params = [c for c in population.columns if c.startswith("task.")]
-    for _, row in population.iterrows():
-        born = int(row["born"]) if pd.notna(row.get("born")) else 0
-        archived = row.get("archived_at")
-        solved = row.get("solved_at")
-        for generation in range(born, last_generation + 1):
-            if pd.notna(archived) and generation >= int(archived):
-                state = "archived"
-            elif pd.notna(solved) and generation >= int(solved):
-                state = "solved"
-            else:
-                state = "active"
-            rows.append(
-                {
-                    "pair_id": row.get("pair_id"),
-                    "generation": generation,
-                    "state": state,
-                    **{c: row[c] for c in params},
-                }
-            )
-    return pd.DataFrame(rows)
-
-
 def task_parameters(population: pd.DataFrame, last_generation: int, path: Path) -> Path:
     """One panel per task parameter: each task's value over the generations it existed,
     coloured by its state (active, solved, archived)."""
@@ -287,24 +260,6 @@ def mastery_curve(summary: pd.DataFrame, path: Path) -> Path:
     return _save(fig, path)
 
 
-def levels_played(eligibility: pd.DataFrame) -> pd.DataFrame:
-    """A single-policy curriculum's tasks per generation from its level rows: generation,
-    rule (new_level, replay, edit, train) and one column per task parameter."""
-    rows = eligibility[(eligibility["kind"] == "level") & eligibility["task"].notna()]
-    records = []
-    for generation, rule, outcome, text in zip(
-        rows["generation"], rows["rule"], rows["outcome"], rows["task"], strict=True
-    ):
-        if not isinstance(text, str) or not text:
-            continue
-        params = json.loads(text).get("params", {})
-        # ALP-GMM's sampled tasks: coloured by where they came from (the row's outcome).
-        shown = outcome if rule == "sample" and outcome in _ALP_GMM_ORIGINS else rule
-        records.append({"generation": generation, "rule": shown, **params})
-    return pd.DataFrame(records)
-
-
-_ALP_GMM_ORIGINS = ("gmm", "random", "bootstrap")
 _RULE_COLOURS = {
     "new_level": "tab:green",
     "replay": "tab:blue",
