@@ -27,7 +27,6 @@ from coevo.checkpoint import CheckpointError
 from coevo.config import RunConfig
 from coevo.curricula.base import Curriculum, GenerationFailed, GenerationResult
 from coevo.errors import ConfigError, Terminated
-from coevo.policies import Policy
 from coevo.pool.results import WorkerStartError, error_line
 from coevo.report import RunRecorder, ScalarLogger, write_report
 from coevo.report.progress import GenerationProgress
@@ -35,23 +34,15 @@ from coevo.report.tables import CROSS_SCORES_STEM, STOPPED, TEST_SCORES, TEST_SE
 from coevo.run_files import CHECKPOINTS, LOCK_FILE
 from coevo.run_setup import (
     SavedState,
-    build,
-    check_resumed_config,
-    checked_optimizer,
-    describe_pool,
     last_checkpointed,
-    load_run_config,
-    make_pool,
-    prepare,
+    preflight,
     read_checkpoint,
     refuse_existing_run,
     run_test_set,
-    start_warnings,
+    start_curriculum,
     write_config,
 )
 from coevo.settings import checked_value, rule_of
-from coevo.start_policy import load_start_theta
-from coevo.tasks.task import TaskSpace
 from coevo.tasks.test_sets import TestSet, TestSetConfig, measure_detailed, no_test, test_space_of
 
 Echo = Callable[[str], None]
@@ -161,12 +152,12 @@ class Run:
         is checked before the directory is made or written to."""
         run_dir = Path(run_dir)
         with warnings_to_echo(echo):
-            plan = _preflight(config, run_dir, resume, checkpoint_file, echo)
+            plan = preflight(config, run_dir, resume, checkpoint_file, echo)
             # After the config checks: a refused run leaves no directory and no lock file.
             run_dir.mkdir(parents=True, exist_ok=True)
             lock = _hold_run_dir(run_dir, "resume" if resume else "hydra.run.dir")
             try:
-                curriculum = _start_curriculum(plan, run_dir, echo)
+                curriculum = start_curriculum(plan, run_dir, echo)
             except BaseException:
                 _let_go(lock)
                 raise
@@ -542,93 +533,6 @@ class Run:
             finally:
                 _let_go(self._lock)
                 self._lock = None
-
-
-@dataclasses.dataclass(frozen=True)
-class _Plan:
-    """A config's run as checked before anything is written or started."""
-
-    config: RunConfig
-    space: TaskSpace
-    policy: Policy
-    optimizer_class: type
-    saved: SavedState | None  # resume: the checkpoint it goes on from
-    initial_theta: np.ndarray | None  # policy.start_from's parameters
-
-
-def _preflight(
-    config: RunConfig | None,
-    run_dir: Path,
-    resume: bool,
-    checkpoint_file: Path | None,
-    echo: Echo,
-) -> _Plan:
-    """Every check of a config's run that needs no directory, lock or pool: the config, the
-    space and policy, the optimizer and curriculum against them, the test set's bounds, on
-    resume the recorded config and the checkpoint, the start policy, the cluster."""
-    config = _coevolve_config(config, run_dir, resume)
-    if not resume:
-        refuse_existing_run(run_dir)
-    space, policy = prepare(config)
-    optimizer_class = checked_optimizer(config, space, policy)
-    test_space_of(space, config.test_set.params)  # its bounds' errors, before starting
-    saved = None
-    if resume:
-        check_resumed_config(config, run_dir)
-        saved = read_checkpoint(run_dir, config.curriculum.generations, checkpoint_file, echo)
-    # A resumed run's policies come from its checkpoint: the start file is not read again.
-    start = config.policy.start_from
-    initial_theta = load_start_theta(start, policy, echo) if start and saved is None else None
-    _check_cluster(config)
-    return _Plan(config, space, policy, optimizer_class, saved, initial_theta)
-
-
-def _start_curriculum(plan: _Plan, run_dir: Path, echo: Echo) -> Curriculum:
-    """config.yaml (a new run's), the start's warnings, the pool started and the curriculum
-    built on it (the pool closed again if that fails)."""
-    config = plan.config
-    if plan.saved is None:
-        write_config(run_dir, config)
-    for line in start_warnings(config, plan.space, plan.policy, plan.optimizer_class):
-        echo(line)
-    pool = make_pool(config, plan.space, plan.policy)
-    try:
-        if config.pool.wait_for_workers:
-            echo("pool: waiting for Ray's workers (pool.wait_for_workers)")
-            pool.wait_ready()  # raises what Ray's start raised (WorkerStartError, ...)
-        echo(describe_pool(pool))
-        return build(config, plan.space, pool, plan.initial_theta)
-    except BaseException:
-        pool.close()
-        raise
-
-
-def _coevolve_config(config: RunConfig | None, run_dir: Path, resume: bool) -> RunConfig:
-    """The RunConfig a coevolve run runs: `config`, or with `resume` and None the run's own."""
-    if config is not None and not isinstance(config, RunConfig):
-        raise TypeError(
-            f"runner.run needs a RunConfig, got {type(config).__name__}: build one with "
-            "coevo.config.parse_config(raw) (or None with resume=True: the run's own config)"
-        )
-    if config is None:
-        if not resume:
-            raise ConfigError("config", "required for a new run (None resumes: resume=True)")
-        config = load_run_config(run_dir)
-    if config.mode != "coevolve":
-        raise ConfigError(
-            "mode",
-            f"runner.run runs mode=coevolve; mode={config.mode} is run by "
-            "runner.run_eligible(config, run_dir)",
-        )
-    return config
-
-
-def _check_cluster(config: RunConfig) -> None:
-    """A `pool.address` where nothing answers is a config error too, known before starting."""
-    if config.pool.backend == "ray" and config.pool.address:
-        from coevo.pool.ray_backend import check_reachable
-
-        check_reachable(config.pool.address)
 
 
 def _hold_run_dir(run_dir: Path, setting: str) -> IO[str] | None:

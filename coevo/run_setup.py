@@ -23,9 +23,10 @@ from coevo.pool import Backend, EvaluationPool
 from coevo.report import ELIGIBILITY, SUMMARY
 from coevo.resume_rules import check_resume_config
 from coevo.run_files import CHECKPOINTS, CONFIG_FILE
+from coevo.start_policy import load_start_theta
 from coevo.tasks.masked import PARTIALLY_OBSERVED
 from coevo.tasks.task import TaskSpace
-from coevo.tasks.test_sets import TestSet, TestSetConfig, bounds_text, make_test_set
+from coevo.tasks.test_sets import TestSet, TestSetConfig, bounds_text, make_test_set, test_space_of
 
 # What a run leaves in its directory: a new run there would mix its rows into these tables.
 # (Not config.yaml alone: a common name for a user's own file, and a run that stopped before
@@ -373,3 +374,90 @@ def read_checkpoint(
             f"allowed: {generation} or more (resume goes on from generation {generation})",
         )
     return SavedState(generation, state, source)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPlan:
+    """A config's run as checked before anything is written or started."""
+
+    config: RunConfig
+    space: TaskSpace
+    policy: Policy
+    optimizer_class: type
+    saved: SavedState | None  # resume: the checkpoint it goes on from
+    initial_theta: np.ndarray | None  # policy.start_from's parameters
+
+
+def preflight(
+    config: RunConfig | None,
+    run_dir: Path,
+    resume: bool,
+    checkpoint_file: Path | None,
+    echo: Callable[[str], None],
+) -> RunPlan:
+    """Every check of a config's run that needs no directory, lock or pool: the config, the
+    space and policy, the optimizer and curriculum against them, the test set's bounds, on
+    resume the recorded config and the checkpoint, the start policy, the cluster."""
+    config = coevolve_config(config, run_dir, resume)
+    if not resume:
+        refuse_existing_run(run_dir)
+    space, policy = prepare(config)
+    optimizer_class = checked_optimizer(config, space, policy)
+    test_space_of(space, config.test_set.params)  # its bounds' errors, before starting
+    saved = None
+    if resume:
+        check_resumed_config(config, run_dir)
+        saved = read_checkpoint(run_dir, config.curriculum.generations, checkpoint_file, echo)
+    # A resumed run's policies come from its checkpoint: the start file is not read again.
+    start = config.policy.start_from
+    initial_theta = load_start_theta(start, policy, echo) if start and saved is None else None
+    check_cluster(config)
+    return RunPlan(config, space, policy, optimizer_class, saved, initial_theta)
+
+
+def start_curriculum(plan: RunPlan, run_dir: Path, echo: Callable[[str], None]) -> Curriculum:
+    """config.yaml (a new run's), the start's warnings, the pool started and the curriculum
+    built on it (the pool closed again if that fails)."""
+    config = plan.config
+    if plan.saved is None:
+        write_config(run_dir, config)
+    for line in start_warnings(config, plan.space, plan.policy, plan.optimizer_class):
+        echo(line)
+    pool = make_pool(config, plan.space, plan.policy)
+    try:
+        if config.pool.wait_for_workers:
+            echo("pool: waiting for Ray's workers (pool.wait_for_workers)")
+            pool.wait_ready()  # raises what Ray's start raised (WorkerStartError, ...)
+        echo(describe_pool(pool))
+        return build(config, plan.space, pool, plan.initial_theta)
+    except BaseException:
+        pool.close()
+        raise
+
+
+def coevolve_config(config: RunConfig | None, run_dir: Path, resume: bool) -> RunConfig:
+    """The RunConfig a coevolve run runs: `config`, or with `resume` and None the run's own."""
+    if config is not None and not isinstance(config, RunConfig):
+        raise TypeError(
+            f"runner.run needs a RunConfig, got {type(config).__name__}: build one with "
+            "coevo.config.parse_config(raw) (or None with resume=True: the run's own config)"
+        )
+    if config is None:
+        if not resume:
+            raise ConfigError("config", "required for a new run (None resumes: resume=True)")
+        config = load_run_config(run_dir)
+    if config.mode != "coevolve":
+        raise ConfigError(
+            "mode",
+            f"runner.run runs mode=coevolve; mode={config.mode} is run by "
+            "runner.run_eligible(config, run_dir)",
+        )
+    return config
+
+
+def check_cluster(config: RunConfig) -> None:
+    """A `pool.address` where nothing answers is a config error too, known before starting."""
+    if config.pool.backend == "ray" and config.pool.address:
+        from coevo.pool.ray_backend import check_reachable
+
+        check_reachable(config.pool.address)
