@@ -166,3 +166,22 @@ def test_a_run_needs_a_curriculum_and_checks_its_settings(tmp_path):
     with pytest.raises(ConfigError, match="checkpoints_kept: must be an integer >= 1"):
         _python_run(tmp_path / "bad", 1, checkpoints_kept=0)
     assert not (tmp_path / "x").exists() and not (tmp_path / "bad").exists()
+
+
+def test_a_python_runs_error_stops_it_with_the_way_back_in_stopped_txt(tmp_path):
+    run_dir = tmp_path / "broken"
+    lines: list[str] = []
+    with _python_run(run_dir, 2) as run:
+        run.echo = lines.append
+        run.curriculum.pool.close()  # its next generation fails inside the step
+        with pytest.raises(Exception, match="closed"):
+            run.step()
+        assert "stopped" in repr(run)
+        with pytest.raises(RuntimeError, match="has stopped"):
+            run.step()
+    stopped = (run_dir / "stopped.txt").read_text()
+    assert stopped.startswith("stopped by an error after generation 0: ")
+    assert f"Run(curriculum, {str(run_dir)!r}, resume=True)" in stopped
+    assert any(line.startswith("error: ") for line in lines)
+    assert "run directory:" not in " ".join(lines)  # a stopped run does not end as a done one
+    assert 'class="stopped"' in (run_dir / "report.html").read_text()
