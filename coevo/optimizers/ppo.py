@@ -27,7 +27,12 @@ from coevo.optimizers import ppo_learner
 from coevo.optimizers.base import Asked, Optimizer, OptimizerConfig, Register, StepRecord, Told
 from coevo.optimizers.ppo_learner import PPOState, Rollout, Updated
 from coevo.optimizers.ppo_remote import learner_place, run_learner, why_in_driver
-from coevo.optimizers.ppo_streams import StreamingPPOState, continuations, with_stream_ends
+from coevo.optimizers.ppo_streams import (
+    StreamingPPOState,
+    continuations,
+    stream_tasks,
+    with_stream_ends,
+)
 from coevo.policies.actor_critic import ActorCriticSpec
 from coevo.pool.jobs import Stored
 from coevo.pool.trajectories import Stream, TrajectoryJob
@@ -144,9 +149,10 @@ class PPO(Optimizer):
         seed = int(rng.integers(0, 2**31 - 1))
         cfg = self.learner_config
         # Streams cycle through the tasks; every task gets at least one stream (a curriculum
-        # scoring many tasks at once then gets a larger rollout than n_envs streams).
+        # scoring many tasks at once then gets a larger rollout than n_envs streams). A
+        # stream whose episode is unfinished keeps its task until the episode ends.
         streams = max(cfg.n_envs, len(tasks))
-        tasks_of = [tasks[stream % len(tasks)] for stream in range(streams)]
+        tasks_of = stream_tasks(state, tasks, streams)
         # Each stream goes on with the episode its previous rollout left unfinished.
         ahead = continuations(state, tasks_of)
         jobs = [
@@ -208,21 +214,19 @@ class PPO(Optimizer):
         return done
 
     def _no_episode_ended(self) -> str:
-        """Why a rollout has no training return: no stream's episode ended within n_steps.
-        A stream goes on with its episode in the next rollout only if it gets the same task
-        then; a curriculum drawing new tasks each update cuts it. Warned of once: every
-        row would say it."""
+        """Why a rollout has no training return: no stream's episode ended within n_steps
+        (each goes on, on its task, in the next rollout). Warned of once: every row would
+        say it."""
         reason = (
             f"no episode ended within the rollout's optimizer.n_steps={self.config.n_steps} "
-            "steps per stream: no training return (a stream's episode goes on in the next "
-            "rollout only if its task is the same then)"
+            "steps per stream: no training return yet (each stream's episode goes on, on its "
+            "task, in the next rollout)"
         )
         if not getattr(self, "_warned_no_return", False):
             self._warned_no_return = True
             log.warning(
-                "ppo: %s; under a curriculum that draws new tasks at each update (DR, "
-                "ALP-GMM, PLR's new levels) episodes longer than n_steps are cut every "
-                "time: make optimizer.n_steps longer than an episode",
+                "ppo: %s; a curriculum sees an episode's return only when it ends: make "
+                "optimizer.n_steps longer than an episode for a return at every update",
                 reason,
             )
         return reason

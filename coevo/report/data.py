@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pandas as pd
 import yaml
@@ -145,19 +146,25 @@ def space_of(config_text: str) -> TaskSpace | None:
 ALP_GMM_ORIGINS = ("gmm", "random", "bootstrap")
 
 
+def _generation(cell: Any) -> int | None:
+    """A population cell that holds a generation (born, archived_at, solved_at): None where
+    it is empty (NaN, NA) or the column is absent."""
+    return None if cell is None or pd.isna(cell) else int(cell)
+
+
 def task_states(population: pd.DataFrame, last_generation: int) -> pd.DataFrame:
     """One row per (task, generation) the task existed: its parameters and its state then:
     archived from `archived_at`, else solved from `solved_at`, else active."""
     rows = []
     params = [c for c in population.columns if c.startswith("task.")]
     for _, row in population.iterrows():
-        born = int(row["born"]) if pd.notna(row.get("born")) else 0
-        archived = row.get("archived_at")
-        solved = row.get("solved_at")
-        for generation in range(born, last_generation + 1):
-            if pd.notna(archived) and generation >= int(archived):
+        born = _generation(row.get("born"))
+        archived = _generation(row.get("archived_at"))
+        solved = _generation(row.get("solved_at"))
+        for generation in range(0 if born is None else born, last_generation + 1):
+            if archived is not None and generation >= archived:
                 state = "archived"
-            elif pd.notna(solved) and generation >= int(solved):
+            elif solved is not None and generation >= solved:
                 state = "solved"
             else:
                 state = "active"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import cast
 
 import matplotlib
 
@@ -123,8 +124,9 @@ def lineage_tree(
     labels = task_labels or {}
     frame = population.sort_values(["born", "pair_id"]).reset_index(drop=True)
     y = {int(pid): index for index, pid in enumerate(frame["pair_id"])}
+    records = frame.to_dict("records")
     fig, ax = plt.subplots(figsize=(7, max(2.5, 0.35 * len(frame) + 1)))
-    for _, row in frame.iterrows():
+    for row in records:
         if pd.notna(row["parent_id"]) and int(row["parent_id"]) in y:
             parent = frame[frame["pair_id"] == row["parent_id"]].iloc[0]
             ax.plot(
@@ -142,7 +144,7 @@ def lineage_tree(
         ax.scatter(
             part["born"], [y[int(p)] for p in part["pair_id"]], color=color, label=label, zorder=2
         )
-    for _, row in frame.iterrows():
+    for row in records:
         ax.annotate(
             " " + _with_label(int(row["pair_id"]), labels),
             (row["born"], y[int(row["pair_id"])]),
@@ -159,7 +161,8 @@ def lineage_tree(
     label_inches = longest * 8 * 0.55 / 72  # 8 pt text, ~0.55 em per character
     axes_inches = 7 * 0.8
     share = min(label_inches / axes_inches, 0.7)
-    low, high = float(frame["born"].min()), float(frame["born"].max())
+    born = cast(pd.Series, frame["born"])  # one label: a column (pandas types [] for frames too)
+    low, high = float(born.min()), float(born.max())
     span = max(high - low, 1.0)
     ax.set_xlim(low - 0.05 * span, high + (span * 1.05) * share / (1 - share) + 0.05 * span)
     ax.legend(loc="best", fontsize=8)
@@ -206,7 +209,7 @@ LEARNER_COLUMNS = (
 
 def learned_columns(summary: pd.DataFrame) -> list[str]:
     """The optimizer's own figures the summary holds (PPO's losses, KL, clip fraction)."""
-    return [c for c in LEARNER_COLUMNS if c in summary and summary[c].notna().any()]
+    return [c for c in LEARNER_COLUMNS if c in summary and bool(summary[c].notna().any())]
 
 
 def curriculum_columns(summary: pd.DataFrame) -> list[str]:
@@ -222,7 +225,7 @@ def curriculum_columns(summary: pd.DataFrame) -> list[str]:
         and not c.startswith("test_")
         and not is_pool_column(c)
         and pd.api.types.is_numeric_dtype(summary[c])
-        and summary[c].notna().any()
+        and bool(summary[c].notna().any())
     ]
 
 
@@ -298,7 +301,7 @@ def levels_over_generations(played: pd.DataFrame, path: Path) -> Path:
     )
     for ax, name in zip(axes[:, 0], params, strict=True):
         for rule, part in played.groupby("rule", sort=True):
-            colour = _RULE_COLOURS.get(rule, "tab:gray")
+            colour = _RULE_COLOURS.get(str(rule), "tab:gray")
             ax.scatter(part["generation"], part[name], s=8, alpha=0.6, color=colour, label=rule)
         ax.set_ylabel(name, fontsize=8)
     # Above the top panel: inside it, the legend hid the points under it.
@@ -311,7 +314,9 @@ def levels_over_generations(played: pd.DataFrame, path: Path) -> Path:
 def eligible_pairs(returns: pd.DataFrame, eligibility: pd.DataFrame, path: Path) -> Path:
     """eligible_parents mode: each pair's mean return (bar, green when eligible) with its
     episodes' returns (dots), against the threshold (dashed line)."""
-    rows = eligibility[eligibility["rule"] == "eligibility"].sort_values("pair_id")
+    # A boolean mask selects rows: a frame (pandas types [] as a Series too).
+    chosen = cast(pd.DataFrame, eligibility[eligibility["rule"] == "eligibility"])
+    rows = chosen.sort_values("pair_id")
     episodes = returns[[c for c in returns.columns if c.startswith("episode_")]]
     names = returns["name"].astype(str).tolist()
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1.2))

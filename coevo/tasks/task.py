@@ -287,6 +287,22 @@ class TaskSpace:
     def initial_task(self) -> Task:
         return self.task()
 
+    def solved(self, episode_return: float) -> bool:
+        """Did an episode with this return solve its task (return >= `solved_score`)?
+
+        What success-based level scores (learnability) count. A space without a
+        `solved_score` cannot say: the error names the setting to add.
+        """
+        if self.solved_score is None:
+            raise ConfigError(
+                "task.solved_score",
+                f"task space '{self.name}' declares no solved_score, and a success-based "
+                "score (e.g. curriculum.score=learnability) needs to know which returns count "
+                "as solved: set task.solved_score (YAML) or TaskSpace(solved_score=...), or "
+                "choose a score that needs none (positive_value_loss, max_mc, return_regret)",
+            )
+        return bool(np.isfinite(episode_return) and episode_return >= self.solved_score)
+
     def check(self, task: Task) -> None:
         if task.space != self.name:
             raise ConfigError("task.space", f"task of '{task.space}' given to '{self.name}'")
