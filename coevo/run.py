@@ -30,8 +30,14 @@ from coevo.errors import ConfigError, Terminated
 from coevo.pool.results import WorkerStartError, error_line
 from coevo.report import RunRecorder, ScalarLogger, write_report
 from coevo.report.progress import GenerationProgress
-from coevo.report.tables import CROSS_SCORES_STEM, STOPPED, TEST_SCORES, TEST_SET
-from coevo.run_files import CHECKPOINTS, LOCK_FILE
+from coevo.run_files import (
+    CHECKPOINTS,
+    CROSS_SCORES_STEM,
+    LOCK_FILE,
+    STOPPED,
+    TEST_SCORES,
+    TEST_SET,
+)
 from coevo.run_setup import (
     SavedState,
     last_checkpointed,

@@ -20,18 +20,12 @@ from coevo.curricula.level_sampling import LevelSamplingCurriculum
 from coevo.errors import ConfigError, yaml_error_text
 from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
-from coevo.report import ELIGIBILITY, SUMMARY
 from coevo.resume_rules import check_resume_config
-from coevo.run_files import CHECKPOINTS, CONFIG_FILE
+from coevo.run_files import CHECKPOINTS, CONFIG_FILE, RUN_MARKERS
 from coevo.start_policy import load_start_theta
 from coevo.tasks.masked import PARTIALLY_OBSERVED
 from coevo.tasks.task import TaskSpace
 from coevo.tasks.test_sets import TestSet, TestSetConfig, bounds_text, make_test_set, test_space_of
-
-# What a run leaves in its directory: a new run there would mix its rows into these tables.
-# (Not config.yaml alone: a common name for a user's own file, and a run that stopped before
-# its first checkpoint has nothing else to lose.)
-RUN_MARKERS = (SUMMARY, ELIGIBILITY, CHECKPOINTS)
 
 
 def prepare(config: RunConfig) -> tuple[TaskSpace, Policy]:

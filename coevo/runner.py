@@ -14,13 +14,20 @@ import pandas as pd
 
 from coevo.config import RunConfig
 from coevo.curricula.base import Curriculum
-from coevo.eligible import judge_groups, load_pairs
-from coevo.report import SUMMARY, write_report
-from coevo.report.tables import ELIGIBILITY, ELIGIBILITY_COLUMNS, RETURNS
+from coevo.eligible import eligibility_threshold, judge_groups, load_pairs
+from coevo.report import write_report
+from coevo.report.tables import ELIGIBILITY_COLUMNS
 from coevo.run import Run, RunInterrupted, warnings_to_echo
-from coevo.run_files import CHECKPOINTS, CONFIG_FILE, LOCK_FILE
-from coevo.run_setup import (
+from coevo.run_files import (
+    CHECKPOINTS,
+    CONFIG_FILE,
+    ELIGIBILITY,
+    LOCK_FILE,
+    RETURNS,
     RUN_MARKERS,
+    SUMMARY,
+)
+from coevo.run_setup import (
     build,
     config_to_dict,
     describe_pool,
@@ -101,6 +108,7 @@ def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None])
     refuse_existing_run(run_dir)
     space, policy = prepare(config)
     options = config.eligible
+    threshold = eligibility_threshold(options.threshold, space)
     pairs = load_pairs(Path(options.pairs_file), space, policy)
     run_dir.mkdir(parents=True, exist_ok=True)  # after the checks: a refused run leaves none
     write_config(run_dir, config)
@@ -111,7 +119,7 @@ def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None])
         policy,
         pairs,
         options.episodes,
-        options.threshold,
+        threshold,
         config.seed,
     )
     frame = pd.DataFrame([d.as_row() for d in decisions], columns=ELIGIBILITY_COLUMNS)
@@ -126,7 +134,7 @@ def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None])
         echo(f"{decision.outcome:>10}  {decision.reason}")
     echo(
         f"{eligible} of {len(pairs)} pairs eligible to reproduce (threshold "
-        f"{options.threshold:g}, {options.episodes} episodes each)"
+        f"{threshold:g}, {options.episodes} episodes each)"
     )
     echo(f"run directory: {run_dir}")
     return frame

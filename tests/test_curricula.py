@@ -461,10 +461,10 @@ def test_a_state_that_does_not_fit_is_refused_before_anything_is_loaded(pool, ca
     """Another policy size loaded and failed at the next step; another student count was
     loaded half way (zip() error after generation and weights were replaced)."""
     from coevo.curricula.poet import Poet, PoetConfig
-    from coevo.policies import PolicySpec
+    from coevo.policies import MLPPolicy
 
     env = cartpole.make_env()
-    small = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+    small = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(8,))
     with EvaluationPool(cartpole, small, "local", 1, envs_per_worker=16) as other_pool:
         es_small = EvolutionStrategy(ESConfig(population=4), small.num_params)
         dr_small = DomainRandomization(
@@ -592,7 +592,7 @@ def test_plr_and_accel_train_on_a_space_of_few_int_levels(
     trains (it never did: the buffer waited for 32 levels forever). A run resumed from a
     state saved without the cap gets it."""
     from coevo.curricula.level_buffer import levels_for_replay
-    from coevo.policy import PolicySpec
+    from coevo.policies import MLPPolicy
     from coevo.tasks.generic import class_task_space
 
     space = class_task_space(
@@ -604,7 +604,7 @@ def test_plr_and_accel_train_on_a_space_of_few_int_levels(
         task_format="scalar",
     )
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, (4,))
     config_class = PLRConfig if name == "plr" else ACCELConfig
     # The default buffer: 64. return_regret: the corridor declares no solved_score.
     config = config_class(generations=12, tasks_per_step=2, score="return_regret")

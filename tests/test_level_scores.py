@@ -22,7 +22,8 @@ from coevo.curricula.level_scores import (
 from coevo.curricula.plr import PLRConfig, PrioritizedLevelReplay
 from coevo.errors import ConfigError
 from coevo.optimizers.es import ESConfig, EvolutionStrategy
-from coevo.optimizers.ppo import PPO, PPOConfig
+from coevo.optimizers.ppo import PPO
+from coevo.optimizers.ppo_config import PPOConfig
 from coevo.optimizers.ppo_streams import StreamEnd, StreamingPPOState, stream_tasks
 from coevo.policies.actor_critic import ActorCriticSpec
 from coevo.pool import EvaluationPool

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from cli_support import cli, run_tables
 
-from coevo import runner
+from coevo import run_files, runner
 from coevo.checkpoint import CheckpointError
 from coevo.config import parse_config
 from coevo.errors import ConfigError
@@ -34,7 +34,7 @@ def _snapshot(run_dir: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(run_dir)): p.read_bytes()
         for p in sorted(run_dir.rglob("*"))
-        if p.is_file() and p.name != runner.LOCK_FILE
+        if p.is_file() and p.name != run_files.LOCK_FILE
     }
 
 
@@ -87,7 +87,7 @@ def test_resume_from_python_with_the_runs_own_config_extends_it_like_a_longer_ru
 def test_a_state_that_does_not_load_is_refused_before_the_run_directory_changes(tmp_path):
     run = tmp_path / "run"
     runner.run(parse_config(RAW), run, quiet)
-    (run / runner.CONFIG_FILE).unlink()  # nothing to compare with: the state itself refuses
+    (run / run_files.CONFIG_FILE).unlink()  # nothing to compare with: the state itself refuses
     before = _snapshot(run)
     other = parse_config({**RAW, "curriculum": {"name": "plr", "generations": 4}})
     with pytest.raises(CheckpointError) as refused:

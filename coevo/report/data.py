@@ -15,7 +15,8 @@ import pandas as pd
 import yaml
 
 from coevo.errors import ConfigError
-from coevo.report.tables import (
+from coevo.run_files import (
+    CONFIG_FILE,
     CROSS_SCORES,
     ELIGIBILITY,
     POPULATION,
@@ -24,7 +25,6 @@ from coevo.report.tables import (
     SUMMARY,
     TEST_SET,
 )
-from coevo.run_files import CONFIG_FILE
 from coevo.tasks.task import TaskSpace
 from coevo.tasks.test_sets import bounds_text
 

@@ -17,11 +17,11 @@ import pandas as pd
 
 from coevo.report import plots
 from coevo.report.data import ReportError, RunData, levels_played, load_run
+from coevo.run_files import REPORT
 from coevo.tasks.task import TaskSpace
 
 __all__ = ["REPORT", "ParamFormat", "ReportError", "TaskRenderer", "write_report"]
 
-REPORT = "report.html"
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }
 .stopped { color: #a40000; }

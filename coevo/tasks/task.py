@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from coevo.errors import ConfigError
+from coevo.plugins import resolve_entry_point
 
 
 def canonical_number(value: Any) -> int | float:
@@ -400,8 +401,6 @@ _TASK_FUNCTIONS: dict[str, Callable[[dict], Any]] = {}
 def _task_function(path: str) -> Callable[[dict], Any]:
     """The user function of a `task_format` import path, resolved once per process."""
     if path not in _TASK_FUNCTIONS:
-        from coevo.tasks.generic import resolve_entry_point
-
         function = resolve_entry_point(path, "task.task_format")
         if not callable(function):
             raise ConfigError("task.task_format", f"{path} is not callable")
