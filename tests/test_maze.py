@@ -129,6 +129,7 @@ def test_encoding_has_a_fixed_length_in_unit_range():
     assert all(v.min() >= 0 and v.max() <= 1 for v in vectors)
     level = _mazes(1)[0]
     assert np.array_equal(encode(level)[: 13 * 13], level.walls.ravel())
+    assert len({tuple(encode(m)) for m in _mazes(5)}) == 5
 
 
 def test_env_moves_turns_and_pays_minigrid_reward():
@@ -138,7 +139,7 @@ def test_env_moves_turns_and_pays_minigrid_reward():
     for action in (2, 2):  # the second forward bumps into the wall at (2, 0)
         obs, reward, terminated, truncated, _ = env.step(action)
     assert env.position == (1, 0) and reward == 0 and not terminated
-    assert obs[3 * 5 + 3] == 1  # the wall just ahead: view row 3 (one ahead), middle column
+    assert obs[2 * (3 * 5 + 2)] == 1  # the wall just ahead: view row 3 (one ahead), middle
     # Turn right (south), down 2, left (east), 2 east, left (north), up 2 onto the goal.
     for action in [1, 2, 2, 0, 2, 2, 0, 2, 2]:
         obs, reward, terminated, truncated, info = env.step(action)

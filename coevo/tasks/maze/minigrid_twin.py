@@ -55,8 +55,7 @@ def coevo_observation(obs: dict, view_size: int = DEFAULT_VIEW_SIZE) -> np.ndarr
     """MiniGrid's observation dict in coevo's layout (navigation.py): its image is indexed
     [column, row] of the view, coevo's cells row by row."""
     objects = obs["image"][:, :, 0].T.ravel()  # [row, column], flattened
+    pairs = np.stack([objects == MINIGRID_WALL, objects == MINIGRID_GOAL], axis=1)
     direction = np.zeros(4, dtype=np.float32)
     direction[int(obs["direction"])] = 1.0
-    return np.concatenate(
-        [(objects == MINIGRID_WALL), (objects == MINIGRID_GOAL), direction]
-    ).astype(np.float32)
+    return np.concatenate([pairs.ravel().astype(np.float32), direction])

@@ -7,10 +7,10 @@ reward 1 - 0.9 * (steps / max_steps), MiniGrid's `_reward`; after `max_steps` st
 episode is truncated (250, dcd's and jaxued's mazes).
 
 The observation is the agent's partial egocentric view (`view_size` x `view_size`, 5 as in
-dcd and jaxued; walls seen through, as both do by default) as a flat float32 array: the
-view's wall cells, then its goal cells (rows from the farthest to the agent's own, columns
-from the agent's left to its right; outside the maze is wall; the agent's own cell is shown
-empty, as MiniGrid shows it), then the direction one-hot. An MLP policy takes it as it is.
+dcd and jaxued; walls seen through, as both do by default) as a flat float32 array: for each
+view cell (rows from the farthest to the agent's own, columns from the agent's left to its
+right) the pair (wall, goal), outside the maze being wall and the agent's own cell empty, as
+MiniGrid shows it; then the direction one-hot. An MLP policy takes it as it is.
 
 `MazeEnv` is the plain single-env implementation (gymnasium, `get_task` / `set_task`);
 `MazeSlots` (slots.py) steps many mazes at once and must agree with it step for step.
@@ -145,17 +145,17 @@ class MazeEnv(gym.Env):
         return not (0 <= x < level.width and 0 <= y < level.height) or level.rows[y][x] == "#"
 
     def _observe(self) -> np.ndarray:
-        cells = self.view_size * self.view_size
         obs = np.zeros(observation_size(self.view_size), dtype=np.float32)
         x, y = self.position
-        for i, (dx, dy) in enumerate(self._views[self.direction]):
-            if self._is_wall(x + dx, y + dy):
-                obs[i] = 1.0
-            elif (x + dx, y + dy) == self._level.goal:
-                obs[cells + i] = 1.0
         me = agent_cell(self.view_size)
-        obs[me] = obs[cells + me] = 0.0  # the agent's own cell reads empty, as in MiniGrid
-        obs[2 * cells + self.direction] = 1.0
+        for i, (dx, dy) in enumerate(self._views[self.direction]):
+            if i == me:  # the agent's own cell reads empty, as in MiniGrid
+                continue
+            if self._is_wall(x + dx, y + dy):
+                obs[2 * i] = 1.0
+            elif (x + dx, y + dy) == self._level.goal:
+                obs[2 * i + 1] = 1.0
+        obs[2 * self.view_size * self.view_size + self.direction] = 1.0
         return obs
 
     def render(self) -> np.ndarray:
