@@ -1,6 +1,7 @@
 """The maze domain: levels (generator, mutator, BFS, JSON, content id), the single env against
 MiniGrid's own, the batched slots against the single env, held-out mazes, pictures."""
 
+import dataclasses
 import os
 import pickle
 import subprocess
@@ -281,3 +282,60 @@ def test_pictures(tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
     gif = render_episode_gif(level, [(1, 1, 0), (2, 1, 0), (2, 1, 1)], tmp_path / "run.gif")
     assert gif.read_bytes()[:3] == b"GIF"
+
+
+# -- task=maze: the level kind in the TaskSpace seat --------------------------------------
+
+
+def _straight_mazes(count):
+    """Mazes whose goal lies straight ahead of the start: a policy that walks forward
+    reaches it, so returns vary between policies."""
+    rows = tuple("." * 13 for _ in range(13))
+    return [Maze(rows, (0, y), 0, (3 + y % 9, y)) for y in range(count)]
+
+
+def _maze_returns(space, workers, envs, pairs):
+    from coevo.pool import EvaluationPool
+
+    with EvaluationPool(space, _maze_policy(space), "local", workers, envs) as pool:
+        return pool.evaluate(pairs, episodes=2, seed=3)
+
+
+def _maze_policy(space):
+    from coevo.policies.registry import make_policy
+
+    env = space.make_env()
+    return make_policy("mlp", env.observation_space, env.action_space, {"hidden": [8]})
+
+
+def test_maze_space_runs_through_the_pool_batched_or_not_on_any_worker_count():
+    from coevo import tasks
+
+    space = tasks.get("maze")
+    assert space.sample(np.random.default_rng(0)) == sample(np.random.default_rng(0))
+    policy = _maze_policy(space)
+    rng = np.random.default_rng(1)
+    levels = _straight_mazes(6) + _mazes(4, seed=2)
+    pairs = [(policy.init(rng), level) for level in levels for _ in range(3)]
+    reference = _maze_returns(space, 1, 8, pairs)
+    assert reference.max() > 0 and len(np.unique(reference)) > 2  # some goals reached
+    unbatched = dataclasses.replace(space, batched=False)
+    assert unbatched.make_slots is None and space.same_tasks_as(unbatched)
+    for case, workers, envs in [(space, 2, 3), (unbatched, 1, 8), (unbatched, 2, 5)]:
+        got = _maze_returns(case, workers, envs, pairs)
+        np.testing.assert_array_equal(got, reference)
+
+
+def test_maze_space_edits_one_cell_per_mutation_and_refuses_numbers():
+    from coevo import tasks
+
+    space = tasks.get("maze")
+    level = space.initial_task()
+    assert level.num_walls == 0 and is_solvable(level)
+    child = space.mutate(level, np.random.default_rng(0))
+    changed = int(np.sum(child.walls != level.walls)) + (child.goal != level.goal)
+    assert changed == 1
+    with pytest.raises(ConfigError, match="no numeric parameters"):
+        tasks.get("maze", {"walls": {"low": 0}})
+    with pytest.raises(ConfigError, match="9 x 9 maze"):
+        space.check(perfect_maze(0, size=9))

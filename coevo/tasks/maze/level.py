@@ -24,7 +24,7 @@ import json
 from collections import deque
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -49,6 +49,10 @@ class Maze:
     start: tuple[int, int]
     start_dir: int
     goal: tuple[int, int]
+    # What a `Task` also carries, for the tables and the pool's checks: the space (the kind)
+    # it belongs to, and its named numbers (a maze has none; its id names it).
+    space: ClassVar[str] = KIND
+    params: ClassVar[tuple] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rows", tuple(str(row) for row in self.rows))
