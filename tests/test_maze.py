@@ -286,6 +286,8 @@ def test_pictures(tmp_path):
 
 # -- task=maze: the level kind in the TaskSpace seat --------------------------------------
 
+MAZE = "coevo.tasks.maze.space:maze"  # as conf/task/maze.yaml names it
+
 
 def _straight_mazes(count):
     """Mazes whose goal lies straight ahead of the start: a policy that walks forward
@@ -311,7 +313,7 @@ def _maze_policy(space):
 def test_maze_space_runs_through_the_pool_batched_or_not_on_any_worker_count():
     from coevo import tasks
 
-    space = tasks.get("maze")
+    space = tasks.get(MAZE)
     assert space.sample(np.random.default_rng(0)) == sample(np.random.default_rng(0))
     policy = _maze_policy(space)
     rng = np.random.default_rng(1)
@@ -329,13 +331,13 @@ def test_maze_space_runs_through_the_pool_batched_or_not_on_any_worker_count():
 def test_maze_space_edits_one_cell_per_mutation_and_refuses_numbers():
     from coevo import tasks
 
-    space = tasks.get("maze")
+    space = tasks.get(MAZE)
     level = space.initial_task()
     assert level.num_walls == 0 and is_solvable(level)
     child = space.mutate(level, np.random.default_rng(0))
     changed = int(np.sum(child.walls != level.walls)) + (child.goal != level.goal)
     assert changed == 1
     with pytest.raises(ConfigError, match="no numeric parameters"):
-        tasks.get("maze", {"walls": {"low": 0}})
+        tasks.get(MAZE, {"walls": {"low": 0}})
     with pytest.raises(ConfigError, match="9 x 9 maze"):
         space.check(perfect_maze(0, size=9))

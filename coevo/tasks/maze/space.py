@@ -24,7 +24,6 @@ from coevo.tasks.maze.level import Maze
 from coevo.tasks.maze.navigation import DEFAULT_MAX_STEPS, DEFAULT_VIEW_SIZE, MazeEnv, empty_maze
 from coevo.tasks.maze.render import render_maze_png
 from coevo.tasks.maze.slots import MazeSlots
-from coevo.tasks.registry import register
 from coevo.tasks.task import TaskSpace
 
 
@@ -127,6 +126,6 @@ class MazeSpace(TaskSpace):
         )
 
 
-@register("maze")
 def maze() -> MazeSpace:
+    """The UED papers' maze space (`task=maze`: conf/task/maze.yaml names it by this path)."""
     return MazeSpace()
