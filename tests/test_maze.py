@@ -4,10 +4,12 @@ MiniGrid's own, the batched slots against the single env, held-out mazes, pictur
 import dataclasses
 import os
 import pickle
+import signal
 import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from coevo.errors import ConfigError
@@ -341,3 +343,49 @@ def test_maze_space_edits_one_cell_per_mutation_and_refuses_numbers():
         tasks.get(MAZE, {"walls": {"low": 0}})
     with pytest.raises(ConfigError, match="9 x 9 maze"):
         space.check(perfect_maze(0, size=9))
+
+
+def _maze_run_args(curriculum, generations, *extra):
+    return [
+        "task=maze",
+        "pool=local",
+        f"curriculum={curriculum}",
+        f"curriculum.generations={generations}",
+        "curriculum.tasks_per_step=2",
+        "optimizer.population=16",
+        "seed=5",
+        *extra,
+    ]
+
+
+def test_accel_on_mazes_resumes_after_sigkill_with_identical_tables(tmp_path):
+    from cli_support import cli, run_and_kill_after_checkpoint, run_tables
+
+    args = _maze_run_args("accel", 8, "curriculum.buffer_size=8")
+    clean = tmp_path / "clean"
+    done = cli("coevo-run", *args, f"hydra.run.dir={clean}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    killed = tmp_path / "killed"
+    process = run_and_kill_after_checkpoint(args, killed, generation=3)
+    assert process.returncode == -signal.SIGKILL
+    resumed = cli("coevo-run", f"resume={killed}")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    expected, got = run_tables(clean), run_tables(killed)
+    for table in expected:
+        pd.testing.assert_frame_equal(got[table], expected[table], obj=table)
+    decisions = expected["eligibility.csv"]
+    levels = [Maze.from_json(text) for text in decisions["task"]]  # the decisions' mazes
+    assert {m.id for m in levels} == set(decisions["task_id"])
+    assert any(m.num_walls > 0 for m in levels)  # ACCEL's edits grew walls in empty rooms
+    pictures = {p.name for p in (clean / "plots").glob("task_*.png")}
+    assert pictures and pictures <= {f"task_{m.id}.png" for m in levels}
+
+
+def test_alp_gmm_is_refused_on_mazes_by_name(tmp_path):
+    from cli_support import cli
+
+    run = tmp_path / "run"
+    done = cli("coevo-run", *_maze_run_args("alp_gmm", 2), f"hydra.run.dir={run}")
+    assert done.returncode == 2
+    assert "curriculum.name" in done.stderr and "Maze levels" in done.stderr
+    assert not run.exists()
