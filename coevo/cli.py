@@ -25,7 +25,6 @@ from omegaconf import DictConfig, OmegaConf
 from coevo import hydra_configs, runner
 from coevo.checkpoint import CheckpointError
 from coevo.config import (
-    PolicyConfig,
     RunConfig,
     TaskConfig,
     parse_config,
@@ -33,6 +32,7 @@ from coevo.config import (
 )
 from coevo.curricula.base import GenerationFailed
 from coevo.errors import ConfigError, Terminated, yaml_error_text
+from coevo.policies.config import PolicyConfig
 from coevo.pool import EvaluationError
 from coevo.pool.results import WorkerStartError
 from coevo.resume_rules import RESUME_OVERRIDES, allowed_on_resume
