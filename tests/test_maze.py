@@ -330,6 +330,18 @@ def test_maze_space_runs_through_the_pool_batched_or_not_on_any_worker_count():
         np.testing.assert_array_equal(got, reference)
 
 
+def test_maze_test_set_is_the_held_out_mazes_and_success_is_reaching_the_goal():
+    from coevo import tasks
+    from coevo.tasks.test_sets import make_test_set
+
+    space = tasks.get(MAZE)
+    test_set = make_test_set(space, size=10, seed=0)
+    assert set(test_set.tasks) == set(held_out_mazes(seed=0, num_random=4).values())
+    assert list(test_set.distances) == sorted(test_set.distances)
+    assert space.solved(1 - 0.9 * (250 / 250)) and not space.solved(0.0)
+    assert test_set.threshold == space.solved_score
+
+
 def test_maze_space_edits_one_cell_per_mutation_and_refuses_numbers():
     from coevo import tasks
 
@@ -361,7 +373,9 @@ def _maze_run_args(curriculum, generations, *extra):
 def test_accel_on_mazes_resumes_after_sigkill_with_identical_tables(tmp_path):
     from cli_support import cli, run_and_kill_after_checkpoint, run_tables
 
-    args = _maze_run_args("accel", 8, "curriculum.buffer_size=8")
+    args = _maze_run_args(
+        "accel", 8, "curriculum.buffer_size=8", "test_set.every=4", "test_set.size=8"
+    )
     clean = tmp_path / "clean"
     done = cli("coevo-run", *args, f"hydra.run.dir={clean}")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -377,6 +391,12 @@ def test_accel_on_mazes_resumes_after_sigkill_with_identical_tables(tmp_path):
     levels = [Maze.from_json(text) for text in decisions["task"]]  # the decisions' mazes
     assert {m.id for m in levels} == set(decisions["task_id"])
     assert any(m.num_walls > 0 for m in levels)  # ACCEL's edits grew walls in empty rooms
+    summary = expected["summary.csv"]
+    assert summary["test_mastered"].notna().tolist() == [False] * 3 + [True] + [False] * 3 + [True]
+    tested = pd.read_csv(clean / "test_set.csv")
+    assert len(tested) == 8 and all(
+        Maze.from_json(t).id == i for t, i in zip(tested["task"], tested["task_id"], strict=True)
+    )
     pictures = {p.name for p in (clean / "plots").glob("task_*.png")}
     assert pictures and pictures <= {f"task_{m.id}.png" for m in levels}
 

@@ -505,8 +505,8 @@ def _task_pictures(
     for _, row in population.head(MAX_TASK_PICTURES).iterrows():
         if task_columns:
             task = {c.removeprefix("task."): float(row[c]) for c in task_columns}
-        elif row["task_id"] in forms:
-            task = forms[row["task_id"]]
+        elif str(row["task_id"]) in forms:
+            task = forms[str(row["task_id"])]
         else:
             continue
         image = render(task, run_dir / "plots" / f"task_{row['task_id']}.png")

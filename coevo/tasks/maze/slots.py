@@ -147,7 +147,7 @@ class MazeSlots:
         pairs = _CELL_PAIRS.take(view, axis=0).reshape(len(view), -1)  # [n, 2 * cells]
         return np.concatenate((pairs, _DIRECTION_ONE_HOT.take(direction, axis=0)), axis=1)
 
-    def save_slot(self, slot: int) -> tuple[Maze | None, int, int, int]:
+    def save_slot(self, slot: int) -> tuple[Maze | None, tuple[int, int], int, int]:
         """The slot's episode: its maze, position, direction and steps so far."""
         level = self._levels[slot]
         x, y = self.cell_of(slot)

@@ -20,8 +20,15 @@ import numpy as np
 
 from coevo.errors import ConfigError
 from coevo.tasks.maze import level as levels
+from coevo.tasks.maze.held_out import held_out_mazes
 from coevo.tasks.maze.level import Maze
-from coevo.tasks.maze.navigation import DEFAULT_MAX_STEPS, DEFAULT_VIEW_SIZE, MazeEnv, empty_maze
+from coevo.tasks.maze.navigation import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_VIEW_SIZE,
+    MazeEnv,
+    empty_maze,
+    goal_reward,
+)
 from coevo.tasks.maze.render import render_maze_png
 from coevo.tasks.maze.slots import MazeSlots
 from coevo.tasks.task import TaskSpace
@@ -40,6 +47,9 @@ class MazeSpace(TaskSpace):
     params: tuple = ()
     make_env: Any = _unused_env
     max_episode_steps: int = DEFAULT_MAX_STEPS
+    # Success = goal reached: the least return that reaching it pays (at the last step),
+    # 1 - 0.9 whatever max_steps; an episode that misses it returns 0.
+    solved_score: float | None = goal_reward(1, 1)
     metadata: Mapping[str, Any] = field(default_factory=lambda: {"render_png": render_maze_png})
     height: int = levels.DEFAULT_SIZE
     width: int = levels.DEFAULT_SIZE
@@ -74,6 +84,19 @@ class MazeSpace(TaskSpace):
 
     def level_from_json(self, text: str) -> Maze:
         return Maze.from_json(text)
+
+    def test_tasks(self, size: int, seed: int) -> list[Maze]:
+        """The held-out test set (coevo.tasks.test_sets): the designed families first
+        (labyrinth, four rooms, long corridor, perfect mazes), then seeded random solvable
+        mazes, `size` in all (13 x 13 spaces only: the designs are of that size)."""
+        if (self.height, self.width) != (levels.DEFAULT_SIZE, levels.DEFAULT_SIZE):
+            raise ConfigError(
+                "test_set",
+                f"held-out mazes are 13 x 13; '{self.name}' is {self.width} x {self.height}",
+            )
+        designed = held_out_mazes(seed, num_random=0)
+        extra = max(0, size - len(designed))
+        return list(held_out_mazes(seed, num_random=extra).values())[:size]
 
     # -- the TaskSpace seat ---------------------------------------------------------------
     def initial_task(self) -> Maze:
