@@ -47,6 +47,8 @@ TEACHER_FIELDS = (
 
 @dataclass(frozen=True)
 class ALPGMMConfig(LevelSamplingConfig):
+    """ALP-GMM settings, defaulted as in flowersteam/TeachMyAgent."""
+
     name: str = setting("alp_gmm", doc="registry name or package.module:Class")
     fit_rate: int = setting(250, low=2, doc="tasks between two fits (TeachMyAgent: 250)")
     bootstrap: int = setting(
@@ -90,6 +92,13 @@ class ALPGMMConfig(LevelSamplingConfig):
 
 
 class ALPGMM(LevelSamplingCurriculum):
+    """ALP-GMM (Portelas et al. 2019): fits Gaussian mixtures over (task, absolute learning
+    progress) and samples tasks where progress is high, with some uniform exploration.
+
+    Takes the same arguments as `DomainRandomization`, with an `ALPGMMConfig`. Needs
+    scikit-learn (`pip install 'coevo[curricula]'`).
+    """
+
     config_class = ALPGMMConfig
     config: ALPGMMConfig
 
