@@ -2,6 +2,7 @@
 `resume=` with overrides (safe ones applied, others refused by name), `resume=` of a
 checkpoint file, and a generation in which every evaluation fails."""
 
+import os
 import signal
 import subprocess
 import time
@@ -137,6 +138,45 @@ def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(
         pd.testing.assert_frame_equal(run_tables(run)[name], frame, obj=name)
 
 
+def test_after_ctrl_c_the_way_back_names_the_pythonpath_and_the_original_command_resumes(
+    tmp_path,
+):
+    # A task space of the user's own (tests/user_tasks.py, found through PYTHONPATH) and a
+    # config directory of theirs on Hydra's search path.
+    here = str(Path(__file__).parent)
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+    (tmp_path / "conf" / "task").mkdir(parents=True)
+    (tmp_path / "conf" / "task" / "mine.yaml").write_text(
+        "name: user_tasks:cartpole_one_at_a_time\n"
+    )
+    run = tmp_path / "run"
+    command = [
+        *SMALL,
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        "task=mine",
+        "curriculum.generations=8",
+        "optimizer.population=24",
+        f"hydra.run.dir={run}",
+    ]
+    process = subprocess.Popen(
+        [COEVO_RUN, *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **env},
+    )
+    _wait_for(run / "checkpoints" / "gen_000002.pkl", process)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr[-3000:]
+    last = stderr.strip().splitlines()[-1]
+    assert last.endswith(f"; resume with: PYTHONPATH={here} coevo-run resume={run}"), last
+    resumed = cli("coevo-run", *command, f"resume={run}", env=env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming" in resumed.stdout and "gen   8/8" in resumed.stdout
+
+
 def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     short, long = tmp_path / "short", tmp_path / "long"
     assert (
@@ -169,12 +209,16 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     )
     hydra_key = cli("coevo-run", f"resume={short}", "hydra.run.dir=elsewhere")
     assert hydra_key.returncode == 2
-    assert hydra_key.stderr.startswith(
-        "coevo-run: error: hydra.run.dir: Hydra's settings are not taken on resume"
-    )
+    assert hydra_key.stderr.startswith("coevo-run: error: hydra.run.dir: cannot be changed")
     complete = cli("coevo-run", f"resume={short}")  # all 3 generations done: says how to extend
     assert complete.returncode == 0 and "gen " not in complete.stdout
     assert "nothing to run: the run's 3 generations are done; extend it with" in complete.stdout
+    # The original command repeated beside resume= (its hydra.run.dir too) changes nothing.
+    original = [*SMALL, "curriculum.generations=3", "pool.envs_per_worker=16"]
+    repeated = cli("coevo-run", *original, f"hydra.run.dir={short}", f"resume={short}")
+    assert repeated.returncode == 0, repeated.stderr[-3000:]
+    assert "nothing to run: the run's 3 generations are done" in repeated.stdout
+    _refused_are_only_the_real_changes(short)
     preset = cli("coevo-run", f"resume={short}", "pool=remote")
     assert preset.returncode == 2
     assert "pool: unknown preset 'remote'; allowed: local, ray" in preset.stderr
@@ -227,6 +271,24 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
         fewer.stderr
     )
     assert "generations: 6" in (short / "config.yaml").read_text()
+
+
+def _refused_are_only_the_real_changes(run: Path) -> None:
+    """Settings equal to the run's pass on resume; every one that differs is named, in one
+    error (SMALL's run: seed 2, optimizer.population 8, task cartpole)."""
+    from coevo.cli.resume import apply_resume_overrides
+    from coevo.errors import ConfigError
+    from coevo.runner import load_run_config
+
+    same = ["seed=2", "curriculum.optimizer_steps=2", "task=cartpole"]
+    with pytest.raises(ConfigError) as one:
+        apply_resume_overrides(load_run_config(run), [*same, "optimizer.population=9"], run)
+    assert one.value.field == "optimizer.population"
+    assert "has optimizer.population=8; this command optimizer.population=9" in str(one.value)
+    with pytest.raises(ConfigError) as two:
+        apply_resume_overrides(load_run_config(run), ["seed=3", "task=pendulum", same[1]], run)
+    assert two.value.field == "seed, task"
+    assert "has seed=2, task='cartpole'; this command seed=3, task='pendulum'" in str(two.value)
 
 
 def test_resume_from_a_checkpoint_file_goes_on_from_that_generation(tmp_path):

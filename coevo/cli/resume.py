@@ -72,8 +72,9 @@ def apply_resume_overrides(config: RunConfig, overrides: list[str], run_dir: Pat
         if key.startswith(("hydra.", "hydra/")) or key in choices:
             # Hydra's settings and a group's choice: as the run had them, or a change.
             had = choices[key] if key in choices else value_at(hydra_record, key[6:])
-            if not hydra_setting_kept(key, value, MISSING if had is None else had, run_dir):
-                changes[key] = (MISSING if had is None else had, value)
+            had = MISSING if had is None else had
+            kept = hydra_setting_kept(key, value, had, run_dir)
+            _note_change(changes, key, had, value, kept)
             continue
         if not allowed_on_resume(key) and key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
@@ -85,10 +86,20 @@ def apply_resume_overrides(config: RunConfig, overrides: list[str], run_dir: Pat
             node = node[part]
         if allowed_on_resume(key):
             node[leaf] = value
-        elif node.get(leaf, MISSING) != value:
-            changes[key] = (node.get(leaf, MISSING), value)
+        else:
+            had = node.get(leaf, MISSING)
+            _note_change(changes, key, had, value, kept=had == value)
     refuse_changes(changes, run_dir)
     return parse_config(raw)
+
+
+def _note_change(changes: dict, key: str, had: Any, value: Any, kept: bool) -> None:
+    """Note (or forget) a change of `key`: the last value typed for a key is the one meant,
+    as in Hydra."""
+    if kept:
+        changes.pop(key, None)
+    else:
+        changes[key] = (had, value)
 
 
 def _value_of(override: str) -> Any:
