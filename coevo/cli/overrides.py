@@ -78,8 +78,8 @@ def check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
     if multirun and any("(" in arg.split("=", 1)[1] for arg in choices):
         # A sweep function over groups (choice, glob): Hydra expands and checks it. The
         # sections' dataclass fields a group file may leave out go as `++` all the same.
-        unstated = [a for a in values if a.split("=", 1)[0] in DECLARED_FIELDS]
-        return [f"++{a}" if a in unstated else a for a in args], None
+        fields = [a for a in values if a.split("=", 1)[0] in DECLARED_FIELDS]
+        return [f"++{a}" if a in fields else a for a in args], None
     runs = each_choice(choices) if multirun else [choices]
     mappings: set[str] = set()
     # A section's dataclass fields that its group file leaves out (task.solved_score with

@@ -32,7 +32,8 @@ def plugin_fields(composed: dict, overrides: list[str], sweep: bool = False) -> 
     files may. Every plug-in of a sweep over `section.name` counts."""
     fields: set[str] = set()
     for section in ("optimizer", "curriculum"):
-        preset = composed.get(section) if isinstance(composed.get(section), dict) else {}
+        preset = composed.get(section)
+        preset = preset if isinstance(preset, dict) else {}
         named = named_plugins(overrides, section, sweep)
         for name in named or [preset.get("name")]:
             if not isinstance(name, str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -49,8 +50,7 @@ def main() -> None:
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def _run_composed(cfg: DictConfig) -> None:
-    raw = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(raw, dict)  # the primary config is a mapping
+    raw: Any = OmegaConf.to_container(cfg, resolve=True)  # the primary config: a mapping
     resolve_config_paths(raw)
     command = list(HydraConfig.get().overrides.task)
     named_on_command_line(raw, command)

@@ -49,7 +49,7 @@ def planned_dir(hydra_settings: Any, setting: str) -> Path | None:
     if not OmegaConf.has_resolver("now"):  # Hydra registers it only inside its run
         OmegaConf.register_new_resolver("now", lambda pattern: datetime.now().strftime(pattern))
     try:
-        raw = OmegaConf.to_container(hydra_settings, resolve=False)
+        raw: Any = OmegaConf.to_container(hydra_settings, resolve=False)
         written = str(raw[setting.split(".")[0]][setting.split(".")[1]])
         if "${hydra" in written:
             return None
@@ -64,11 +64,12 @@ def refuse_reused_dirs(args: list[str], hydra_settings: Any) -> None:
     is refused; for a multirun, the numbered job directories it will write."""
     if is_multirun(args):
         sweep = planned_dir(hydra_settings, "sweep.dir")
-        subdir = (
-            OmegaConf.to_container(hydra_settings, resolve=False)["sweep"]["subdir"]
-            if (hydra_settings is not None)
+        written: Any = (
+            OmegaConf.to_container(hydra_settings, resolve=False)
+            if hydra_settings is not None
             else None
         )
+        subdir = written["sweep"]["subdir"] if written is not None else None
         jobs = sweep_jobs(args)
         if sweep is None or subdir != "${hydra.job.num}" or jobs is None:
             return  # job directories named otherwise: the run itself refuses a reused one
