@@ -63,7 +63,7 @@ def apply_resume_overrides(config: RunConfig, overrides: list[str], run_dir: Pat
         if not sep:
             console.fail(f"resume: '{override}' is not KEY=VALUE")
         if key == "pool":
-            presets += _pool_preset(text, run_dir)
+            presets += _pool_preset(text, run_dir, hydra_record.get("searchpath") or [])
         else:
             settings.append(override)
     changes: dict[str, tuple[Any, Any]] = {}
@@ -120,10 +120,11 @@ def _hydra_record(run_dir: Path) -> dict:
         return {}
 
 
-def _pool_preset(name: str, run_dir: Path) -> list[str]:
+def _pool_preset(name: str, run_dir: Path, searchpath: list[str]) -> list[str]:
     """`pool=NAME` on resume: every pool.* setting as a fresh run of the same command with
     `pool=NAME` would have it (the run's recorded overrides, e.g. an experiment preset's
-    pool.envs_per_worker, composed again), all of which resume allows."""
+    pool.envs_per_worker, composed again on the run's search path), all of which resume
+    allows."""
     presets = sorted(p.stem for p in (CONF_DIR / "pool").glob("*.yaml"))
     if name not in presets:
         console.fail(f"pool: unknown preset '{name}'; allowed: {', '.join(presets)}")
@@ -134,6 +135,8 @@ def _pool_preset(name: str, run_dir: Path) -> list[str]:
     written = yaml.safe_load((CONF_DIR / "pool" / f"{name}.yaml").read_text()) or {}
     replaced = {"pool", *(f"pool.{key}" for key in written if key != "defaults")}
     command = [o for o in command or [] if override_key(o) not in replaced]
+    if searchpath:  # the run's own config directories (a task preset of the user's, say)
+        command.insert(0, f"hydra.searchpath=[{', '.join(searchpath)}]")
     try:
         composed = hydra_configs.compose(CONF_DIR, [*command, f"pool={name}"])["pool"]
     except Exception:  # noqa: BLE001 - e.g. a preset of the user's own, not on this path
