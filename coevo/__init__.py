@@ -34,12 +34,11 @@ _EXPORTS = {
     "OptimizerConfig": "coevo.optimizers",
     "PLRConfig": "coevo.curricula.plr",
     "PPO": "coevo.optimizers.ppo",
-    "PPOConfig": "coevo.optimizers.ppo",
+    "PPOConfig": "coevo.optimizers.ppo_config",
     "Pair": "coevo.curricula.poet",
     "Poet": "coevo.curricula.poet",
     "PoetConfig": "coevo.curricula.poet",
     "Policy": "coevo.policies",
-    "PolicySpec": "coevo.policies",
     "Population": "coevo.curricula.poet",
     "PrioritizedLevelReplay": "coevo.curricula.plr",
     "make_policy": "coevo.policies",
@@ -74,7 +73,6 @@ __all__ = [
     "Poet",
     "PoetConfig",
     "Policy",
-    "PolicySpec",
     "Population",
     "PrioritizedLevelReplay",
     "make_policy",
@@ -116,6 +114,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from coevo.optimizers import Optimizer, OptimizerConfig
     from coevo.optimizers.ars import ARSConfig, AugmentedRandomSearch
     from coevo.optimizers.es import ESConfig, EvolutionStrategy
-    from coevo.optimizers.ppo import PPO, PPOConfig
-    from coevo.policies import MLPPolicy, Policy, PolicySpec, make_policy
+    from coevo.optimizers.ppo import PPO
+    from coevo.optimizers.ppo_config import PPOConfig
+    from coevo.policies import MLPPolicy, Policy, make_policy
     from coevo.pool import EvaluationPool

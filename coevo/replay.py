@@ -15,6 +15,7 @@ from coevo.errors import ConfigError
 from coevo.policies.noise import seed_key, uniforms
 from coevo.pool import EvaluationPool
 from coevo.pool.slots import observation_flattener
+from coevo.run_files import CONFIG_FILE
 from coevo.runner import load_run_config, prepare
 from coevo.tasks.task import Task, TaskSpace
 
@@ -43,7 +44,7 @@ def load_saved_run(path: Path, on_skip: Callable[[str], None] | None = None) -> 
     `on_skip`) or one checkpoint file."""
     path = Path(path)
     config = None
-    if path.is_dir() and (path / "config.yaml").is_file():
+    if path.is_dir() and (path / CONFIG_FILE).is_file():
         config = load_run_config(path)
         if config.mode == "eligible_parents":  # it trains nothing, so it saves no policy
             raise ConfigError(

@@ -21,22 +21,28 @@ from coevo.checkpoint import CheckpointError
 from coevo.config import RunConfig, parse_config
 from coevo.curricula.base import Curriculum, GenerationFailed
 from coevo.curricula.level_sampling import LevelSamplingCurriculum
-from coevo.eligible import judge_groups, load_pairs
+from coevo.eligible import eligibility_threshold, judge_groups, load_pairs
 from coevo.errors import ConfigError, Terminated, yaml_error_text
 from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
 from coevo.pool.results import WorkerStartError, error_line
-from coevo.report import ELIGIBILITY, SUMMARY, RunRecorder, ScalarLogger, write_report
+from coevo.report import RunRecorder, ScalarLogger, write_report
 from coevo.report.progress import GenerationProgress
-from coevo.report.tables import (
+from coevo.report.tables import ELIGIBILITY_COLUMNS
+from coevo.resume_rules import check_resume_config
+from coevo.run_files import (
+    CHECKPOINTS,
+    CONFIG_FILE,
     CROSS_SCORES_STEM,
-    ELIGIBILITY_COLUMNS,
+    ELIGIBILITY,
+    LOCK_FILE,
     RETURNS,
+    RUN_MARKERS,
     STOPPED,
+    SUMMARY,
     TEST_SCORES,
     TEST_SET,
 )
-from coevo.resume_rules import check_resume_config
 from coevo.start_policy import load_start_theta
 from coevo.tasks.masked import PARTIALLY_OBSERVED
 from coevo.tasks.task import TaskSpace
@@ -48,13 +54,6 @@ from coevo.tasks.test_sets import (
     no_test,
     test_space_of,
 )
-
-CONFIG_FILE = "config.yaml"
-CHECKPOINTS = checkpoint.CHECKPOINTS_DIR
-# What a run leaves in its directory: a new run there would mix its rows into these tables.
-# (Not config.yaml alone: a common name for a user's own file, and a run that stopped before
-# its first checkpoint has nothing else to lose.)
-RUN_MARKERS = (SUMMARY, ELIGIBILITY, CHECKPOINTS)
 
 
 def prepare(config: RunConfig) -> tuple[TaskSpace, Policy]:
@@ -115,7 +114,6 @@ def load_run_config(run_dir: Path) -> RunConfig:
 # Open lock files of the run directories this process is running in: held until `run`
 # returns, or until the process ends however it ends (the OS drops the lock then).
 _HELD: dict[Path, IO[str]] = {}
-LOCK_FILE = ".coevo.lock"
 
 
 def _hold_run_dir(run_dir: Path, setting: str) -> None:
@@ -195,6 +193,7 @@ def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None])
     refuse_existing_run(run_dir)
     space, policy = prepare(config)
     options = config.eligible
+    threshold = eligibility_threshold(options.threshold, space)
     pairs = load_pairs(Path(options.pairs_file), space, policy)
     run_dir.mkdir(parents=True, exist_ok=True)  # after the checks: a refused run leaves none
     _write_config(run_dir, config)
@@ -205,7 +204,7 @@ def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None])
         policy,
         pairs,
         options.episodes,
-        options.threshold,
+        threshold,
         config.seed,
     )
     frame = pd.DataFrame([d.as_row() for d in decisions], columns=ELIGIBILITY_COLUMNS)
@@ -235,7 +234,7 @@ def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None])
         echo(f"{decision.outcome:>10}  {decision.reason}")
     echo(
         f"{eligible} of {len(pairs)} pairs eligible to reproduce (threshold "
-        f"{options.threshold:g}, {options.episodes} episodes each)"
+        f"{threshold:g}, {options.episodes} episodes each)"
     )
     echo(f"run directory: {run_dir}")
     return frame

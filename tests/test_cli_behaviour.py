@@ -364,12 +364,12 @@ def test_pool_evaluate_raises_on_a_failed_episode_instead_of_a_silent_nan(rng):
     sys.path.insert(0, str(Path(__file__).parent))
     from fragile_env import FragileCartPole
 
-    from coevo.policies import PolicySpec
+    from coevo.policies import MLPPolicy
     from coevo.tasks.task import Param, TaskSpace
 
     space = TaskSpace("fragile", (Param("hazard", 0, 3, 0, 0.0),), FragileCartPole, 50)
     env = FragileCartPole()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, (4,))
     theta = policy.init(rng)
     with EvaluationPool(space, policy, "local", 1, envs_per_worker=2) as pool:
         ok = pool.evaluate([(theta, space.task(hazard=0))], 2)

@@ -29,8 +29,9 @@ from coevo.cli.parse import (
     value_at,
 )
 from coevo.cli.plugins import PRESET_NAMES, plugin_fields
-from coevo.config import PolicyConfig, TaskConfig
+from coevo.config import TaskConfig
 from coevo.errors import yaml_error_text
+from coevo.policies.config import PolicyConfig
 
 # Settings of the sections whose group files (conf/task/*.yaml, conf/policy/*.yaml, a
 # user's own) state only some of their dataclass's fields.

@@ -195,6 +195,18 @@ class EvaluationPool:
     def closed(self) -> bool:
         return self._closed
 
+    def __repr__(self) -> str:
+        policy = type(self.policy).__name__
+        module = getattr(self.policy, "module", None)  # a torch policy: which nn.Module
+        if module is not None:
+            policy += f"({type(module).__name__})"
+        return (
+            f"EvaluationPool(backend={self.backend.value}, workers={self.num_workers}, "
+            f"envs_per_worker={self.envs_per_worker}, space={self.space.name}, "
+            f"policy={policy}, num_params={self.policy.num_params}"
+            f"{', closed' if self._closed else ''})"
+        )
+
     def _check_open(self) -> None:
         # A closed backend has no workers: a call would fail deep inside (IndexError).
         if self._closed:

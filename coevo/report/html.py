@@ -20,10 +20,12 @@ import yaml
 
 from coevo.errors import ConfigError
 from coevo.report import plots
-from coevo.report.tables import (
+from coevo.run_files import (
+    CONFIG_FILE,
     CROSS_SCORES,
     ELIGIBILITY,
     POPULATION,
+    REPORT,
     RETURNS,
     STOPPED,
     SUMMARY,
@@ -32,7 +34,6 @@ from coevo.report.tables import (
 from coevo.tasks.task import TaskSpace
 from coevo.tasks.test_sets import bounds_text
 
-REPORT = "report.html"
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }
 .stopped { color: #a40000; }
@@ -367,8 +368,6 @@ def _task_labels(population: pd.DataFrame, fmt: ParamFormat) -> dict[int, str]:
 
 
 def _config_text(run_dir: Path) -> str:
-    from coevo.runner import CONFIG_FILE  # here: the runner imports this module
-
     path = run_dir / CONFIG_FILE
     return path.read_text(encoding="utf-8") if path.exists() else ""
 
