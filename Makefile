@@ -1,4 +1,5 @@
-# `make run` runs the default co-evolution; `make test` runs the test suite.
+# `make run` runs the default co-evolution; `make test` runs the test suite; `make docs` builds
+# the documentation site into site/ (mkdocs --strict: a broken link or API reference fails).
 # Both create or reuse .venv and install what they need (torch pinned to the CPU build).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -6,12 +7,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.coevo-installed
 ARGS ?=
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/python -m pip install -q -e ".[test,box2d,sb3,curricula]"
+	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/python -m pip install -q -e ".[test,box2d,sb3,curricula,docs]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -24,9 +25,12 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) runs outputs multirun .pytest_cache
+	rm -rf $(VENV) runs outputs multirun .pytest_cache site

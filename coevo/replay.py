@@ -22,6 +22,10 @@ from coevo.tasks.task import Task, TaskSpace
 
 @dataclass
 class SavedRun:
+    """A run read back from its newest checkpoint: its directory, config and generation,
+    POET's population (None for single-policy curricula) and every policy's parameters by name.
+    """
+
     run_dir: Path
     config: RunConfig
     generation: int

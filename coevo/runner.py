@@ -98,6 +98,12 @@ def config_to_dict(config: RunConfig) -> dict:
 
 
 def load_run_config(run_dir: Path) -> RunConfig:
+    """The checked config a run directory's `config.yaml` records.
+
+    Raises:
+        FileNotFoundError: when `run_dir` holds no `config.yaml`.
+        ConfigError: when the file does not hold a valid config.
+    """
     path = Path(run_dir) / CONFIG_FILE
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: is {run_dir} a coevo run directory?")

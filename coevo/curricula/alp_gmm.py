@@ -47,6 +47,8 @@ TEACHER_FIELDS = (
 
 @dataclass(frozen=True)
 class ALPGMMConfig(LevelSamplingConfig):
+    """ALP-GMM settings, defaulted as in flowersteam/TeachMyAgent."""
+
     name: str = setting("alp_gmm", doc="registry name or package.module:Class")
     fit_rate: int = setting(250, low=2, doc="tasks between two fits (TeachMyAgent: 250)")
     bootstrap: int = setting(
@@ -90,6 +92,13 @@ class ALPGMMConfig(LevelSamplingConfig):
 
 
 class ALPGMM(LevelSamplingCurriculum):
+    """ALP-GMM (Portelas et al. 2019): fits Gaussian mixtures over (task, absolute learning
+    progress) and samples tasks where progress is high, with some uniform exploration.
+
+    Takes the same arguments as `DomainRandomization`, with an `ALPGMMConfig`. Needs
+    scikit-learn (`pip install 'coevo[curricula]'`).
+    """
+
     config_class = ALPGMMConfig
     config: ALPGMMConfig
 
@@ -112,6 +121,19 @@ class ALPGMM(LevelSamplingCurriculum):
             "curriculum.bootstrap tasks",
             "Lower curriculum.bootstrap and curriculum.fit_rate",
         )
+
+    @classmethod
+    def check_space(cls, config: Any, space: Any) -> None:
+        # The teacher draws points of the parameter cube and decodes them into tasks: a level
+        # kind (mazes) encodes its levels but no point decodes to one.
+        level_type = getattr(space, "level_type", Task)
+        if level_type is not Task:
+            raise ConfigError(
+                "curriculum.name",
+                f"alp_gmm draws tasks as points of the parameter cube; task space "
+                f"'{space.name}' holds {level_type.__name__} levels, which no point decodes "
+                "to (dr, plr and accel take them)",
+            )
 
     def begin_generation(self) -> None:
         self._counts = {"random_tasks": 0, "bootstrap_tasks": 0, "gmm_tasks": 0, "fits": 0}

@@ -69,6 +69,10 @@ PARTIAL_EPISODES = ("carry", "commit")
 
 @dataclass(frozen=True)
 class PLRConfig(LevelSamplingConfig):
+    """PLR⊥ settings, named and defaulted as in facebookresearch/dcd, with a smaller buffer
+    (64) so that replay starts within a short run.
+    """
+
     name: str = setting("plr", doc="registry name or package.module:Class")
     # dcd's MiniGrid runs keep 4000 levels (level_replay_seed_buffer_size) over tens of
     # thousands of updates; with min_fill 0.5 nothing is replayed, so nothing trained, before
@@ -139,6 +143,14 @@ class PLRConfig(LevelSamplingConfig):
 
 
 class PrioritizedLevelReplay(LevelSamplingCurriculum):
+    """PLR⊥ (Jiang et al. 2021): trains only on replayed levels, picked by estimated regret
+    and staleness; new levels are scored without training and enter the buffer.
+
+    Takes the same arguments as `DomainRandomization`, with a `PLRConfig`. Value-based
+    scores need an optimizer with value predictions (PPO); with ES or ARS it falls back to
+    `return_regret` and says so.
+    """
+
     config_class = PLRConfig
     config: PLRConfig
     # A subclass with a level score of its own overrides `level_score` and names its score

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import html
 import io
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -121,7 +122,7 @@ def write_report(
             )
         )
     if render_task is not None and not population.empty:
-        parts.append(_task_pictures(run_dir, population, render_task))
+        parts.append(_task_pictures(run_dir, population, render_task, eligibility))
     if not summary.empty:
         parts.append("<h2>Summary per generation</h2>")
         parts.append(_table(summary, fmt, "summary"))
@@ -492,13 +493,22 @@ def _figure(run_dir: Path, figure_id: str, caption: str, image: Path, css: str =
 MAX_TASK_PICTURES = 48
 
 
-def _task_pictures(run_dir: Path, population: pd.DataFrame, render: TaskRenderer) -> str:
+def _task_pictures(
+    run_dir: Path, population: pd.DataFrame, render: TaskRenderer, eligibility: pd.DataFrame
+) -> str:
     out = ["<h2>Tasks</h2>"]
     if len(population) > MAX_TASK_PICTURES:
         out.append(f"<p>The first {MAX_TASK_PICTURES} of {len(population)} tasks.</p>")
     task_columns = [c for c in population.columns if c.startswith("task.")]
+    # A level kind's tables (mazes) name its levels by id; the decisions hold their JSON.
+    forms = {} if task_columns else _level_forms(eligibility)
     for _, row in population.head(MAX_TASK_PICTURES).iterrows():
-        task = {c.removeprefix("task."): float(row[c]) for c in task_columns}
+        if task_columns:
+            task = {c.removeprefix("task."): float(row[c]) for c in task_columns}
+        elif str(row["task_id"]) in forms:
+            task = forms[str(row["task_id"])]
+        else:
+            continue
         image = render(task, run_dir / "plots" / f"task_{row['task_id']}.png")
         if "pair_id" in row:
             pair = int(row["pair_id"])
@@ -507,6 +517,14 @@ def _task_pictures(run_dir: Path, population: pd.DataFrame, render: TaskRenderer
             figure_id, caption = f"task-{row['task_id']}", f"task {row['task_id']}"
         out.append(_figure(run_dir, figure_id, caption, image, "task"))
     return "".join(out)
+
+
+def _level_forms(eligibility: pd.DataFrame) -> dict[str, dict]:
+    """Each task id's JSON form (a dict) as the decisions table holds it."""
+    if eligibility.empty or not {"task_id", "task"} <= set(eligibility.columns):
+        return {}
+    rows = eligibility.dropna(subset=["task"]).drop_duplicates("task_id")
+    return {str(i): json.loads(t) for i, t in zip(rows["task_id"], rows["task"], strict=True)}
 
 
 def _eligibility_table(rows: pd.DataFrame) -> str:
