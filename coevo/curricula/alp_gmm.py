@@ -113,6 +113,19 @@ class ALPGMM(LevelSamplingCurriculum):
             "Lower curriculum.bootstrap and curriculum.fit_rate",
         )
 
+    @classmethod
+    def check_space(cls, config: Any, space: Any) -> None:
+        # The teacher draws points of the parameter cube and decodes them into tasks: a level
+        # kind (mazes) encodes its levels but no point decodes to one.
+        level_type = getattr(space, "level_type", Task)
+        if level_type is not Task:
+            raise ConfigError(
+                "curriculum.name",
+                f"alp_gmm draws tasks as points of the parameter cube; task space "
+                f"'{space.name}' holds {level_type.__name__} levels, which no point decodes "
+                "to (dr, plr and accel take them)",
+            )
+
     def begin_generation(self) -> None:
         self._counts = {"random_tasks": 0, "bootstrap_tasks": 0, "gmm_tasks": 0, "fits": 0}
         self._alps: list[float] = []

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from coevo.curricula.accel import ACCELConfig
-from coevo.curricula.alp_gmm import ALPGMMConfig, new_teacher, record_reason
+from coevo.curricula.alp_gmm import ALPGMM, ALPGMMConfig, new_teacher, record_reason
 from coevo.curricula.alp_gmm_teacher import Sampled
 from coevo.curricula.base import Decision
 from coevo.curricula.dr import DRConfig
@@ -454,6 +454,7 @@ class ALPGMMSampler(TaskSampler):
     config: ALPGMMConfig
 
     def _setup(self) -> None:
+        ALPGMM.check_space(self.config, self.space)  # a level kind no point decodes to
         self.teacher = new_teacher(self.space, self.config, self.rng)
 
     def _draw(self) -> tuple[Task, Any]:
