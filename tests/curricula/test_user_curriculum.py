@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from cli_support import cli, run_and_kill_after_checkpoint, run_tables
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/, where user_curricula.py lives
 # where the user's module lives, ahead of whatever PYTHONPATH already says
 ENV = {"PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
 

@@ -124,7 +124,7 @@ def test_coevo_run_with_envs_that_raise_or_return_nan_or_inf_goes_on(tmp_path):
         cwd=ROOT,
         timeout=300,
         # The driver and the Ray workers import the env by its path.
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)},
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "gen   3/3" in done.stdout

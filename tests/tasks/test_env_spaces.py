@@ -14,7 +14,7 @@ from coevo.errors import ConfigError
 from coevo.runner import prepare
 from coevo.tasks import TaskSettableEnv
 
-CONF = Path(__file__).resolve().parent.parent / "conf" / "task"
+CONF = Path(__file__).resolve().parents[2] / "conf" / "task"
 NAMES = tasks.names()
 
 

@@ -19,7 +19,7 @@ from coevo.runner import prepare
 from coevo.tasks.generic import GymTaskEnv
 from coevo.tasks.protocol import PendingTaskMixin
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "conf" / "task" / "custom_example.yaml"
 PENDULUM_G = {"low": 2.0, "high": 20.0, "init": 10.0, "step": 1.0}
 
@@ -441,7 +441,7 @@ def test_an_env_with_dict_observations_is_flattened_as_gymnasium_does(rng):
     from coevo.policies import make_policy
     from coevo.tasks.generic import class_task_space
 
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     goal = {"goal": {"low": 0, "high": 3, "init": 2, "step": 1, "type": "int"}}
     space = class_task_space("goals", "dict_obs_env:GoalDictEnv", goal, max_episode_steps=20)
     env = space.make_env()

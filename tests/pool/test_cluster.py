@@ -23,7 +23,7 @@ from cluster_support import LocalCluster, alive, isolated_env
 
 from coevo import hydra_configs
 
-DRIVER = str(Path(__file__).with_name("cluster_support.py"))
+DRIVER = str(Path(__file__).resolve().parents[1] / "cluster_support.py")
 GENERATIONS = 6
 # Small and quick (CartPole's batched physics), with reproduction and transfers every
 # generation, so every kind of pool call runs on the cluster.

@@ -15,7 +15,7 @@ from coevo.checkpoint import CheckpointError
 from coevo.config import parse_config
 from coevo.errors import ConfigError
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # user_curricula, as a user's module
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # user_curricula, as a user's module
 
 RAW = {
     "pool": {"backend": "local", "num_workers": 1},
@@ -242,7 +242,7 @@ def test_coevo_run_ends_a_plugin_error_with_its_frames_and_the_way_back(tmp_path
         "test_set.every=0",
         "optimizer.population=4",
         f"hydra.run.dir={run}",
-        env={"PYTHONPATH": str(Path(__file__).resolve().parent)},
+        env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     assert done.returncode == 1, done.stderr[-2000:]
     lines = done.stderr.rstrip().splitlines()
@@ -388,7 +388,7 @@ def test_coevo_run_reports_a_state_that_stops_pickling_as_the_runs_error(tmp_pat
         "test_set.every=0",
         "optimizer.population=4",
         f"hydra.run.dir={run}",
-        env={"PYTHONPATH": str(Path(__file__).resolve().parent)},
+        env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     assert done.returncode == 1, done.stderr[-2000:]
     last = (run / "cli.log").read_text().splitlines()[-1]

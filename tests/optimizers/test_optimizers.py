@@ -209,7 +209,7 @@ def test_the_docs_hill_climber_declares_that_it_plays_one_task_per_step(cartpole
 
     from coevo.curricula.dr import DomainRandomization, DRConfig
 
-    docs = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text()
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text()
     source = docs.split("```python\n# mypkg/hill.py\n", 1)[1].split("```", 1)[0]
     module = types.ModuleType("docs_hill")
     sys.modules[module.__name__] = module  # dataclasses look their module up

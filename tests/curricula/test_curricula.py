@@ -266,7 +266,7 @@ def test_config_file_picks_the_dataclass_defaults(name):
     from coevo import curricula, hydra_configs
     from coevo.config import parse_config
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     text = yaml.safe_load((root / "conf" / "curriculum" / f"{name}.yaml").read_text())
     assert text == {"defaults": [f"{name}_defaults", "_self_"]}
     composed = parse_config(hydra_configs.compose(root / "conf", [f"curriculum={name}"]))

@@ -269,7 +269,7 @@ def test_batched_and_config_spaces_are_identical_on_ray_and_local(ray_session):
     from coevo.runner import prepare
 
     example = yaml.safe_load(
-        (Path(__file__).resolve().parent.parent / "conf/task/custom_example.yaml").read_text()
+        (Path(__file__).resolve().parents[2] / "conf/task/custom_example.yaml").read_text()
     )
     custom, _ = prepare(parse_config({"task": example}))
     for space in (tasks.get("pendulum"), custom):

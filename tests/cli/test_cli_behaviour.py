@@ -261,7 +261,7 @@ def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(tm
         "curriculum.generations=5",
         *([] if in_a_row == 3 else [f"curriculum.failed_generations={in_a_row}"]),  # default 3
         f"hydra.run.dir={tmp_path}",
-        env={"PYTHONPATH": str(Path(__file__).parent)},
+        env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
@@ -281,7 +281,7 @@ def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(tm
 
 
 def test_a_resumed_run_counts_the_failed_generations_before_its_stop(tmp_path):
-    env = {"PYTHONPATH": str(Path(__file__).parent)}
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     first = cli(
         "coevo-run", *FAILING, "curriculum.generations=6", f"hydra.run.dir={tmp_path}", env=env
     )
@@ -299,7 +299,7 @@ def test_a_resumed_run_counts_the_failed_generations_before_its_stop(tmp_path):
 def test_pool_evaluate_raises_on_a_failed_episode_instead_of_a_silent_nan(rng):
     import sys
 
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from fragile_env import FragileCartPole
 
     from coevo.policies import PolicySpec
@@ -642,7 +642,7 @@ def test_poet_on_a_space_without_a_solved_score_is_warned_its_thresholds_are_unc
         "+task.params.hazard={low: 0, high: 3, init: 0, step: 3, round_to: 1}",
         "task.max_episode_steps=100",
         f"hydra.run.dir={tmp_path}",
-        env={"PYTHONPATH": str(Path(__file__).parent)},
+        env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines()[0] == (

@@ -26,7 +26,7 @@ from coevo import curricula, optimizers
 from coevo.config import RunConfig, parse_config
 from coevo.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Numeric fields that any finite value suits (scores and thresholds of the user's env).
 UNBOUNDED = {
     "curriculum.repro_threshold",
@@ -455,7 +455,7 @@ def test_every_config_class_of_coevo_builds_from_its_defaults():
 
 
 def test_a_plugin_without_a_config_class_of_its_own_is_told_to_write_one():
-    sys.path.insert(0, str(Path(__file__).resolve().parent))  # user_curricula
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # user_curricula
     raw = {"optimizer": {"name": "user_curricula:NoConfigES", "sigma": 0.2}}
     with pytest.raises(ConfigError) as refused:
         parse_config(raw)
@@ -467,7 +467,7 @@ def test_a_plugin_without_a_config_class_of_its_own_is_told_to_write_one():
 
 
 def test_a_plugin_whose_own_config_adds_no_field_gets_the_plain_unknown_key_message():
-    sys.path.insert(0, str(Path(__file__).resolve().parent))  # user_curricula
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # user_curricula
     raw = {"optimizer": {"name": "user_curricula:NameOnlyOptimizer", "sigma": 0.2}}
     with pytest.raises(ConfigError, match=r"^optimizer.sigma: unknown key; allowed: name$"):
         parse_config(raw)

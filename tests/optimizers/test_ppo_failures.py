@@ -22,7 +22,8 @@ FRAGILE = [
     "+task.entry_point=fragile_env:FragileCartPole",
     *SMALL_PPO,
 ]
-TESTS_ON_PATH = {"PYTHONPATH": str(Path(__file__).parent)}  # the env, by its import path
+# tests/ on the path: the env, by its import path
+TESTS_ON_PATH = {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 ALWAYS_BROKEN = "+task.params.hazard={low: 1, high: 1, init: 1, step: 0, round_to: 1}"
 HALF_BROKEN = "+task.params.hazard={low: 0, high: 1, init: 0, step: 1, round_to: 1}"
 
