@@ -9,6 +9,8 @@ from cli_support import COEVO_RUN, ROOT, cli
 
 from coevo.pool.stats import is_runtime_column
 
+# One worker under xdist: the Ray run (`ray_run`) made once for the module.
+pytestmark = pytest.mark.xdist_group("test_cli")
 SMALL = [
     "curriculum.generations=4",
     "curriculum.optimizer_steps=3",

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from cli_support import COEVO_RUN, ROOT, cli, run_tables
+from cli_support import COEVO_RUN, ROOT, cli, cli_in_process, run_tables
 
 from coevo.pool import EvaluationError, EvaluationPool
 
@@ -37,7 +37,9 @@ SMALL = [
     ],
 )
 def test_a_typo_exits_2_naming_the_closest_valid_keys(tmp_path, typo, suggestion):
-    done = cli("coevo-run", "pool=local", typo, f"hydra.run.dir={tmp_path}", cwd=tmp_path)
+    done = cli_in_process(
+        "coevo-run", "pool=local", typo, f"hydra.run.dir={tmp_path}", cwd=tmp_path
+    )
     assert done.returncode == 2, done.stderr
     key = typo.split("=")[0]
     assert done.stderr.startswith(f"coevo-run: error: {key}: unknown key; did you mean: ")
@@ -54,7 +56,7 @@ def test_an_address_where_no_cluster_answers_exits_2_at_once(tmp_path, address, 
     # Ray's own connect retries for ever (a typo'd port or host hung the run for good).
     started = time.monotonic()
     run = tmp_path / "run"
-    done = cli("coevo-run", f"pool.address={address}", f"hydra.run.dir={run}", timeout=120)
+    done = cli_in_process("coevo-run", f"pool.address={address}", f"hydra.run.dir={run}")
     assert done.returncode == 2, done.stderr[-3000:]
     assert f"coevo-run: error: pool.address: no Ray cluster answers at {address} (" in done.stderr
     assert why in done.stderr and "ray start --head" in done.stderr
@@ -63,7 +65,7 @@ def test_an_address_where_no_cluster_answers_exits_2_at_once(tmp_path, address, 
 
 
 def test_an_unknown_group_choice_exits_2_listing_the_choices(tmp_path):
-    done = cli("coevo-run", "curriculum=poett", f"hydra.run.dir={tmp_path}")
+    done = cli_in_process("coevo-run", "curriculum=poett", f"hydra.run.dir={tmp_path}")
     assert done.returncode == 2
     assert done.stderr == (  # the presets' *_defaults nodes are not choices to offer
         "coevo-run: error: curriculum: unknown choice 'poett'; did you mean: poet; allowed: "
@@ -126,13 +128,13 @@ def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(
 
     if backend == "ray" or signum == signal.SIGTERM:
         return  # resuming exactly is the same whatever stopped it; the first case checks it
-    resumed = cli("coevo-run", f"resume={run}")
+    resumed = cli_in_process("coevo-run", f"resume={run}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"after generation {generation}" in resumed.stdout
     assert not (run / "stopped.txt").exists()  # it went on and completed
     assert 'class="stopped"' not in (run / "report.html").read_text()
     clean = tmp_path / "clean"
-    assert cli("coevo-run", *args, f"hydra.run.dir={clean}").returncode == 0
+    assert cli_in_process("coevo-run", *args, f"hydra.run.dir={clean}").returncode == 0
     for name, frame in run_tables(clean).items():
         pd.testing.assert_frame_equal(run_tables(run)[name], frame, obj=name)
 
@@ -140,7 +142,7 @@ def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(
 def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     short, long = tmp_path / "short", tmp_path / "long"
     assert (
-        cli(
+        cli_in_process(
             "coevo-run",
             *SMALL,
             "curriculum.generations=3",
@@ -150,36 +152,40 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
         == 0
     )
     assert (
-        cli("coevo-run", *SMALL, "curriculum.generations=5", f"hydra.run.dir={long}").returncode
+        cli_in_process(
+            "coevo-run", *SMALL, "curriculum.generations=5", f"hydra.run.dir={long}"
+        ).returncode
         == 0
     )
 
-    refused = cli("coevo-run", f"resume={short}", "optimizer.lr=0.5")
+    refused = cli_in_process("coevo-run", f"resume={short}", "optimizer.lr=0.5")
     assert refused.returncode == 2
     assert refused.stderr.startswith("coevo-run: error: optimizer.lr: cannot be changed on resume")
     assert "allowed with resume=: curriculum.generations, report_every_s" in refused.stderr
     assert f"start a new run from this run's weights: policy.start_from={short}" in refused.stderr
-    bad = cli("coevo-run", f"resume={short}", "curriculum.generations=0")
+    bad = cli_in_process("coevo-run", f"resume={short}", "curriculum.generations=0")
     assert bad.returncode == 2 and "curriculum.generations: must be an integer >= 1" in bad.stderr
 
-    typo = cli("coevo-run", f"resume={short}", "curriculum.generatons=5")
+    typo = cli_in_process("coevo-run", f"resume={short}", "curriculum.generatons=5")
     assert typo.returncode == 2
     assert typo.stderr.startswith(
         "coevo-run: error: curriculum.generatons: unknown key; did you mean: curriculum.generations"
     )
-    hydra_key = cli("coevo-run", f"resume={short}", "hydra.run.dir=elsewhere")
+    hydra_key = cli_in_process("coevo-run", f"resume={short}", "hydra.run.dir=elsewhere")
     assert hydra_key.returncode == 2
     assert hydra_key.stderr.startswith(
         "coevo-run: error: hydra.run.dir: Hydra's settings are not taken on resume"
     )
-    complete = cli("coevo-run", f"resume={short}")  # all 3 generations done: says how to extend
+    complete = cli_in_process(
+        "coevo-run", f"resume={short}"
+    )  # all 3 generations done: says how to extend
     assert complete.returncode == 0 and "gen " not in complete.stdout
     assert "nothing to run: the run's 3 generations are done; extend it with" in complete.stdout
-    preset = cli("coevo-run", f"resume={short}", "pool=remote")
+    preset = cli_in_process("coevo-run", f"resume={short}", "pool=remote")
     assert preset.returncode == 2
     assert "pool: unknown preset 'remote'; allowed: local, ray" in preset.stderr
 
-    local_limit = cli("coevo-run", f"resume={short}", "pool.episode_timeout_s=60")
+    local_limit = cli_in_process("coevo-run", f"resume={short}", "pool.episode_timeout_s=60")
     assert local_limit.returncode == 2
     assert "pool.episode_timeout_s: only the ray backend enforces it" in local_limit.stderr
 
@@ -200,7 +206,9 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     # A pool preset, as a fresh run of the run's own command with pool=local: every pool.*
     # setting composed again (the ray-only limits set above go back to null; the command's
     # pool.envs_per_worker=16 stays).
-    on_local = cli("coevo-run", f"resume={short}", "curriculum.generations=6", "pool=local")
+    on_local = cli_in_process(
+        "coevo-run", f"resume={short}", "curriculum.generations=6", "pool=local"
+    )
     assert on_local.returncode == 0, on_local.stderr[-3000:]
     assert "after generation 5" in on_local.stdout and "gen   6/6" in on_local.stdout
     pool = yaml.safe_load((short / "config.yaml").read_text())["pool"]
@@ -221,7 +229,7 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     config = _apply_resume_overrides(load_run_config(short), ["pool=ray"], short)
     assert (config.pool.backend, config.pool.envs_per_worker) == ("ray", 16)
     # Fewer generations than the checkpoint holds would run nothing: refused by name.
-    fewer = cli("coevo-run", f"resume={short}", "curriculum.generations=4")
+    fewer = cli_in_process("coevo-run", f"resume={short}", "curriculum.generations=4")
     assert fewer.returncode == 2
     assert "curriculum.generations: 4 is fewer than the 6 generations the checkpoint" in (
         fewer.stderr
@@ -232,10 +240,10 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
 def test_resume_from_a_checkpoint_file_goes_on_from_that_generation(tmp_path):
     run = tmp_path / "run"
     args = [*SMALL, "curriculum.generations=4", "checkpoints_kept=5"]
-    assert cli("coevo-run", *args, f"hydra.run.dir={run}").returncode == 0
+    assert cli_in_process("coevo-run", *args, f"hydra.run.dir={run}").returncode == 0
     expected = run_tables(run)
     second = run / "checkpoints" / "gen_000002.pkl"
-    again = cli("coevo-run", f"resume={second}")
+    again = cli_in_process("coevo-run", f"resume={second}")
     assert again.returncode == 0, again.stderr[-3000:]
     assert "after generation 2" in again.stdout and "gen   3/4" in again.stdout
     for name, frame in expected.items():
@@ -255,13 +263,12 @@ FAILING = [
 
 @pytest.mark.parametrize("in_a_row", [1, 3])
 def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(tmp_path, in_a_row):
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         *FAILING,
         "curriculum.generations=5",
         *([] if in_a_row == 3 else [f"curriculum.failed_generations={in_a_row}"]),  # default 3
         f"hydra.run.dir={tmp_path}",
-        env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
@@ -281,14 +288,13 @@ def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(tm
 
 
 def test_a_resumed_run_counts_the_failed_generations_before_its_stop(tmp_path):
-    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    first = cli(
-        "coevo-run", *FAILING, "curriculum.generations=6", f"hydra.run.dir={tmp_path}", env=env
+    first = cli_in_process(
+        "coevo-run", *FAILING, "curriculum.generations=6", f"hydra.run.dir={tmp_path}"
     )
     assert "coevo-run: error: generation 3: all " in first.stderr, first.stderr[-3000:]
     # Checkpoints of generations 1 and 2 (both all failed): the resumed run's generation 3
     # is the third in a row, as it was in the undisturbed run.
-    again = cli("coevo-run", f"resume={tmp_path}", env=env)
+    again = cli_in_process("coevo-run", f"resume={tmp_path}")
     assert again.returncode == 1, again.stdout + again.stderr
     assert "resuming" in again.stdout and "after generation 2" in again.stdout
     assert "coevo-run: error: generation 3: all " in again.stderr
@@ -318,20 +324,23 @@ def test_pool_evaluate_raises_on_a_failed_episode_instead_of_a_silent_nan(rng):
     assert np.isnan(info.value.returns[1]).all() and list(info.value.errors) == [1]
 
 
-def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path):
+def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path, monkeypatch):
     """Two runs in one directory would mix their rows in the tables and their checkpoints;
     the second is refused by name, and the first run's files are left as they were."""
     run = tmp_path / "run2"  # SMALL's seed=2: the ${seed} case below names it too
-    first = cli("coevo-run", *SMALL, "curriculum.generations=2", f"hydra.run.dir={run}")
+    first = cli_in_process("coevo-run", *SMALL, "curriculum.generations=2", f"hydra.run.dir={run}")
     assert first.returncode == 0, first.stderr
     before = _files(run)
-    again = cli("coevo-run", *SMALL, "curriculum.generations=3", "seed=5", f"hydra.run.dir={run}")
+    again = cli_in_process(
+        "coevo-run", *SMALL, "curriculum.generations=3", "seed=5", f"hydra.run.dir={run}"
+    )
     assert again.returncode == 2
     assert again.stderr.startswith(f"coevo-run: error: hydra.run.dir: {run} already holds a run")
     assert f"coevo-run resume={run}" in again.stderr
     assert _files(run) == before  # .hydra/ included: Hydra's record of the first run kept
     assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2]
     # Quoted, or through an interpolation, as Hydra resolves it: refused before Hydra writes.
+    monkeypatch.setenv("RUN_N", "n")
     for given in (
         f"hydra.run.dir='{run}'",
         f"hydra.run.dir={run.parent}/ru${{oc.env:RUN_N}}2",
@@ -339,16 +348,16 @@ def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path):
         # a timestamp that names the same directory again (as ${now:%Y-%m-%d} does all day)
         f"hydra.run.dir={run.parent}/ru${{now:n2}}",
     ):
-        again = cli("coevo-run", *SMALL, given, env={"RUN_N": "n"})
+        again = cli_in_process("coevo-run", *SMALL, given)
         assert again.returncode == 2, (given, again.stderr[-2000:])
         assert "already holds a run" in again.stderr
         assert _files(run) == before
     # Hydra's inspect flags write nothing: they work on that directory.
-    shown = cli("coevo-run", *SMALL, f"hydra.run.dir={run}", "--cfg", "job")
+    shown = cli_in_process("coevo-run", *SMALL, f"hydra.run.dir={run}", "--cfg", "job")
     assert shown.returncode == 0 and "curriculum:" in shown.stdout
     assert _files(run) == before
     # What the message says to do works: the run goes on in its own directory.
-    resumed = cli("coevo-run", f"resume={run}", "curriculum.generations=3")
+    resumed = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=3")
     assert resumed.returncode == 0, resumed.stderr
     assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2, 3]
 
@@ -364,15 +373,17 @@ def test_a_directory_of_the_users_own_is_kept_and_an_empty_checkpoints_folder_is
     `checkpoints/` folder with no checkpoint in it does not make a directory a run."""
     mine = tmp_path / "mine"
     mine.mkdir()
-    refused = cli("coevo-run", *SMALL, "curriculum.generations=0", f"hydra.run.dir='{mine}'")
+    refused = cli_in_process(
+        "coevo-run", *SMALL, "curriculum.generations=0", f"hydra.run.dir='{mine}'"
+    )
     assert refused.returncode == 2 and "curriculum.generations" in refused.stderr
     assert mine.is_dir() and not any(mine.iterdir())
     (mine / "checkpoints").mkdir()
-    done = cli("coevo-run", *SMALL, "curriculum.generations=1", f"hydra.run.dir={mine}")
+    done = cli_in_process("coevo-run", *SMALL, "curriculum.generations=1", f"hydra.run.dir={mine}")
     assert done.returncode == 0, done.stderr[-3000:]
     # A run's tables without its config.yaml: resume= could not continue it, so not offered.
     (mine / "config.yaml").unlink()
-    again = cli("coevo-run", *SMALL, "curriculum.generations=1", f"hydra.run.dir={mine}")
+    again = cli_in_process("coevo-run", *SMALL, "curriculum.generations=1", f"hydra.run.dir={mine}")
     assert again.returncode == 2 and "already holds a run" in again.stderr
     assert "resume=" not in again.stderr and "start this one in another directory" in again.stderr
 
@@ -409,7 +420,7 @@ def test_a_sweep_directory_whose_job_directory_holds_a_run_is_refused(tmp_path):
     sweep = tmp_path / "sweep"
     (sweep / "0").mkdir(parents=True)
     (sweep / "0" / "summary.csv").write_text("generation\n1\n")
-    done = cli("coevo-run", "-m", *SMALL, "seed=1,2", f"hydra.sweep.dir={sweep}")
+    done = cli_in_process("coevo-run", "-m", *SMALL, "seed=1,2", f"hydra.sweep.dir={sweep}")
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr.startswith(f"coevo-run: error: hydra.sweep.dir: {sweep / '0'} already")
     assert sorted(p.name for p in (sweep / "0").iterdir()) == ["summary.csv"]
@@ -435,14 +446,16 @@ def test_poet_thresholds_above_the_tasks_solved_score_are_warned_of(tmp_path):
     """POET's defaults are on CartPole's scale; on Pendulum (returns <= 0) no pair could
     ever reproduce, which a run used to show only as 'eligible 0' every generation."""
     small = ["pool=local", "curriculum.generations=1", "optimizer.population=4"]
-    pendulum = cli("coevo-run", *small, "task=pendulum", f"hydra.run.dir={tmp_path / 'p'}")
+    pendulum = cli_in_process(
+        "coevo-run", *small, "task=pendulum", f"hydra.run.dir={tmp_path / 'p'}"
+    )
     assert pendulum.returncode == 0, pendulum.stderr[-3000:]
     assert pendulum.stdout.splitlines()[0] == (
         "warning: curriculum.repro_threshold 200 and curriculum.mc_lower 50 above the solved "
         "score of task space 'pendulum' (-200): pairs may never reproduce or pass the minimal "
         "criterion; set curriculum.repro_threshold, mc_lower and mc_upper on its scale"
     )
-    scaled = cli(
+    scaled = cli_in_process(
         "coevo-run",
         *small,
         "task=pendulum",
@@ -452,7 +465,7 @@ def test_poet_thresholds_above_the_tasks_solved_score_are_warned_of(tmp_path):
         f"hydra.run.dir={tmp_path / 's'}",
     )
     assert scaled.returncode == 0 and "warning" not in scaled.stdout
-    cartpole = cli("coevo-run", *small, f"hydra.run.dir={tmp_path / 'c'}")
+    cartpole = cli_in_process("coevo-run", *small, f"hydra.run.dir={tmp_path / 'c'}")
     assert cartpole.returncode == 0 and "warning" not in cartpole.stdout
 
 
@@ -514,7 +527,9 @@ def test_settings_a_group_file_leaves_out_are_taken_without_a_plus():
     ],
 )
 def test_a_policy_setting_its_kind_would_ignore_is_refused(tmp_path, overrides, message):
-    done = cli("coevo-run", "pool=local", *overrides, f"hydra.run.dir={tmp_path / 'run'}")
+    done = cli_in_process(
+        "coevo-run", "pool=local", *overrides, f"hydra.run.dir={tmp_path / 'run'}"
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith(f"coevo-run: error: {message}"), done.stderr
 
@@ -564,7 +579,7 @@ def test_resume_of_a_run_another_process_is_running_is_refused(tmp_path):
 
     run = tmp_path / "run"
     args = [*SMALL, "curriculum.generations=3"]
-    assert cli("coevo-run", *args, f"hydra.run.dir={run}").returncode == 0
+    assert cli_in_process("coevo-run", *args, f"hydra.run.dir={run}").returncode == 0
     assert (run / ".coevo.lock").read_text().startswith("pid ")  # the finished run's
     with open(run / ".coevo.lock", "a+") as held:  # another process running there now
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -572,13 +587,15 @@ def test_resume_of_a_run_another_process_is_running_is_refused(tmp_path):
         held.truncate()
         held.write("pid 4242")
         held.flush()
-        refused = cli("coevo-run", f"resume={run}", "curriculum.generations=6")
+        refused = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=6")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert refused.stderr == (
         f"coevo-run: error: resume: {run} is in use: a coevo-run (pid 4242) is running there; "
         "wait for it to end or stop it first\n"
     )
-    resumed = cli("coevo-run", f"resume={run}", "curriculum.generations=6")  # lock released
+    resumed = cli_in_process(
+        "coevo-run", f"resume={run}", "curriculum.generations=6"
+    )  # lock released
     assert resumed.returncode == 0, resumed.stderr[-3000:]
 
 
@@ -593,7 +610,7 @@ def test_a_new_run_in_a_directory_another_run_is_starting_in_says_how_to_part_th
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         held.write("pid 4242")
         held.flush()
-        refused = cli("coevo-run", *SMALL, f"hydra.run.dir={run}")
+        refused = cli_in_process("coevo-run", *SMALL, f"hydra.run.dir={run}")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert refused.stderr == (
         f"coevo-run: error: hydra.run.dir: {run} is in use: a coevo-run (pid 4242) is running "
@@ -617,7 +634,7 @@ def test_a_plus_on_a_nested_config_group_stays_a_plus(tmp_path):
 def test_coevo_run_help_lists_the_choices_a_user_has():
     """--help starts with what coevo-run does and lists each group's options, not the
     `*_defaults` files a group's options share (Hydra's own help listed those too)."""
-    done = cli("coevo-run", "--help")
+    done = cli_in_process("coevo-run", "--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("coevo-run: co-evolve tasks and policies")
     assert "curriculum: accel, alp_gmm, dr, enhanced_poet, plr, poet, poet_paper\n" in done.stdout
@@ -632,7 +649,7 @@ def test_poet_on_a_space_without_a_solved_score_is_warned_its_thresholds_are_unc
 ):
     # tests/fragile_env.py's space (hazard 0: CartPole) declares no solved_score: POET's
     # CartPole-scale thresholds are not checked against it, and ANNECS cannot count.
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "pool=local",
         "curriculum.generations=1",
@@ -642,7 +659,6 @@ def test_poet_on_a_space_without_a_solved_score_is_warned_its_thresholds_are_unc
         "+task.params.hazard={low: 0, high: 3, init: 0, step: 3, round_to: 1}",
         "task.max_episode_steps=100",
         f"hydra.run.dir={tmp_path}",
-        env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines()[0] == (

@@ -25,6 +25,8 @@ sb3 = pytest.importorskip("stable_baselines3")
 from stable_baselines3.common.evaluation import evaluate_policy  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize  # noqa: E402
 
+# One worker under xdist: the trained models (`files`) made once for the module.
+pytestmark = pytest.mark.xdist_group("test_byo")
 TESTS = ROOT / "tests"
 CORRIDOR = "rllib_style_env:CorridorLevelsEnv"
 LEVEL = {"level": {"low": 1, "high": 5, "init": 1, "step": 1, "type": "int"}}

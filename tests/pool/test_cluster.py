@@ -23,6 +23,8 @@ from cluster_support import LocalCluster, alive, isolated_env
 
 from coevo import hydra_configs
 
+# One worker under xdist: the one-node run and the cluster made once for the module.
+pytestmark = pytest.mark.xdist_group("test_cluster")
 DRIVER = str(Path(__file__).resolve().parents[1] / "cluster_support.py")
 GENERATIONS = 6
 # Small and quick (CartPole's batched physics), with reproduction and transfers every

@@ -12,6 +12,8 @@ from coevo import tasks
 from coevo.report import plots
 from coevo.report.html import ParamFormat, write_report
 
+# One worker under xdist: the run (`run_dir`) made once for the module.
+pytestmark = pytest.mark.xdist_group("test_report")
 SMALL = [*SMALL_POET, "test_set.every=2"]
 
 

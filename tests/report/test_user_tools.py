@@ -11,6 +11,8 @@ from cli_support import BIN, ROOT, SMALL_POET, cli, page_result_in_chromium
 
 from coevo.errors import ConfigError
 
+# One worker under xdist: the run (`run_dir`) made once for the module.
+pytestmark = pytest.mark.xdist_group("test_user_tools")
 SMALL = SMALL_POET
 
 
