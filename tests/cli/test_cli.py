@@ -5,7 +5,7 @@ import sys
 
 import pandas as pd
 import pytest
-from cli_support import COEVO_RUN, ROOT, cli
+from cli_support import COEVO_RUN, ROOT, cli, cli_in_process
 
 from coevo.pool.stats import is_runtime_column
 
@@ -125,7 +125,9 @@ def test_population_and_report(ray_run):
 
 
 def test_local_backend_gives_the_same_tables(ray_run, tmp_path):
-    done = cli("coevo-run", *SMALL, "pool=local", "pool.num_workers=1", f"hydra.run.dir={tmp_path}")
+    done = cli_in_process(
+        "coevo-run", *SMALL, "pool=local", "pool.num_workers=1", f"hydra.run.dir={tmp_path}"
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     for name in ("summary.csv", "eligibility.csv"):
         ray_table = pd.read_csv(ray_run[0] / name)
@@ -136,15 +138,15 @@ def test_local_backend_gives_the_same_tables(ray_run, tmp_path):
 
 
 def test_resume_continues_from_the_last_checkpoint(tmp_path):
-    first = cli("coevo-run", *SMALL, "pool=local", f"hydra.run.dir={tmp_path / 'a'}")
+    first = cli_in_process("coevo-run", *SMALL, "pool=local", f"hydra.run.dir={tmp_path / 'a'}")
     assert first.returncode == 0, first.stderr[-3000:]
     # A shorter run, then extended by resuming with more generations recorded in its config.
     short = [arg.replace("generations=4", "generations=2") for arg in SMALL]
-    done = cli("coevo-run", *short, "pool=local", f"hydra.run.dir={tmp_path / 'b'}")
+    done = cli_in_process("coevo-run", *short, "pool=local", f"hydra.run.dir={tmp_path / 'b'}")
     assert done.returncode == 0, done.stderr[-3000:]
     config = tmp_path / "b" / "config.yaml"
     config.write_text(config.read_text().replace("generations: 2", "generations: 4"))
-    resumed = cli("coevo-run", f"resume={tmp_path / 'b'}")
+    resumed = cli_in_process("coevo-run", f"resume={tmp_path / 'b'}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout and "gen   3/4" in resumed.stdout
     log = (tmp_path / "b" / "cli.log").read_text()  # the first part's lines, then the resumed
@@ -205,6 +207,6 @@ def test_bad_input_stops_before_ray_with_a_named_field(override, message, tmp_pa
 
 
 def test_unknown_override_key_is_refused_by_hydra(tmp_path):
-    done = cli("coevo-run", "pool.num_worker=3", f"hydra.run.dir={tmp_path}")
+    done = cli_in_process("coevo-run", "pool.num_worker=3", f"hydra.run.dir={tmp_path}")
     assert done.returncode != 0
     assert "num_worker" in done.stderr

@@ -7,7 +7,7 @@ import dataclasses
 import pandas as pd
 import pytest
 import yaml
-from cli_support import ROOT, cli, run_tables
+from cli_support import ROOT, cli_in_process, run_tables
 
 from coevo import hydra_configs, runner
 from coevo.config import RunConfig, parse_config
@@ -98,7 +98,7 @@ OVERRIDES = [
 def test_the_api_and_coevo_run_write_identical_tables_for_the_same_settings(tmp_path):
     api_dir, cli_dir = tmp_path / "api", tmp_path / "cli"
     runner.run(parse_config(SETTINGS), api_dir, echo=lambda line: None)
-    done = cli("coevo-run", *OVERRIDES, f"hydra.run.dir={cli_dir}")
+    done = cli_in_process("coevo-run", *OVERRIDES, f"hydra.run.dir={cli_dir}")
     assert done.returncode == 0, done.stderr[-3000:]
     api, command = run_tables(api_dir, TABLES), run_tables(cli_dir, TABLES)
     assert len(api["summary.csv"]) == 3 and len(api["eligibility.csv"]) > 3

@@ -7,7 +7,7 @@ import signal
 
 import pandas as pd
 import pytest
-from cli_support import cli, run_and_kill_after_checkpoint, run_tables
+from cli_support import cli_in_process, run_and_kill_after_checkpoint, run_tables
 
 # Small settings that still exercise each rule within a few generations.
 SETTINGS = {
@@ -38,7 +38,7 @@ def _args(name: str, generations: int, *extra: str) -> list[str]:
 @pytest.mark.parametrize("name", list(SETTINGS))
 def test_each_curriculum_runs_on_a_continuous_task_space(name, task, tmp_path):
     run = tmp_path / "run"
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         *_args(name, 3, f"task={task}", "optimizer.population=4", "seed=2"),
         f"hydra.run.dir={run}",
@@ -59,7 +59,7 @@ def test_sigkill_mid_run_then_resume_matches_an_undisturbed_run(name, tmp_path):
     # checkpoint 3 lands in the middle of the run.
     args = _args(name, 14, "optimizer.population=48", "seed=4")
     clean = tmp_path / "clean"
-    done = cli("coevo-run", *args, f"hydra.run.dir={clean}")
+    done = cli_in_process("coevo-run", *args, f"hydra.run.dir={clean}")
     assert done.returncode == 0, done.stderr[-3000:]
 
     killed = tmp_path / "killed"
@@ -67,7 +67,7 @@ def test_sigkill_mid_run_then_resume_matches_an_undisturbed_run(name, tmp_path):
     assert process.returncode == -signal.SIGKILL
     assert not (killed / "checkpoints" / "gen_000014.pkl").exists()
 
-    resumed = cli("coevo-run", f"resume={killed}")
+    resumed = cli_in_process("coevo-run", f"resume={killed}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout
 
@@ -89,7 +89,9 @@ def test_each_curriculum_trains_with_ppo(name, task, tmp_path):
     run = tmp_path / "run"
     steps = PPO_STEPS[task]
     ppo = [*PPO, f"optimizer.n_steps={steps}", f"optimizer.batch_size={steps}"]
-    done = cli("coevo-run", *_args(name, 4, f"task={task}", "seed=3", *ppo), f"hydra.run.dir={run}")
+    done = cli_in_process(
+        "coevo-run", *_args(name, 4, f"task={task}", "seed=3", *ppo), f"hydra.run.dir={run}"
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     tables = run_tables(run)
     summary = tables["summary.csv"]
@@ -148,7 +150,9 @@ def test_a_curriculum_that_cannot_work_with_its_optimizer_stops_before_ray(
 def test_the_default_settings_replay_and_train_within_the_default_run(name, tmp_path):
     """`coevo-run curriculum=plr` as typed: PLR⊥ trains only on replayed levels, so the
     buffer must reach its fill within the run (dcd's 4000 levels never did in 30 gens)."""
-    done = cli("coevo-run", "pool=local", f"curriculum={name}", f"hydra.run.dir={tmp_path}")
+    done = cli_in_process(
+        "coevo-run", "pool=local", f"curriculum={name}", f"hydra.run.dir={tmp_path}"
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "would never start" not in done.stdout + done.stderr
     summary = pd.read_csv(tmp_path / "summary.csv")

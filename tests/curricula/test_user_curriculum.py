@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from cli_support import cli, run_and_kill_after_checkpoint, run_tables
+from cli_support import cli, cli_in_process, run_and_kill_after_checkpoint, run_tables
 
 HERE = Path(__file__).resolve().parents[1]  # tests/, where user_curricula.py lives
 # where the user's module lives, ahead of whatever PYTHONPATH already says
@@ -45,7 +45,7 @@ def _args(tmp_path: Path) -> list[str]:
 def test_a_user_curriculum_runs_through_coevo_run_and_resumes_after_sigkill(tmp_path):
     args = _args(tmp_path)
     clean = tmp_path / "clean"
-    done = cli("coevo-run", *args, f"hydra.run.dir={clean}", env=ENV)
+    done = cli_in_process("coevo-run", *args, f"hydra.run.dir={clean}")
     assert done.returncode == 0, done.stderr[-3000:]
     assert (clean / "report.html").stat().st_size > 1000
     assert (clean / "checkpoints" / "gen_000010.pkl").exists()
@@ -68,7 +68,7 @@ def test_a_user_curriculum_runs_through_coevo_run_and_resumes_after_sigkill(tmp_
     assert process.returncode == -signal.SIGKILL
     assert not (killed / "checkpoints" / "gen_000010.pkl").exists()
 
-    resumed = cli("coevo-run", f"resume={killed}", env=ENV)
+    resumed = cli_in_process("coevo-run", f"resume={killed}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout and "gen  10/10" in resumed.stdout
     got = run_tables(killed)
@@ -80,7 +80,7 @@ def test_a_user_curriculum_runs_through_coevo_run_and_resumes_after_sigkill(tmp_
 def test_a_bad_setting_of_a_user_curriculum_is_refused_by_name(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
-    done = cli("coevo-run", *_args(tmp_path), "curriculum.spread=2", env=ENV, cwd=work)
+    done = cli_in_process("coevo-run", *_args(tmp_path), "curriculum.spread=2", cwd=work)
     assert done.returncode == 2
     assert "curriculum.spread: must be a number in [0, 1], got 2" in done.stderr
     # Hydra made a run directory before the config was checked; nothing of it is left.
@@ -94,11 +94,11 @@ def test_settings_a_user_config_file_leaves_out_are_settings_on_the_command_line
     (conf / "curriculum").mkdir(parents=True)
     (conf / "curriculum" / "bare.yaml").write_text("name: user_curricula:NearbyTasks\n")
     args = [f"hydra.searchpath=[file://{conf}]", "curriculum=bare", "pool=local"]
-    done = cli("coevo-run", *args, "curriculum.spread=2", env=ENV, cwd=tmp_path)
+    done = cli_in_process("coevo-run", *args, "curriculum.spread=2", cwd=tmp_path)
     assert done.returncode == 2
     assert "curriculum.spread: must be a number in [0, 1], got 2" in done.stderr
     run_dir = tmp_path / "run"
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         *args,
         "curriculum.generations=2",
@@ -106,7 +106,6 @@ def test_settings_a_user_config_file_leaves_out_are_settings_on_the_command_line
         "curriculum.rounds=1",
         "optimizer.population=8",
         f"hydra.run.dir={run_dir}",
-        env=ENV,
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -119,7 +118,7 @@ def test_a_plugin_named_on_the_command_line_takes_the_presets_settings_it_has(tm
     # settings of the user's class are dropped, not refused as unknown keys; those it has
     # (generations) carry over.
     run_dir = tmp_path / "run"
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "curriculum.name=user_curricula:NearbyTasks",
         "curriculum.generations=2",
@@ -127,7 +126,6 @@ def test_a_plugin_named_on_the_command_line_takes_the_presets_settings_it_has(tm
         "optimizer.population=8",
         "pool=local",
         f"hydra.run.dir={run_dir}",
-        env=ENV,
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -146,7 +144,7 @@ def test_a_plugin_named_on_the_command_line_takes_the_presets_settings_it_has(tm
 )
 def test_a_plugin_named_in_any_override_form_takes_its_own_settings(tmp_path, named):
     run_dir = tmp_path / "run"
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         named,
         "curriculum.generations=2",
@@ -154,7 +152,6 @@ def test_a_plugin_named_in_any_override_form_takes_its_own_settings(tmp_path, na
         "optimizer.population=8",
         "pool=local",
         f"hydra.run.dir={run_dir}",
-        env=ENV,
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -165,7 +162,7 @@ def test_a_plugin_named_in_any_override_form_takes_its_own_settings(tmp_path, na
     "names", ["user_curricula:NearbyTasks,dr", "choice(user_curricula:NearbyTasks,dr)"]
 )
 def test_a_sweep_over_plugin_names_accepts_each_ones_settings(tmp_path, names):
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "-m",
         f"curriculum.name={names}",
@@ -174,7 +171,6 @@ def test_a_sweep_over_plugin_names_accepts_each_ones_settings(tmp_path, names):
         "pool=local",
         f"hydra.sweep.dir={tmp_path / 'sweep'}",
         "curriculum.spread=0.3",
-        env=ENV,
         cwd=tmp_path,
     )
     # Checked before Hydra: spread is a setting of one of the swept plug-ins. (DR's job is
@@ -208,14 +204,13 @@ def test_a_plugin_unrelated_to_the_preset_keeps_its_own_defaults(tmp_path):
     # A user's optimizer with a `sigma` of its own (default 0.05) named over ES's preset
     # (sigma 0.1): the same name, another meaning; its default stays.
     run_dir = tmp_path / "run"
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "optimizer.name=user_curricula:SigmaOptimizer",
         "curriculum.name=user_curricula:NearbyTasks",
         "curriculum.generations=1",
         "pool=local",
         f"hydra.run.dir={run_dir}",
-        env=ENV,
         cwd=tmp_path,
     )
     # (Its ask raises: the run stops at its first step, after config.yaml is written.)
@@ -228,7 +223,7 @@ def test_a_task_space_of_the_users_own_by_import_path(tmp_path):
     # tests/user_tasks.py: CartPole whose mutation changes one parameter at a time. POET's
     # children then differ from their parent in exactly one parameter.
     run_dir = tmp_path / "run"
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "task.name=user_tasks:cartpole_one_at_a_time",
         "curriculum.generations=4",
@@ -237,7 +232,6 @@ def test_a_task_space_of_the_users_own_by_import_path(tmp_path):
         "optimizer.population=8",
         "pool=local",
         f"hydra.run.dir={run_dir}",
-        env=ENV,
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -250,16 +244,16 @@ def test_a_task_space_of_the_users_own_by_import_path(tmp_path):
         parent = population.loc[int(child["parent_id"])]
         changed = [k for k, v in task["params"].items() if v != parent[f"task.{k}"]]
         assert len(changed) == 1, (task, parent)
-    typo = cli("coevo-run", "task.name=user_tasks:nope", "pool=local", env=ENV, cwd=tmp_path)
+    typo = cli_in_process("coevo-run", "task.name=user_tasks:nope", "pool=local", cwd=tmp_path)
     assert typo.returncode == 2
     assert "task.name: module 'user_tasks' has no 'nope'" in typo.stderr
-    a_class = cli("coevo-run", "task.name=user_tasks:OneAtATime", "pool=local", env=ENV)
+    a_class = cli_in_process("coevo-run", "task.name=user_tasks:OneAtATime", "pool=local")
     assert a_class.returncode == 2
     assert "task.name: 'user_tasks:OneAtATime' is a class; name a TaskSpace" in a_class.stderr
 
 
 def test_a_named_plugin_that_does_not_import_is_the_error_not_its_settings(tmp_path):
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "optimizer.name=mypkg.hill:HillClimber",
         "optimizer.tries=16",
@@ -328,7 +322,7 @@ def test_a_config_class_whose_settings_would_go_unread_or_unchecked_is_refused(n
 def test_a_policy_kind_of_the_users_own_by_import_path(tmp_path):
     # policy.name=package.module:builder, as task.name and the plug-ins take theirs: a kind
     # registered in the user's module was reachable only if something else imported it.
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "policy.name=user_curricula:small_mlp",
         "curriculum.generations=1",
@@ -336,7 +330,6 @@ def test_a_policy_kind_of_the_users_own_by_import_path(tmp_path):
         "pool=local",
         "test_set.every=0",
         f"hydra.run.dir={tmp_path}",
-        env=ENV,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     from coevo import checkpoint
@@ -359,20 +352,19 @@ def test_a_policy_kind_of_the_users_own_by_import_path(tmp_path):
             "policy.name: 'user_curricula:number_builder' returned a int, not a coevo Policy",
         ),
     ]:
-        refused = cli("coevo-run", f"policy.name={name}", "pool=local", env=ENV)
+        refused = cli_in_process("coevo-run", f"policy.name={name}", "pool=local")
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
 
 
 def test_a_named_plugins_unknown_key_is_matched_against_its_own_settings(tmp_path):
     # The preset's ES keys (optimizer.lr_min, ...) are no suggestion for a plug-in that
     # replaces ES: its own fields are (SigmaConfig: name, sigma).
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "optimizer.name=user_curricula:SigmaOptimizer",
         "optimizer.lr_mn=1",
         "pool=local",
         f"hydra.run.dir={tmp_path}",
-        env=ENV,
     )
     assert done.returncode == 2
     (line,) = [line for line in done.stderr.splitlines() if line.startswith("coevo-run:")]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pytest
-from cli_support import cli
+from cli_support import cli_in_process
 
 from coevo import optimizers
 from coevo.curricula.training import optimize
@@ -169,7 +169,7 @@ POET_SMALL = [
     ids=["es", "ars"],
 )
 def test_poet_runs_with_each_optimizer_from_the_command_line(tmp_path, optimizer):
-    done = cli("coevo-run", *POET_SMALL, *optimizer, f"hydra.run.dir={tmp_path}")
+    done = cli_in_process("coevo-run", *POET_SMALL, *optimizer, f"hydra.run.dir={tmp_path}")
     assert done.returncode == 0, done.stderr[-3000:]
     summary = pd.read_csv(tmp_path / "summary.csv")
     population = pd.read_csv(tmp_path / "population.csv")
@@ -190,9 +190,9 @@ def test_ars_state_checkpoints_and_resumes_exactly(tmp_path):
         "checkpoints_kept=5",
         f"hydra.run.dir={tmp_path}",
     ]
-    assert cli("coevo-run", *args).returncode == 0
+    assert cli_in_process("coevo-run", *args).returncode == 0
     tables = {n: pd.read_csv(tmp_path / n) for n in ("eligibility.csv", "population.csv")}
-    resumed = cli("coevo-run", f"resume={tmp_path / 'checkpoints' / 'gen_000001.pkl'}")
+    resumed = cli_in_process("coevo-run", f"resume={tmp_path / 'checkpoints' / 'gen_000001.pkl'}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "after generation 1" in resumed.stdout
     for name, frame in tables.items():

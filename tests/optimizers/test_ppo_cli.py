@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import yaml
-from cli_support import SMALL_PPO, cli
+from cli_support import SMALL_PPO, cli, cli_in_process
 
 pytest.importorskip("torch")
 
@@ -54,7 +54,7 @@ PPO_DIAGNOSTICS = (
     ],
 )
 def test_bad_ppo_settings_exit_2_naming_the_field(tmp_path, overrides, message):
-    done = cli("coevo-run", *overrides, f"hydra.run.dir={tmp_path}", timeout=120)
+    done = cli_in_process("coevo-run", *overrides, f"hydra.run.dir={tmp_path}")
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert message in done.stdout + done.stderr
     assert "pool:" not in done.stdout  # refused before any worker started
@@ -64,7 +64,7 @@ def test_policy_name_on_the_command_line_takes_that_kinds_own_defaults(tmp_path)
     # policy.name=actor_critic beside the default policy=mlp group: the mlp file's
     # hidden [16] was for the mlp; the actor-critic takes its own [64, 64], as
     # policy=actor_critic gives it. What the command line states stays.
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "optimizer=ppo",
         "policy=mlp",
@@ -75,7 +75,6 @@ def test_policy_name_on_the_command_line_takes_that_kinds_own_defaults(tmp_path)
         "curriculum.generations=1",
         "test_set.every=0",
         f"hydra.run.dir={tmp_path}",
-        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     policy = yaml.safe_load((tmp_path / "config.yaml").read_text())["policy"]
@@ -126,8 +125,8 @@ def test_enhanced_poet_with_ppo_admits_children_and_transfers(tmp_path):
 def test_a_refused_update_is_a_row_in_eligibility_csv(tmp_path):
     # Every update moves the weights farther than max_update_norm allows: each is refused,
     # the pairs keep their weights and the run goes on. (NaN rewards are refused the same
-    # way: tests/test_ppo.py.)
-    done = cli(
+    # way: tests/optimizers/test_ppo.py.)
+    done = cli_in_process(
         "coevo-run",
         *SMALL_PPO,
         "pool=local",
@@ -135,7 +134,6 @@ def test_a_refused_update_is_a_row_in_eligibility_csv(tmp_path):
         "curriculum.generations=1",
         "curriculum.optimizer_steps=2",
         f"hydra.run.dir={tmp_path}",
-        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = pd.read_csv(tmp_path / "eligibility.csv")
@@ -153,7 +151,7 @@ def test_a_refused_update_is_a_row_in_eligibility_csv(tmp_path):
 def test_a_single_policy_curriculum_writes_refused_updates_and_counts_ppo_episodes(tmp_path):
     """DR with PPO: a refused update is a step_failed row (as POET writes it), the policy
     keeps its weights; the summary counts the episodes that ended in the rollouts."""
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         *SMALL_PPO,
         "pool=local",
@@ -163,7 +161,6 @@ def test_a_single_policy_curriculum_writes_refused_updates_and_counts_ppo_episod
         "curriculum.generations=2",
         "test_set.every=0",
         f"hydra.run.dir={tmp_path}",
-        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = pd.read_csv(tmp_path / "eligibility.csv")
@@ -178,7 +175,7 @@ def test_a_single_policy_curriculum_writes_refused_updates_and_counts_ppo_episod
     assert (summary["steps_per_s"] <= summary["env_steps"] / summary["wall_s"] * 1.001).all()
     assert not set(PPO_DIAGNOSTICS) & set(summary.columns)  # every update refused: none
     trained = tmp_path / "trained"
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         *SMALL_PPO,
         "pool=local",
@@ -187,7 +184,6 @@ def test_a_single_policy_curriculum_writes_refused_updates_and_counts_ppo_episod
         "curriculum.generations=2",
         "test_set.every=0",
         f"hydra.run.dir={trained}",
-        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = pd.read_csv(trained / "summary.csv")
@@ -211,11 +207,13 @@ def test_a_resumed_ppo_run_equals_an_undisturbed_one(tmp_path):
         "seed=3",
     ]
     straight, split = tmp_path / "straight", tmp_path / "split"
-    done = cli("coevo-run", *args, "curriculum.generations=3", f"hydra.run.dir={straight}")
+    done = cli_in_process(
+        "coevo-run", *args, "curriculum.generations=3", f"hydra.run.dir={straight}"
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    done = cli("coevo-run", *args, "curriculum.generations=2", f"hydra.run.dir={split}")
+    done = cli_in_process("coevo-run", *args, "curriculum.generations=2", f"hydra.run.dir={split}")
     assert done.returncode == 0, done.stderr[-3000:]
-    resumed = cli("coevo-run", f"resume={split}", "curriculum.generations=3")
+    resumed = cli_in_process("coevo-run", f"resume={split}", "curriculum.generations=3")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout
     for name in ("summary.csv", "eligibility.csv", "population.csv"):
@@ -227,7 +225,7 @@ def test_a_resumed_ppo_run_equals_an_undisturbed_one(tmp_path):
 
 
 def test_plr_replay_rows_say_when_the_step_kept_the_weights(tmp_path):
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         *SMALL_PPO,
         "pool=local",
@@ -238,7 +236,6 @@ def test_plr_replay_rows_say_when_the_step_kept_the_weights(tmp_path):
         "optimizer.max_update_norm=1e-9",  # every update refused
         "test_set.every=0",
         f"hydra.run.dir={tmp_path}",
-        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = pd.read_csv(tmp_path / "eligibility.csv")
@@ -265,7 +262,7 @@ def test_optimizer_ppo_picks_its_actor_critic_policy_unless_one_is_named():
 def test_a_rollout_in_which_no_episode_ends_says_why_it_has_no_training_return(tmp_path):
     """n_steps shorter than every episode: the training return is NaN, and the rows and a
     single warning say why (they said nothing)."""
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         *SMALL_PPO,
         "optimizer.n_steps=4",  # CartPole's episodes last at least 8 steps
@@ -274,7 +271,6 @@ def test_a_rollout_in_which_no_episode_ends_says_why_it_has_no_training_return(t
         "curriculum.generations=2",
         "test_set.every=0",
         f"hydra.run.dir={tmp_path}",
-        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     why = "no episode ended within the rollout's optimizer.n_steps=4 steps per stream"

@@ -3,7 +3,7 @@
 
 import numpy as np
 import pytest
-from cli_support import cli
+from cli_support import cli_in_process
 
 from coevo import checkpoint, runner, tasks
 from coevo.config import parse_config
@@ -154,7 +154,7 @@ def test_coevo_run_takes_start_from_on_the_command_line(tmp_path):
     theta = np.full(114, 0.01, dtype=np.float32)  # mlp [16] on CartPole: 4*16+16 + 16*2+2
     np.save(tmp_path / "theta.npy", theta)
     run_dir = tmp_path / "run"
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "pool=local",
         "curriculum=dr",

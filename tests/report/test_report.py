@@ -6,7 +6,7 @@ import re
 
 import pandas as pd
 import pytest
-from cli_support import SMALL_POET, cli, page_result_in_chromium
+from cli_support import SMALL_POET, cli_in_process, page_result_in_chromium
 
 from coevo import tasks
 from coevo.report import plots
@@ -20,7 +20,7 @@ SMALL = [*SMALL_POET, "test_set.every=2"]
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("report") / "r"
-    done = cli("coevo-run", *SMALL, f"hydra.run.dir={path}")
+    done = cli_in_process("coevo-run", *SMALL, f"hydra.run.dir={path}")
     assert done.returncode == 0, done.stderr[-3000:]
     return path
 

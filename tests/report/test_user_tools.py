@@ -7,7 +7,7 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
-from cli_support import BIN, ROOT, SMALL_POET, cli, page_result_in_chromium
+from cli_support import BIN, ROOT, SMALL_POET, cli_in_process, page_result_in_chromium
 
 from coevo.errors import ConfigError
 
@@ -19,13 +19,13 @@ SMALL = SMALL_POET
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("run") / "r"
-    done = cli("coevo-run", *SMALL, "logger=tensorboard", f"hydra.run.dir={path}")
+    done = cli_in_process("coevo-run", *SMALL, "logger=tensorboard", f"hydra.run.dir={path}")
     assert done.returncode == 0, done.stderr[-3000:]
     return path
 
 
 def test_eligible_parents_mode_reports_who_passes(tmp_path):
-    done = cli(
+    done = cli_in_process(
         "coevo-run", "experiment=eligible_parents", "pool=local", f"hydra.run.dir={tmp_path}"
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -48,7 +48,7 @@ def test_eligible_parents_mode_reports_who_passes(tmp_path):
     assert 'src="plots/eligible.png"' in page and "over its 5 episodes" in page
     assert (tmp_path / "plots" / "eligible.png").stat().st_size > 1000
     # It trains nothing and saves no policy: coevo-eval says so, not "no usable checkpoint".
-    evaluated = cli("coevo-eval", tmp_path)
+    evaluated = cli_in_process("coevo-eval", tmp_path)
     assert evaluated.returncode == 2
     assert evaluated.stderr == (
         f"coevo-eval: error: run: {tmp_path} is an eligible_parents run: it evaluates the pairs "
@@ -60,7 +60,7 @@ def test_eligible_parents_mode_reports_who_passes(tmp_path):
 def test_eligible_parents_bad_pairs_file_names_the_field(tmp_path):
     bad = tmp_path / "pairs.yaml"
     bad.write_text("pairs:\n  - task: {gravty: 3}\n    policy: x.npy\n")
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "experiment=eligible_parents",
         f"eligible.pairs_file={bad}",
@@ -108,23 +108,23 @@ def test_a_broken_pairs_file_or_policy_is_refused_by_name(tmp_path, pairs, npy, 
 def test_coevo_report_rebuilds_the_page_from_files(run_dir):
     (run_dir / "report.html").unlink()
     shutil.rmtree(run_dir / "plots")
-    done = cli("coevo-report", run_dir)
+    done = cli_in_process("coevo-report", run_dir)
     assert done.returncode == 0, done.stderr
     page = (run_dir / "report.html").read_text()
     for image in ("plots/curves.png", "plots/lineage.png", "plots/heatmap.png"):
         assert f'src="{image}"' in page and (run_dir / image).stat().st_size > 2000
     assert 'id="eligibility"' in page and "filterRows" in page
-    assert cli("coevo-report", run_dir / "nope").returncode == 2
+    assert cli_in_process("coevo-report", run_dir / "nope").returncode == 2
 
 
 @pytest.mark.parametrize("program", ["coevo-report", "coevo-eval"])
 def test_help_is_printed_on_stdout_and_exits_0(program):
     for flag in ("-h", "--help"):
-        done = cli(program, flag)
+        done = cli_in_process(program, flag)
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith(f"usage: {program} RUN_DIR")
-    assert "video=FILE.gif film the first episode" in cli("coevo-eval", "--help").stdout
-    done = cli(program)  # no run directory: the usage, as an error
+    assert "video=FILE.gif film the first episode" in cli_in_process("coevo-eval", "--help").stdout
+    done = cli_in_process(program)  # no run directory: the usage, as an error
     assert done.returncode == 2 and done.stderr.startswith(f"usage: {program} RUN_DIR")
 
 
@@ -133,7 +133,7 @@ def test_coevo_report_works_on_a_crashed_run_with_a_torn_line(run_dir, tmp_path)
     shutil.copytree(run_dir, crashed)
     with open(crashed / "eligibility.csv", "a") as handle:
         handle.write("5,parent,eligibility,eligi")  # killed mid-append
-    done = cli("coevo-report", crashed)
+    done = cli_in_process("coevo-report", crashed)
     assert done.returncode == 0, done.stderr
     rows = pd.read_csv(run_dir / "eligibility.csv")
     page = (crashed / "report.html").read_text()
@@ -147,7 +147,7 @@ def test_coevo_report_names_a_table_it_cannot_read(run_dir, tmp_path):
     shutil.copytree(run_dir, damaged)
     with open(damaged / "summary.csv", "a") as handle:
         handle.write('garbage,"\n')  # an unterminated quote, edited in by hand
-    done = cli("coevo-report", damaged)
+    done = cli_in_process("coevo-report", damaged)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith(
         f"coevo-report: error: {damaged / 'summary.csv'}: cannot be read as a table (Error "
@@ -156,7 +156,7 @@ def test_coevo_report_names_a_table_it_cannot_read(run_dir, tmp_path):
 
 def test_coevo_eval_prints_episode_returns_and_writes_a_gif(run_dir, tmp_path):
     gif = tmp_path / "episode.gif"
-    done = cli("coevo-eval", run_dir, "pair=0", "episodes=3", f"video={gif}")
+    done = cli_in_process("coevo-eval", run_dir, "pair=0", "episodes=3", f"video={gif}")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("pair 0 policy on Task(cartpole")
@@ -175,7 +175,7 @@ def test_coevo_eval_says_which_checkpoint_it_read_and_why_not_the_newest(run_dir
     data = bytearray(newest.read_bytes())
     data[len(data) // 2] ^= 1  # one flipped bit
     newest.write_bytes(data)
-    done = cli("coevo-eval", damaged, "pair=0", "episodes=1")
+    done = cli_in_process("coevo-eval", damaged, "pair=0", "episodes=1")
     assert done.returncode == 0, done.stderr
     previous = int(saved[-2].stem.split("_")[1])
     assert f"(checkpoint of generation {previous})" in done.stdout.splitlines()[0]
@@ -185,10 +185,12 @@ def test_coevo_eval_says_which_checkpoint_it_read_and_why_not_the_newest(run_dir
 
 def test_coevo_eval_on_another_task_and_bad_arguments(run_dir):
     checkpoint = sorted((run_dir / "checkpoints").glob("gen_*.pkl"))[-1]
-    done = cli("coevo-eval", checkpoint, "pair=0", "task=gravity=25,force_mag=4", "episodes=2")
+    done = cli_in_process(
+        "coevo-eval", checkpoint, "pair=0", "task=gravity=25,force_mag=4", "episodes=2"
+    )
     assert done.returncode == 0, done.stderr
     assert "force_mag=4, gravity=25" in done.stdout
-    other = cli("coevo-eval", run_dir, "pair=0", "task=1", "episodes=1")
+    other = cli_in_process("coevo-eval", run_dir, "pair=0", "task=1", "episodes=1")
     assert other.returncode == 0, other.stderr
     assert other.stdout.startswith("pair 0 policy on pair 1's task Task(cartpole: ")
     # A reader that has gone (`| head -1` after its line; here before the first one, so
@@ -207,23 +209,25 @@ def test_coevo_eval_on_another_task_and_bad_arguments(run_dir):
         os.close(write_end)
     stderr = gone.stderr.decode()
     assert gone.returncode == 0 and "BrokenPipeError" not in stderr, stderr
-    bad = cli("coevo-eval", run_dir, "pair=999")
+    bad = cli_in_process("coevo-eval", run_dir, "pair=999")
     assert bad.returncode == 2 and "no pair 999 in this run; known: 0" in bad.stderr
     # Out of distribution (a test of generalisation): evaluated as given, and said so.
-    far = cli("coevo-eval", run_dir, "pair=0", "task=gravity=99", "episodes=2")
+    far = cli_in_process("coevo-eval", run_dir, "pair=0", "task=gravity=99", "episodes=2")
     assert far.returncode == 0, far.stderr
     assert "gravity=99" in far.stdout and "mean " in far.stdout
     assert far.stderr == (
         "coevo-eval: warning: task.gravity 99 is outside the run's bounds [2, 30]: evaluated "
         "as given (out of distribution)\n"
     )
-    bad = cli("coevo-eval", run_dir, "task=gravty=9")
+    bad = cli_in_process("coevo-eval", run_dir, "task=gravty=9")
     assert bad.returncode == 2 and "task.params.gravty: unknown parameter" in bad.stderr
-    bad = cli("coevo-eval", run_dir, "task=gravity=inf")
+    bad = cli_in_process("coevo-eval", run_dir, "task=gravity=inf")
     assert bad.returncode == 2 and "task.gravity: must be a finite number, got 'inf'" in bad.stderr
-    bad = cli("coevo-eval", run_dir, "colour=red")
+    bad = cli_in_process("coevo-eval", run_dir, "colour=red")
     assert bad.returncode == 2 and "unknown argument 'colour=red'" in bad.stderr
-    bad = cli("coevo-eval", run_dir, "episodes=0", "episodes=1")  # the last one was taken
+    bad = cli_in_process(
+        "coevo-eval", run_dir, "episodes=0", "episodes=1"
+    )  # the last one was taken
     assert bad.returncode == 2
     assert "episodes given twice (episodes=0, episodes=1); give it once" in bad.stderr
     for argument, message in [
@@ -234,7 +238,7 @@ def test_coevo_eval_on_another_task_and_bad_arguments(run_dir):
         ("video=out.mp4", "video: 'out.mp4': only .gif is written; e.g. video=out.gif"),
         ("video=/no/dir/a.gif", "video: '/no/dir/a.gif': directory /no/dir does not exist"),
     ]:
-        bad = cli("coevo-eval", run_dir, argument)
+        bad = cli_in_process("coevo-eval", run_dir, argument)
         assert bad.returncode == 2, argument
         assert bad.stderr.strip() == f"coevo-eval: error: {message}", bad.stderr
 
@@ -271,7 +275,7 @@ def test_the_page_loads_in_headless_chromium_and_shows_its_images(run_dir, tmp_p
 
 
 def test_hydra_multirun_sweeps_a_rule_parameter(tmp_path):
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "-m",
         "pool=local",
@@ -292,7 +296,7 @@ def test_coevo_eval_replays_a_single_policy_curriculum(tmp_path):
     """coevo-eval reads any curriculum's policies, not only POET's pairs; so does a pairs
     file's checkpoint entry (pair: the policy's index)."""
     run = tmp_path / "dr"
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "pool=local",
         "curriculum=dr",
@@ -327,12 +331,12 @@ def test_coevo_eval_replays_a_single_policy_curriculum(tmp_path):
     pairs.write_text(yaml.safe_dump({"pairs": [{"policy": {"checkpoint": str(empty), "pair": 0}}]}))
     with pytest.raises(ConfigError, match=r"pairs\[0\].policy.checkpoint: no usable checkpoint"):
         load_pairs(pairs, space, policy)
-    done = cli("coevo-eval", run, "episodes=2", "task=gravity=12")
+    done = cli_in_process("coevo-eval", run, "episodes=2", "task=gravity=12")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("policy 0 (") and "gravity=12" in lines[0]
     assert [line.split(":")[0] for line in lines[1:3]] == ["episode 0", "episode 1"]
-    bad = cli("coevo-eval", run, "pair=3")
+    bad = cli_in_process("coevo-eval", run, "pair=3")
     assert bad.returncode == 2 and "no policy 3 in this run; known: 0 (" in bad.stderr
 
 
@@ -347,10 +351,10 @@ def test_a_relative_path_in_a_users_preset_is_relative_to_the_preset(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     common = (f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]", "experiment=mine", "pool=local")
-    done = cli("coevo-run", *common, f"hydra.run.dir={tmp_path / 'run'}", cwd=elsewhere)
+    done = cli_in_process("coevo-run", *common, f"hydra.run.dir={tmp_path / 'run'}", cwd=elsewhere)
     assert done.returncode == 0, done.stderr
     assert "pairs eligible to reproduce" in done.stdout
-    typed = cli("coevo-run", *common, "eligible.pairs_file=pairs.yaml", cwd=elsewhere)
+    typed = cli_in_process("coevo-run", *common, "eligible.pairs_file=pairs.yaml", cwd=elsewhere)
     assert typed.returncode == 2 and "eligible.pairs_file: pairs.yaml not found" in typed.stderr
 
 
