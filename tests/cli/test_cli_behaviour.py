@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 from cli_support import COEVO_RUN, ROOT, cli, cli_in_process, run_tables
+from phrases import assert_says
 
 from coevo.pool import EvaluationError, EvaluationPool
 
@@ -67,10 +68,10 @@ def test_an_address_where_no_cluster_answers_exits_2_at_once(tmp_path, address, 
 def test_an_unknown_group_choice_exits_2_listing_the_choices(tmp_path):
     done = cli_in_process("coevo-run", "curriculum=poett", f"hydra.run.dir={tmp_path}")
     assert done.returncode == 2
-    assert done.stderr == (  # the presets' *_defaults nodes are not choices to offer
-        "coevo-run: error: curriculum: unknown choice 'poett'; did you mean: poet; allowed: "
-        "accel, alp_gmm, dr, enhanced_poet, plr, poet, poet_paper\n"
-    )
+    assert done.stderr.startswith("coevo-run: error: curriculum: ")
+    assert_says(done.stderr, "unknown choice 'poett'", "did you mean: poet")
+    # the presets' *_defaults nodes are not choices to offer
+    assert "accel, alp_gmm, dr, enhanced_poet, plr, poet, poet_paper\n" in done.stderr
 
 
 def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 240) -> None:
@@ -168,9 +169,8 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
 
     typo = cli_in_process("coevo-run", f"resume={short}", "curriculum.generatons=5")
     assert typo.returncode == 2
-    assert typo.stderr.startswith(
-        "coevo-run: error: curriculum.generatons: unknown key; did you mean: curriculum.generations"
-    )
+    assert typo.stderr.startswith("coevo-run: error: curriculum.generatons: ")
+    assert_says(typo.stderr, "unknown key", "did you mean: curriculum.generations")
     hydra_key = cli_in_process("coevo-run", f"resume={short}", "hydra.run.dir=elsewhere")
     assert hydra_key.returncode == 2
     assert hydra_key.stderr.startswith(
@@ -450,10 +450,14 @@ def test_poet_thresholds_above_the_tasks_solved_score_are_warned_of(tmp_path):
         "coevo-run", *small, "task=pendulum", f"hydra.run.dir={tmp_path / 'p'}"
     )
     assert pendulum.returncode == 0, pendulum.stderr[-3000:]
-    assert pendulum.stdout.splitlines()[0] == (
-        "warning: curriculum.repro_threshold 200 and curriculum.mc_lower 50 above the solved "
-        "score of task space 'pendulum' (-200): pairs may never reproduce or pass the minimal "
-        "criterion; set curriculum.repro_threshold, mc_lower and mc_upper on its scale"
+    warning = pendulum.stdout.splitlines()[0]
+    assert warning.startswith("warning: ")
+    assert_says(
+        warning,
+        "curriculum.repro_threshold 200",
+        "curriculum.mc_lower 50",
+        "solved score of task space 'pendulum' (-200)",
+        "mc_upper",
     )
     scaled = cli_in_process(
         "coevo-run",
@@ -543,10 +547,9 @@ def test_a_yaml_error_in_the_users_own_config_is_named_not_a_traceback(tmp_path,
     with pytest.raises(SystemExit) as stop:
         _check_overrides([f"hydra.searchpath=[file://{tmp_path}]", "task=pt"])
     assert stop.value.code == 2
-    assert capsys.readouterr().err == (
-        f"coevo-run: error: {broken}: invalid YAML at line 3, column 1: expected ',' or '}}', "
-        "but got '<stream end>'\n"
-    )
+    error = capsys.readouterr().err
+    assert error.startswith(f"coevo-run: error: {broken}: ")
+    assert_says(error, "invalid YAML at line 3, column 1", "expected ',' or '}'")
 
 
 def test_a_plus_on_a_key_the_config_already_has_overrides_it():
@@ -589,13 +592,10 @@ def test_resume_of_a_run_another_process_is_running_is_refused(tmp_path):
         held.flush()
         refused = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=6")
     assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert refused.stderr == (
-        f"coevo-run: error: resume: {run} is in use: a coevo-run (pid 4242) is running there; "
-        "wait for it to end or stop it first\n"
-    )
-    resumed = cli_in_process(
-        "coevo-run", f"resume={run}", "curriculum.generations=6"
-    )  # lock released
+    assert refused.stderr.startswith(f"coevo-run: error: resume: {run} is in use")
+    assert_says(refused.stderr, "(pid 4242)", "wait for it to end")
+    # the lock released
+    resumed = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=6")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
 
 
@@ -612,11 +612,8 @@ def test_a_new_run_in_a_directory_another_run_is_starting_in_says_how_to_part_th
         held.flush()
         refused = cli_in_process("coevo-run", *SMALL, f"hydra.run.dir={run}")
     assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert refused.stderr == (
-        f"coevo-run: error: hydra.run.dir: {run} is in use: a coevo-run (pid 4242) is running "
-        "there; start this run in a directory of its own (hydra.run.dir=...): two runs started "
-        "in the same second get the same default directory\n"
-    )
+    assert refused.stderr.startswith(f"coevo-run: error: hydra.run.dir: {run} is in use")
+    assert_says(refused.stderr, "(pid 4242)", "a directory of its own (hydra.run.dir=...)")
 
 
 def test_a_plus_on_a_nested_config_group_stays_a_plus(tmp_path):
@@ -661,9 +658,8 @@ def test_poet_on_a_space_without_a_solved_score_is_warned_its_thresholds_are_unc
         f"hydra.run.dir={tmp_path}",
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.splitlines()[0] == (
-        "warning: task space 'fragile' declares no solved_score, so nothing checks the "
-        "curriculum's score thresholds (repro_threshold 200, mc_lower 50, mc_upper 475; "
-        "CartPole's scale by default) against its returns: set them on its scale; ANNECS "
-        "counts nothing without curriculum.solved_threshold"
+    warning = done.stdout.splitlines()[0]
+    assert warning.startswith("warning: task space 'fragile' declares no solved_score")
+    assert_says(
+        warning, "repro_threshold 200, mc_lower 50, mc_upper 475", "curriculum.solved_threshold"
     )

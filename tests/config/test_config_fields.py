@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from phrases import assert_says
 
 from coevo import config as config_module
 from coevo import curricula, optimizers
@@ -459,10 +460,12 @@ def test_a_plugin_without_a_config_class_of_its_own_is_told_to_write_one():
     raw = {"optimizer": {"name": "user_curricula:NoConfigES", "sigma": 0.2}}
     with pytest.raises(ConfigError) as refused:
         parse_config(raw)
-    assert str(refused.value) == (
-        "optimizer.sigma: unknown key: NoConfigES.config_class is OptimizerConfig, the base "
-        "config (name only); give NoConfigES a config_class, a frozen dataclass subclassing "
-        "it with your settings"
+    assert refused.value.field == "optimizer.sigma"
+    assert_says(
+        str(refused.value),
+        "unknown key",
+        "NoConfigES.config_class is OptimizerConfig",
+        "give NoConfigES a config_class, a frozen dataclass",
     )
 
 
@@ -481,9 +484,8 @@ def test_a_misspelled_keyword_of_a_python_config_names_its_section_and_the_fix()
     with pytest.raises(ConfigError) as info:
         PLRConfig(buffer_sze=3)
     assert info.value.field == "curriculum.buffer_sze"
-    assert str(info.value).startswith(
-        "curriculum.buffer_sze: unknown key of PLRConfig (did you mean buffer_size?); allowed: "
-        "name, generations,"
+    assert_says(
+        str(info.value), "unknown key of PLRConfig", "did you mean buffer_size?", "allowed: name,"
     )
     with pytest.raises(ConfigError, match=r"^optimizer.nsteps: unknown key of PPOConfig \(did"):
         PPOConfig(nsteps=64)

@@ -3,6 +3,7 @@
 import dataclasses
 
 import numpy as np
+from phrases import assert_says
 
 from coevo import ESConfig, EvolutionStrategy, Poet, PoetConfig
 from coevo.curricula.poet.novelty import (
@@ -147,10 +148,9 @@ def test_a_child_is_not_solved_in_the_generation_it_is_born(cartpole):
 
 
 def test_transfer_rule_compares_with_the_best_recent_score():
-    assert transfer(300.0, "policy of pair 2 (proposal)", 250.0, 5) == (
-        True,
-        "transferred: policy of pair 2 (proposal) scores 300.0 > best of last 5 scores 250.0",
-    )
+    ok, reason = transfer(300.0, "policy of pair 2 (proposal)", 250.0, 5)
+    assert ok and reason.startswith("transferred: policy of pair 2 (proposal)")
+    assert_says(reason, "300.0 > best of last 5 scores 250.0")
     ok, reason = transfer(300.0, "policy of pair 2 (direct)", 300.0, 5)
     assert not ok and reason.startswith("kept: best transfer")
     assert not transfer(float("nan"), "x", -np.inf, 5)[0]
@@ -160,22 +160,16 @@ def test_a_task_without_scores_compares_transfers_with_its_own_policy_in_the_sam
     # A child admitted this generation: its own policy, evaluated beside the others, is the
     # bar; a tie or a worse policy is no transfer (they were counted as transfers before).
     label = "policy of pair 1 (direct)"
-    assert transfer(80.0, label, -np.inf, 5, own_score=74.3) == (
-        True,
-        "transferred: policy of pair 1 (direct) scores 80.0 > its own policy's 74.3 in this "
-        "evaluation (no score of its own yet)",
-    )
-    assert transfer(71.3, label, -np.inf, 5, own_score=74.3) == (
-        False,
-        "kept: best transfer (policy of pair 1 (direct)) 71.3 ≤ its own policy's 74.3 in this "
-        "evaluation (no score of its own yet)",
-    )
+    ok, reason = transfer(80.0, label, -np.inf, 5, own_score=74.3)
+    assert ok and reason.startswith(f"transferred: {label}")
+    assert_says(reason, "80.0 > its own policy's 74.3", "no score of its own yet")
+    ok, reason = transfer(71.3, label, -np.inf, 5, own_score=74.3)
+    assert not ok and reason.startswith(f"kept: best transfer ({label})")
+    assert_says(reason, "71.3 ≤ its own policy's 74.3", "no score of its own yet")
     assert not transfer(71.3, label, -np.inf, 5, own_score=71.3)[0]
-    assert transfer(70.0, label, -np.inf, 5) == (
-        True,
-        "transferred: policy of pair 1 (direct) scores 70.0; the task has no score of its own "
-        "yet and its own policy's evaluation failed",
-    )
+    ok, reason = transfer(70.0, label, -np.inf, 5)
+    assert ok and reason.startswith(f"transferred: {label} scores 70.0")
+    assert_says(reason, "no score of its own", "its own policy's evaluation failed")
 
 
 def test_children_admitted_in_a_transfer_generation_take_only_better_policies(

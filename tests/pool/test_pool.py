@@ -4,6 +4,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from phrases import assert_says
 
 from coevo import tasks
 from coevo.errors import ConfigError
@@ -265,9 +266,11 @@ def test_a_policy_built_for_other_spaces_is_refused_by_name():
     policy = make_policy("mlp", cartpole.observation_space, cartpole.action_space, {})
     with pytest.raises(ConfigError) as refused:
         EvaluationPool(tasks.get("pendulum"), policy, backend="local")
-    assert str(refused.value) == (
-        "policy: built for observations of 4 values and 2 discrete actions; the env of task "
-        "space 'pendulum' has observations of 3 values and a 1-dimensional Box action"
+    assert refused.value.field == "policy"
+    assert_says(
+        str(refused.value),
+        "observations of 4 values and 2 discrete actions",
+        "'pendulum' has observations of 3 values and a 1-dimensional Box action",
     )
     with EvaluationPool(tasks.get("cartpole"), policy, backend="local") as pool:
         theta = policy.init(np.random.default_rng(0))
@@ -406,9 +409,8 @@ def test_a_closed_pool_says_so(backend, request, cartpole, cartpole_policy, work
     for name, call in calls.items():
         with pytest.raises(RuntimeError) as refused:
             call()
-        assert str(refused.value) == (
-            "EvaluationPool is closed; create a new one (a pool closes when its `with` block ends)"
-        ), name
+        message = str(refused.value)
+        assert "EvaluationPool is closed" in message and "create a new one" in message, name
 
 
 def test_a_pool_refuses_arguments_that_are_not_a_space_and_a_policy(cartpole, cartpole_policy):
