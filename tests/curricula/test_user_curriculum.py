@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from cli_support import cli, cli_in_process, run_and_kill_after_checkpoint, run_tables
+from phrases import assert_says
 
 HERE = Path(__file__).resolve().parents[1]  # tests/, where user_curricula.py lives
 # where the user's module lives, ahead of whatever PYTHONPATH already says
@@ -262,10 +263,8 @@ def test_a_named_plugin_that_does_not_import_is_the_error_not_its_settings(tmp_p
         cwd=tmp_path,
     )
     assert done.returncode == 2
-    assert done.stderr.startswith(
-        "coevo-run: error: optimizer.name: cannot import 'mypkg.hill' of "
-        "'mypkg.hill:HillClimber': No module named 'mypkg'"
-    ), done.stderr
+    assert done.stderr.startswith("coevo-run: error: optimizer.name: "), done.stderr
+    assert_says(done.stderr, "cannot import 'mypkg.hill'", "No module named 'mypkg'")
 
 
 def test_a_plugin_module_whose_own_code_raises_at_import_is_a_named_error(tmp_path):
@@ -287,11 +286,13 @@ def test_a_plugin_module_whose_own_code_raises_at_import_is_a_named_error(tmp_pa
         env={"PYTHONPATH": str(tmp_path)},
     )
     assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith(
-        "coevo-run: error: optimizer.name: importing 'loose' of 'loose:Loose' raised "
-        "TypeError('cannot inherit non-frozen dataclass from a frozen one') ("
-        f"{tmp_path / 'loose.py'}, line 3)"
-    ), done.stderr
+    assert done.stderr.startswith("coevo-run: error: optimizer.name: "), done.stderr
+    assert_says(
+        done.stderr,
+        "importing 'loose'",
+        "TypeError('cannot inherit non-frozen dataclass from a frozen one')",
+        f"{tmp_path / 'loose.py'}, line 3",
+    )
 
 
 @pytest.mark.parametrize(
@@ -386,7 +387,9 @@ def test_an_env_module_whose_own_code_raises_at_import_is_a_named_error(tmp_path
         env={"PYTHONPATH": str(tmp_path)},
     )
     assert done.returncode == 2, done.stderr
-    assert (
-        "importing 'broken_env' of 'broken_env:Env' raised ZeroDivisionError('division by zero') "
-        f"({tmp_path / 'broken_env.py'}, line 1)"
-    ) in done.stderr, done.stderr
+    assert_says(
+        done.stderr,
+        "importing 'broken_env'",
+        "ZeroDivisionError('division by zero')",
+        f"{tmp_path / 'broken_env.py'}, line 1",
+    )

@@ -13,6 +13,7 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
+from phrases import assert_says
 
 from coevo import tasks
 from coevo.optimizers.ppo import PPO, PPOConfig
@@ -336,9 +337,8 @@ def test_a_curriculum_gives_ppo_the_pools_policy():
     with EvaluationPool(space, mlp, backend="local", num_workers=1) as pool:
         with pytest.raises(
             ConfigError,
-            match=r"policy.name: optimizer ppo needs the actor-critic policy \(a value head\): "
-            r"policy=actor_critic on the command line, .* or coevo.make_policy\('actor_critic', "
-            r"obs_space, act_space, \{\}\) from Python; got MLPPolicy$",
+            match=r"^policy.name: optimizer ppo needs the actor-critic policy .* "
+            r"policy=actor_critic .*make_policy\('actor_critic', .* got MLPPolicy$",
         ):
             DomainRandomization(
                 DRConfig(), space=space, pool=pool, optimizer=PPO(config, mlp.num_params)
@@ -425,12 +425,14 @@ def test_streams_shorter_than_an_episode_under_a_curriculum_are_warned_of(overri
     if not warned:
         assert lines == []
         return
-    assert lines == [
-        f"warning: optimizer.n_steps=32 is shorter than an episode of task space 'cartpole' "
-        f"(up to 500 steps) and curriculum={config.curriculum.name} draws new tasks at each "
-        "update, so episodes longer than 32 steps are cut there: set optimizer.n_steps to "
-        "at least 500"
-    ]
+    (line,) = lines
+    assert line.startswith("warning: optimizer.n_steps=32 ")
+    assert_says(
+        line,
+        "task space 'cartpole' (up to 500 steps)",
+        f"curriculum={config.curriculum.name}",
+        "set optimizer.n_steps to at least 500",
+    )
 
 
 @pytest.mark.parametrize(

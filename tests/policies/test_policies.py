@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from phrases import assert_says
 
 from coevo import tasks
 from coevo.errors import ConfigError
@@ -188,10 +189,7 @@ def test_bad_torch_policy_options_name_the_field(tmp_path):
     assert str(refused.value).startswith(
         f"policy.module: {__name__}:Actor fails on an observation of shape (4,): ValueError("
     )
-    assert str(refused.value).endswith(
-        "; its first declared Linear layer (body.0: 3 -> 8) takes 3 inputs, the env's "
-        "observations have 4 values"
-    )
+    assert_says(str(refused.value), "(body.0: 3 -> 8) takes 3 inputs", "have 4 values")
     file = tmp_path / "actor.pt"
     torch.save(Actor(4, 2, width=5).state_dict(), file)
     with pytest.raises(
@@ -211,10 +209,7 @@ def test_layer_settings_given_to_a_torch_module_are_warned_of(caplog):
     assert caplog.text == ""
     with caplog.at_level("WARNING", logger="coevo.policies"):
         make_policy("torch", BOX4, TWO, {**module, "hidden": (32, 32), "activation": "relu"})
-    assert (
-        f"policy.hidden=[32, 32] is ignored by policy=torch: {__name__}:Actor's constructor "
-        "makes its layers (its sizes go in policy.kwargs)" in caplog.text
-    )
+    assert_says(caplog.text, "policy.hidden=[32, 32] is ignored by policy=torch", "policy.kwargs")
     assert "policy.activation=relu is ignored by policy=torch" in caplog.text
 
 
