@@ -27,7 +27,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize  # noqa: 
 
 # One worker under xdist: the trained models (`files`) made once for the module.
 pytestmark = pytest.mark.xdist_group("test_byo")
-TESTS = ROOT / "tests"
+# A user's modules on PYTHONPATH: tests/ (rllib_style_env) and this folder (test_byo:Actor).
+USER_PATH = os.pathsep.join([str(ROOT / "tests"), os.path.dirname(os.path.abspath(__file__))])
 CORRIDOR = "rllib_style_env:CorridorLevelsEnv"
 LEVEL = {"level": {"low": 1, "high": 5, "init": 1, "step": 1, "type": "int"}}
 SEEDS = range(4)
@@ -222,7 +223,7 @@ def _run(*args, tmp_path, env=None):
         "eligible.episodes=3",
         f"hydra.run.dir={tmp_path / 'run'}",
         *(a for a in args if a not in flags),
-        env={"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+        env={"PYTHONPATH": os.pathsep.join([USER_PATH, os.environ.get("PYTHONPATH", "")])}
         | (env or {}),
     )
 
@@ -491,7 +492,7 @@ def test_policy_kwargs_as_the_readme_writes_them_reach_the_users_module(tmp_path
         "curriculum.generations=1",
         "optimizer.population=4",
         f"hydra.run.dir={run}",
-        env={"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])},
+        env={"PYTHONPATH": os.pathsep.join([USER_PATH, os.environ.get("PYTHONPATH", "")])},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     config = yaml.safe_load((run / "config.yaml").read_text())
@@ -515,7 +516,7 @@ def test_coevo_eval_on_an_int_task_env_takes_the_level_alone_and_refuses_video(t
         "task_format": "scalar",
     }
     (config_dir / "task" / "corridor.yaml").write_text(yaml.safe_dump(corridor))
-    env = {"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    env = {"PYTHONPATH": os.pathsep.join([USER_PATH, os.environ.get("PYTHONPATH", "")])}
     run = tmp_path / "run"
     done = cli(
         "coevo-run",

@@ -3,7 +3,7 @@
 import signal
 
 import pandas as pd
-from cli_support import cli, run_and_kill_after_checkpoint, run_tables
+from cli_support import cli_in_process, run_and_kill_after_checkpoint, run_tables
 
 # Generations take long enough (a fraction of a second with batched physics, more on the
 # gym path) and are many enough that a kill right after generation 3 lands mid-run.
@@ -22,7 +22,7 @@ ARGS = [
 
 def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path):
     clean = tmp_path / "clean"
-    done = cli("coevo-run", *ARGS, f"hydra.run.dir={clean}")
+    done = cli_in_process("coevo-run", *ARGS, f"hydra.run.dir={clean}")
     assert done.returncode == 0, done.stderr[-3000:]
 
     killed = tmp_path / "killed"
@@ -32,7 +32,7 @@ def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path)
     summary_at_kill = pd.read_csv(killed / "summary.csv")
     assert summary_at_kill["generation"].max() < 12
 
-    resumed = cli("coevo-run", f"resume={killed}")
+    resumed = cli_in_process("coevo-run", f"resume={killed}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stdout and "gen  12/12" in resumed.stdout
 
@@ -45,11 +45,11 @@ def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path)
 def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous_one(tmp_path):
     run = tmp_path / "run"
     args = [a.replace("generations=12", "generations=3") for a in ARGS]
-    done = cli("coevo-run", *args, f"hydra.run.dir={run}")
+    done = cli_in_process("coevo-run", *args, f"hydra.run.dir={run}")
     assert done.returncode == 0, done.stderr[-3000:]
     newest = run / "checkpoints" / "gen_000003.pkl"
     newest.write_bytes(newest.read_bytes()[:100])  # truncated, as by a full disk
-    resumed = cli("coevo-run", f"resume={run}")
+    resumed = cli_in_process("coevo-run", f"resume={run}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "gen_000003.pkl is unreadable" in resumed.stdout + resumed.stderr
     assert "resuming" in resumed.stdout and "after generation 2" in resumed.stdout
