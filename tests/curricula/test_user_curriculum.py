@@ -296,28 +296,26 @@ def test_a_plugin_module_whose_own_code_raises_at_import_is_a_named_error(tmp_pa
 
 
 @pytest.mark.parametrize(
-    ("name", "message"),
+    ("name", "phrases"),
     [
         (
             "user_curricula:UndecoratedOptimizer",
-            "optimizer.name: user_curricula:UndecoratedOptimizer's config_class "
-            "UndecoratedConfig declares tries but is not a dataclass itself: decorate it with "
-            "@dataclass(frozen=True)",
+            ("UndecoratedConfig declares tries but is not a dataclass", "@dataclass(frozen=True)"),
         ),
         (
             "user_curricula:UnrelatedOptimizer",
-            "optimizer.name: user_curricula:UnrelatedOptimizer's config_class UnrelatedConfig "
-            "must subclass OptimizerConfig",
+            ("config_class UnrelatedConfig", "must subclass OptimizerConfig"),
         ),
     ],
 )
-def test_a_config_class_whose_settings_would_go_unread_or_unchecked_is_refused(name, message):
+def test_a_config_class_whose_settings_would_go_unread_or_unchecked_is_refused(name, phrases):
     from coevo.config import parse_config
     from coevo.errors import ConfigError
 
     with pytest.raises(ConfigError) as refused:
         parse_config({"optimizer": {"name": name}})
-    assert str(refused.value) == message
+    assert str(refused.value).startswith(f"optimizer.name: {name}'s ")
+    assert_says(str(refused.value), *phrases)
 
 
 def test_a_policy_kind_of_the_users_own_by_import_path(tmp_path):

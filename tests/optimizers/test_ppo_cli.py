@@ -25,10 +25,7 @@ PPO_DIAGNOSTICS = (
     [
         (
             ["optimizer=ppo", "policy=mlp"],
-            "policy.name: optimizer ppo needs the actor-critic policy (a value head): "
-            "policy=actor_critic on the command line, {'policy': {'name': 'actor_critic'}} in "
-            "parse_config's mapping (or leave policy out), or coevo.make_policy('actor_critic', "
-            "obs_space, act_space, {}) from Python; got MLPPolicy (policy=mlp)",
+            "policy.name: optimizer ppo needs the actor-critic policy",
         ),
         (
             ["optimizer=ppo", "policy=actor_critic", "optimizer.batch_size=1"],
