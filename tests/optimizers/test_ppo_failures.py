@@ -7,12 +7,10 @@ episode fails does; PLR gives a failed level no score (its stream's arrays are z
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
-from cli_support import SMALL_PPO, cli
+from cli_support import SMALL_PPO, cli_in_process
 
 pytest.importorskip("torch")
 
@@ -22,15 +20,13 @@ FRAGILE = [
     "+task.entry_point=fragile_env:FragileCartPole",
     *SMALL_PPO,
 ]
-# tests/ on the path: the env, by its import path
-TESTS_ON_PATH = {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 ALWAYS_BROKEN = "+task.params.hazard={low: 1, high: 1, init: 1, step: 0, round_to: 1}"
 HALF_BROKEN = "+task.params.hazard={low: 0, high: 1, init: 0, step: 1, round_to: 1}"
 
 
 @pytest.mark.parametrize("curriculum", ["dr", "poet"])
 def test_a_ppo_run_whose_every_stream_fails_stops_with_the_error(tmp_path, curriculum):
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         *FRAGILE,
         ALWAYS_BROKEN,
@@ -38,7 +34,6 @@ def test_a_ppo_run_whose_every_stream_fails_stops_with_the_error(tmp_path, curri
         "curriculum.generations=5",
         "curriculum.failed_generations=2",
         f"hydra.run.dir={tmp_path}",
-        env=TESTS_ON_PATH,
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
@@ -59,7 +54,7 @@ def test_a_ppo_run_whose_every_stream_fails_stops_with_the_error(tmp_path, curri
 
 
 def test_plr_with_ppo_never_scores_or_adds_a_failed_level(tmp_path):
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         *FRAGILE,
         HALF_BROKEN,
@@ -70,7 +65,6 @@ def test_plr_with_ppo_never_scores_or_adds_a_failed_level(tmp_path):
         "test_set.every=0",
         "seed=1",
         f"hydra.run.dir={tmp_path}",
-        env=TESTS_ON_PATH,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = pd.read_csv(tmp_path / "eligibility.csv")
@@ -92,7 +86,7 @@ def test_healthy_streams_that_end_no_episode_keep_a_generation_from_counting_as_
 ):
     """A 6-step rollout ends no CartPole episode: a generation whose only ended "episode" is
     a failed stream still had healthy streams (and updates), and must not stop the run."""
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         *FRAGILE,
         HALF_BROKEN,
@@ -106,7 +100,6 @@ def test_healthy_streams_that_end_no_episode_keep_a_generation_from_counting_as_
         "test_set.every=0",
         "seed=1",  # no generation draws the broken task in all 4 rounds
         f"hydra.run.dir={tmp_path}",
-        env=TESTS_ON_PATH,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = pd.read_csv(tmp_path / "summary.csv")
