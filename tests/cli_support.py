@@ -85,6 +85,42 @@ def cli_in_process(program: str, *args: object, cwd: Path = ROOT) -> subprocess.
     )
 
 
+# One fresh process runs coevo-run's entry function once per case: what each case exits
+# with, whether Ray was imported by then (a refusal must come before Ray starts).
+_FRESH_LOOP = """
+import contextlib, io, json, sys
+from coevo import cli
+cases, run_dir = json.loads(sys.argv[1]), sys.argv[2]
+results = []
+for overrides in cases:
+    sys.argv = ["coevo-run", *overrides, "hydra.run.dir=" + run_dir]
+    err, code = io.StringIO(), None
+    with contextlib.redirect_stderr(err):
+        try:
+            cli.run_main()
+        except SystemExit as exit:
+            code = exit.code
+    results.append([code, err.getvalue(), "ray" in sys.modules])
+print(json.dumps(results))
+"""
+
+
+def refusals_in_a_fresh_process(cases: list[list[str]], run_dir: Path) -> list[tuple]:
+    """(exit code, stderr, whether Ray was imported) of `coevo-run CASE` for each case, all
+    in one new process (one start-up's imports rather than one per case)."""
+    import json
+
+    done = subprocess.run(
+        [sys.executable, "-c", _FRESH_LOOP, json.dumps(cases), str(run_dir)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [tuple(result) for result in json.loads(done.stdout.splitlines()[-1])]
+
+
 # PPO small enough for a test run: two streams of 128 steps, one minibatch, three epochs.
 SMALL_PPO = (
     "optimizer=ppo",

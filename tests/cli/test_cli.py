@@ -1,11 +1,10 @@
 """coevo-run as a user runs it: a subprocess, a run directory, files with real content."""
 
 import subprocess
-import sys
 
 import pandas as pd
 import pytest
-from cli_support import COEVO_RUN, ROOT, cli, cli_in_process
+from cli_support import COEVO_RUN, ROOT, cli, cli_in_process, refusals_in_a_fresh_process
 
 from coevo.pool.stats import is_runtime_column
 
@@ -177,33 +176,24 @@ def test_a_reader_that_stops_reading_does_not_stop_the_run(tmp_path):
     assert (tmp_path / "report.html").is_file()
 
 
-@pytest.mark.parametrize(
-    ("override", "message"),
-    [
-        ("task.name=nosuchtask", "task.name: unknown task space 'nosuchtask'; known:"),
-        ("+task.params.gravty.low=1", "task.params.gravty: unknown parameter of task space"),
-        ("+task.params.gravity.low=40", "task.params.gravity: lower bound 40 > upper bound 30"),
-        ("pool.num_workers=0", "pool.num_workers: must be an integer >= 1, got 0"),
-        ("policy.name=transformer", "policy.name: unknown policy 'transformer'; allowed: mlp"),
-        ("eligible=5", "eligible: must be a mapping, got 5"),
-    ],
-)
-def test_bad_input_stops_before_ray_with_a_named_field(override, message, tmp_path):
-    code = (
-        "import sys\n"
-        "from coevo import cli\n"
-        f"sys.argv = ['coevo-run', {override!r}, 'hydra.run.dir={tmp_path}']\n"
-        "try:\n    cli.run_main()\n"
-        "except SystemExit as exit:\n"
-        "    print('exit', exit.code, 'ray imported', 'ray' in sys.modules)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
-    assert "exit 2 ray imported False" in done.stdout, done.stdout + done.stderr
-    assert f"coevo-run: error: {message}" in done.stderr
+BAD_INPUT = [
+    ("task.name=nosuchtask", "task.name: unknown task space 'nosuchtask'; known:"),
+    ("+task.params.gravty.low=1", "task.params.gravty: unknown parameter of task space"),
+    ("+task.params.gravity.low=40", "task.params.gravity: lower bound 40 > upper bound 30"),
+    ("pool.num_workers=0", "pool.num_workers: must be an integer >= 1, got 0"),
+    ("policy.name=transformer", "policy.name: unknown policy 'transformer'; allowed: mlp"),
+    ("eligible=5", "eligible: must be a mapping, got 5"),
+]
+
+
+def test_bad_input_stops_before_ray_with_a_named_field(tmp_path):
+    # Every case in one fresh process: exit 2 with the field named, and Ray not imported.
+    results = refusals_in_a_fresh_process([[override] for override, _ in BAD_INPUT], tmp_path)
+    for (override, message), (code, stderr, ray_imported) in zip(BAD_INPUT, results, strict=True):
+        assert (code, ray_imported) == (2, False), (override, stderr)
+        assert f"coevo-run: error: {message}" in stderr, (override, stderr)
     # And from the console script itself: a non-zero exit.
-    assert cli("coevo-run", override, f"hydra.run.dir={tmp_path}").returncode == 2
+    assert cli("coevo-run", BAD_INPUT[0][0], f"hydra.run.dir={tmp_path}").returncode == 2
 
 
 def test_unknown_override_key_is_refused_by_hydra(tmp_path):

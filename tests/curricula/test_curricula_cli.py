@@ -7,7 +7,12 @@ import signal
 
 import pandas as pd
 import pytest
-from cli_support import cli_in_process, run_and_kill_after_checkpoint, run_tables
+from cli_support import (
+    cli_in_process,
+    refusals_in_a_fresh_process,
+    run_and_kill_after_checkpoint,
+    run_tables,
+)
 
 # Small settings that still exercise each rule within a few generations.
 SETTINGS = {
@@ -105,44 +110,29 @@ def test_each_curriculum_trains_with_ppo(name, task, tmp_path):
         assert "return regret" not in " ".join(reasons)
 
 
-@pytest.mark.parametrize(
-    ("overrides", "message"),
-    [
-        (
-            ["curriculum=plr", "curriculum.score_fallback=none"],
-            "curriculum.score: positive_value_loss needs the value predictions",
-        ),
-        (
-            ["curriculum=dr", "curriculum.tasks_per_step=9", "optimizer.population=4"],
-            "curriculum.tasks_per_step: 9 > optimizer.population 4; allowed: 1..4",
-        ),
-        (
-            ["curriculum=plr", "optimizer=ars", "curriculum.tasks_per_step=9"],
-            "curriculum.tasks_per_step: 9 > optimizer.directions 8; allowed: 1..8",
-        ),
-    ],
-)
-def test_a_curriculum_that_cannot_work_with_its_optimizer_stops_before_ray(
-    overrides, message, tmp_path
-):
-    import subprocess
-    import sys
+MISMATCHED = [
+    (
+        ["curriculum=plr", "curriculum.score_fallback=none"],
+        "curriculum.score: positive_value_loss needs the value predictions",
+    ),
+    (
+        ["curriculum=dr", "curriculum.tasks_per_step=9", "optimizer.population=4"],
+        "curriculum.tasks_per_step: 9 > optimizer.population 4; allowed: 1..4",
+    ),
+    (
+        ["curriculum=plr", "optimizer=ars", "curriculum.tasks_per_step=9"],
+        "curriculum.tasks_per_step: 9 > optimizer.directions 8; allowed: 1..8",
+    ),
+]
 
-    from cli_support import ROOT
 
-    code = (
-        "import sys\n"
-        "from coevo import cli\n"
-        f"sys.argv = ['coevo-run', 'pool=ray', *{overrides!r}, 'hydra.run.dir={tmp_path}']\n"
-        "try:\n    cli.run_main()\n"
-        "except SystemExit as exit:\n"
-        "    print('exit', exit.code, 'ray imported', 'ray' in sys.modules)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
-    assert "exit 2 ray imported False" in done.stdout, done.stdout + done.stderr
-    assert f"coevo-run: error: {message}" in done.stderr
+def test_a_curriculum_that_cannot_work_with_its_optimizer_stops_before_ray(tmp_path):
+    # Every case in one fresh process: exit 2 naming the setting, Ray not imported, no run.
+    cases = [["pool=ray", *overrides] for overrides, _ in MISMATCHED]
+    results = refusals_in_a_fresh_process(cases, tmp_path)
+    for (overrides, message), (code, stderr, ray_imported) in zip(MISMATCHED, results, strict=True):
+        assert (code, ray_imported) == (2, False), (overrides, stderr)
+        assert f"coevo-run: error: {message}" in stderr, (overrides, stderr)
     assert not (tmp_path / "config.yaml").exists()
 
 
