@@ -134,7 +134,7 @@ def load_latest(
     problems = []
     for path in reversed(list_checkpoints(directory)):
         try:
-            return int(_NAME.match(path.name).group(1)), load(path)
+            return generation_of(path), load(path)
         except CheckpointError as error:
             problems.append(str(error))
             if on_skip:

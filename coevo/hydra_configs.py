@@ -11,7 +11,7 @@ messages name the field and what is allowed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hydra.core.config_store import ConfigStore
 
@@ -47,4 +47,5 @@ def compose(conf_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> dict
     register()
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
         cfg = hydra_compose("config", overrides=list(overrides))
-    return OmegaConf.to_container(cfg, resolve=True)
+    # A composed config is a mapping with string keys; to_container is typed for any node.
+    return cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))

@@ -89,7 +89,7 @@ def defaults_of(cls: type) -> dict[str, Any]:
             value = field.default_factory()
         else:
             continue
-        if dataclasses.is_dataclass(value):
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = defaults_of(type(value)) | _plain(dataclasses.asdict(value))
         out[field.name] = _plain(value)
     return out
@@ -110,7 +110,9 @@ def is_count(value: object, minimum: int) -> bool:
     """An integer (a numpy one too, never a bool) of at least `minimum`: what a seed,
     an episode count or a parameter count given from Python must be (no float, unlike a
     config value read from YAML)."""
-    return not isinstance(value, bool) and isinstance(value, int | np.integer) and value >= minimum
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        return False
+    return bool(value >= minimum)
 
 
 def checked_value(path: str, value: Any, hint: Any, rule: Rule = _NO_RULE) -> Any:
@@ -196,7 +198,8 @@ def check_fields(config: Any, section: str = "") -> None:
         hint = hints.get(item.name)
         if hint is None:
             continue
-        if dataclasses.is_dataclass(hint):  # a nested section: it checked itself when built
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+            # A nested section: it checked itself when built.
             if not dataclasses.is_dataclass(value) or isinstance(value, type):
                 # RunConfig(pool={...}) would otherwise pass unchecked and fail later
                 raise ConfigError(

@@ -2,18 +2,34 @@
 
 `get("poet")` or `get("package.module:Class")` returns the class; a user's curriculum
 outside the package needs no registration, its import path in `curriculum.name` is enough.
+
+From Python, each is built from the pool, settings as keywords, e.g. `Poet(pool,
+optimizer=ES(population=16), max_active=8, seed=0)`, `PLR(pool, buffer_size=64)`; the
+classes and the bases a curriculum of one's own extends (`Curriculum`, `CurriculumConfig`,
+`LevelSamplingCurriculum`, `Plan`, `Student`, `Outcome`, `Signal`, `Decision`, ...) are
+importable from here. The algorithms are imported on first use.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from coevo.curricula.base import (
     Curriculum,
     CurriculumConfig,
     Decision,
+    GenerationFailed,
     GenerationResult,
     PoliciesForTesting,
+)
+from coevo.curricula.level_sampling import (
+    LevelSamplingConfig,
+    LevelSamplingCurriculum,
+    Outcome,
+    Plan,
+    Signal,
+    Student,
 )
 from coevo.plugins import Registry
 
@@ -65,12 +81,59 @@ def build(
     return get(config.name)(config, space=space, pool=pool, optimizer=optimizer, seed=seed, **start)
 
 
+# name -> (module, attribute): the algorithms, on first use (PEP 562).
+_ALGORITHMS = {
+    "Poet": ("coevo.curricula.poet", "Poet"),
+    "PoetConfig": ("coevo.curricula.poet", "PoetConfig"),
+    "EnhancedPoet": ("coevo.curricula.poet", "EnhancedPoet"),
+    "EnhancedPoetConfig": ("coevo.curricula.poet", "EnhancedPoetConfig"),
+    "DR": ("coevo.curricula.dr", "DomainRandomization"),
+    "DomainRandomization": ("coevo.curricula.dr", "DomainRandomization"),
+    "DRConfig": ("coevo.curricula.dr", "DRConfig"),
+    "PLR": ("coevo.curricula.plr", "PrioritizedLevelReplay"),
+    "PrioritizedLevelReplay": ("coevo.curricula.plr", "PrioritizedLevelReplay"),
+    "PLRConfig": ("coevo.curricula.plr", "PLRConfig"),
+    "ACCEL": ("coevo.curricula.accel", "ACCEL"),
+    "ACCELConfig": ("coevo.curricula.accel", "ACCELConfig"),
+    "ALPGMM": ("coevo.curricula.alp_gmm", "ALPGMM"),
+    "ALPGMMConfig": ("coevo.curricula.alp_gmm", "ALPGMMConfig"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ALGORITHMS:
+        module, attribute = _ALGORITHMS[name]
+        return getattr(importlib.import_module(module), attribute)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "ACCEL",
+    "ACCELConfig",
+    "ALPGMM",
+    "ALPGMMConfig",
+    "DR",
+    "DRConfig",
     "Curriculum",
     "CurriculumConfig",
     "Decision",
+    "DomainRandomization",
+    "EnhancedPoet",
+    "EnhancedPoetConfig",
+    "GenerationFailed",
     "GenerationResult",
+    "LevelSamplingConfig",
+    "LevelSamplingCurriculum",
+    "Outcome",
+    "PLR",
+    "PLRConfig",
+    "Plan",
     "PoliciesForTesting",
+    "Poet",
+    "PoetConfig",
+    "PrioritizedLevelReplay",
+    "Signal",
+    "Student",
     "build",
     "get",
     "names",

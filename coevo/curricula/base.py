@@ -5,15 +5,26 @@ generation and returns a `GenerationResult`: a summary row, decision rows (outco
 reason, for eligibility.csv) and optional extra tables. It never starts Ray or writes
 files: the runner owns the pool, the run directory, checkpoints and report.
 
-Subclasses implement `run_generation`, `state_dict`/`load_state_dict`, `population_frame`
-(population.csv) and `policies_for_testing`. The pool's statistics for the generation
-(episodes, env steps, timings) are added to the summary by `step()` itself, so every
-curriculum reports them the same way.
+Built from the pool alone, settings as keywords (`Poet(pool, optimizer=ES(population=16),
+max_active=8, seed=0)`: the keywords build the config dataclass, whose `setting` fields
+hold every default and range), or from its config (`Poet(config, space=..., pool=...,
+optimizer=...)`, the runner's way).
+
+A generation is asked and told: `ask()` gives the next batch of jobs, `tell(results)` takes
+their results and returns the `GenerationResult` once the generation has ended; `step()`
+is ask → `pool.dispatch` → tell until then. Subclasses implement `run_generation` as work
+in job batches (`coevo.batches`: `results = yield jobs`; a plain method that calls the
+pool itself works too, as one batch-less generation), `state_dict`/`load_state_dict`,
+`population_frame` (population.csv) and `policies_for_testing`. The pool's statistics for
+the generation (episodes, env steps, timings) are added to the summary by `tell` itself,
+so every curriculum reports them the same way.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import inspect
+import time
+from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -21,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from coevo.batches import JobBatches, Work, drive
 from coevo.errors import ConfigError
 from coevo.plugins import require_config
 from coevo.settings import Checked, is_count, setting
@@ -48,7 +60,8 @@ def check_arguments(
             "optimizer",
             optimizer,
             Optimizer,
-            "an Optimizer, e.g. EvolutionStrategy(ESConfig(...), pool.policy.num_params)",
+            "an Optimizer, e.g. EvolutionStrategy(ESConfig(...)) or coevo.optimizers.ES("
+            "population=16)",
         ),
     )
     for name, value, kind, example in wanted:
@@ -160,10 +173,75 @@ class PoliciesForTesting:
     best_of: bool
 
 
-class Curriculum(ABC):
+def _constructor_keywords(cls: type) -> set[str]:
+    """The keywords the constructors of `cls` and its bases name (space, pool, optimizer,
+    seed, initial_theta, a subclass's own such as POET's initial_tasks): the others given
+    to `Class(pool, ...)` are settings of its config."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        parameters = list(inspect.signature(init).parameters.values())[2:]  # self, config
+        names.update(
+            p.name
+            for p in parameters
+            if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        )
+    return names
+
+
+def config_form(cls: type, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """`Class(pool, optimizer=..., seed=..., **settings)` as the constructors' own form,
+    `Class(config, space=pool.space, pool=pool, optimizer=..., seed=...)`: the settings build
+    `cls.config_class` (a bad key or value: its ConfigError naming the field), the space is
+    the pool's, and the optimizer defaults to the default optimizer config's with its
+    defaults. Any other call (a config first, or no pool) is left as it is."""
+    from coevo.pool import EvaluationPool
+
+    by_pool = isinstance(args[0], EvaluationPool) if args else "pool" in kwargs
+    if not by_pool or "config" in kwargs:
+        return args, kwargs
+    if len(args) > 1:
+        raise TypeError(
+            f"{cls.__name__}(pool, optimizer=..., seed=..., **settings) takes the pool alone "
+            f"as a positional argument, got {len(args)}"
+        )
+    kwargs = dict(kwargs)
+    if args:
+        if "pool" in kwargs:
+            raise TypeError(f"{cls.__name__} got the pool twice (positional and pool=)")
+        kwargs["pool"] = args[0]
+    parts = _constructor_keywords(cls)
+    settings = {key: kwargs.pop(key) for key in list(kwargs) if key not in parts}
+    config = cls.config_class(**settings)  # type: ignore[attr-defined]
+    pool = kwargs["pool"]
+    if not isinstance(pool, EvaluationPool):
+        raise TypeError(
+            f"pool must be an EvaluationPool(space, policy, ...), got {type(pool).__name__}"
+        )
+    kwargs.setdefault("space", pool.space)
+    if kwargs.get("optimizer") is None:
+        from coevo import optimizers
+        from coevo.optimizers.base import OptimizerConfig
+
+        kwargs["optimizer"] = optimizers.get(OptimizerConfig().name)()
+    return (config,), kwargs
+
+
+class _BuiltFromPool(ABCMeta):
+    """Every curriculum class also takes `Class(pool, **settings)` (see `config_form`), so
+    a subclass's constructor keeps the one signature `(config, **parts)`."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        args, kwargs = config_form(cls, args, kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+class Curriculum(metaclass=_BuiltFromPool):
     """One implementation per curriculum; the registry in `coevo.curricula` finds it by
-    name or import path. Built as `Class(config, space=..., pool=..., optimizer=...,
-    seed=...)`."""
+    name or import path. Built as `Class(pool, optimizer=..., seed=..., **settings)` or
+    `Class(config, space=..., pool=..., optimizer=..., seed=...)`."""
 
     config_class: ClassVar[type[CurriculumConfig]] = CurriculumConfig
 
@@ -181,6 +259,8 @@ class Curriculum(ABC):
         check_arguments(space, pool, optimizer, seed, initial_theta)
         self.check(config, optimizer)
         self.check_space(config, space)
+        if getattr(optimizer, "num_params", None) is None:  # ES(...) built without a count
+            optimizer.bind(pool.policy.num_params)
         self.check_parts(space, pool, optimizer)
         # The policy the pool runs is the one a gradient optimizer (PPO) learns with: told
         # here, so PPO(config, n) built without `policy=` works, and a misfit is refused now.
@@ -197,6 +277,8 @@ class Curriculum(ABC):
         )
         self.generation = 0
         self._failed_in_a_row = 0  # generations in a row in which every episode failed
+        self._work: JobBatches[GenerationResult] | None = None  # the generation asked
+        self._began: tuple[float, dict[str, float]] = (0.0, {})  # its start: time, pool stats
 
     def new_theta(self, rng: np.random.Generator) -> np.ndarray:
         """A new policy's starting parameters: a copy of `initial_theta` (a policy trained
@@ -241,16 +323,60 @@ class Curriculum(ABC):
 
     # -- the protocol ------------------------------------------------------------------------
     def step(self) -> GenerationResult:
-        """One generation: `run_generation`, then the pool's figures for it in the summary.
+        """One generation: ask → `pool.dispatch` → tell until it ends.
 
         Raises `GenerationFailed` when every episode failed in `config.failed_generations`
         generations in a row."""
-        import time
+        try:
+            return drive(self.pool, self)
+        except BaseException:
+            self._abandon()  # a failed pool call: the next step starts a new generation
+            raise
 
-        self.generation += 1
-        started = time.perf_counter()
-        before = self.pool.stats_snapshot()
-        result = self.run_generation()
+    def ask(self) -> list[Any]:
+        """The next batch of jobs of this generation (the first ask starts one): evaluate
+        them anywhere and `tell` their results, one per job in order. [] when the generation
+        needs no more jobs: `tell([])` then ends it. Asking again before telling gives the
+        same batch. The jobs name their parameters by keys of this curriculum's pool
+        (`pool.register`)."""
+        if self._work is None:
+            self.generation += 1
+            self._began = (time.perf_counter(), self.pool.stats_snapshot())
+            self._work = JobBatches(self._generation_work())
+        return self._work.ask()
+
+    def tell(self, results: Sequence[Any]) -> GenerationResult | None:
+        """The results of the last `ask()`'s jobs. Returns the `GenerationResult` when the
+        generation has ended, with the pool's figures for it in the summary; None while it
+        has more jobs to ask for. Raises `GenerationFailed` as `step` does."""
+        work = self._work
+        if work is None:
+            raise RuntimeError("tell() before ask(): ask for the generation's jobs first")
+        try:
+            result = work.tell(results)
+        except BaseException:
+            if work.done:  # the generation itself raised: it is over
+                self._work = None
+            raise
+        if result is None:
+            return None
+        self._work = None
+        return self._finish(result)
+
+    def _generation_work(self) -> Work[GenerationResult]:
+        made = self.run_generation()
+        if isinstance(made, GenerationResult):  # a plain method: it ran whole
+            return made
+        return (yield from made)
+
+    def _abandon(self) -> None:
+        if self._work is not None:
+            self._work.close()
+            self._work = None
+
+    def _finish(self, result: GenerationResult) -> GenerationResult:
+        """The pool's figures for the generation added to its summary; the failure count."""
+        started, before = self._began
         pool_stats = self.pool.stats_since(before)
         failed = int(pool_stats["failed_episodes"])  # episodes, or PPO streams
         self._failed_in_a_row = self._failed_in_a_row + 1 if every_episode_failed(pool_stats) else 0
@@ -280,9 +406,12 @@ class Curriculum(ABC):
         self._failed_in_a_row = in_a_row
 
     @abstractmethod
-    def run_generation(self) -> GenerationResult:
-        """The curriculum's work for generation `self.generation` (already incremented);
-        its summary holds the curriculum's own columns (the pool's are added)."""
+    def run_generation(self) -> Work[GenerationResult] | GenerationResult:
+        """The curriculum's work for generation `self.generation` (already incremented):
+        a generator that yields batches of jobs and receives their results (`results =
+        yield jobs`), returning the `GenerationResult`; or a plain method returning it (then
+        it calls the pool itself and cannot be asked and told in batches). Its summary holds
+        the curriculum's own columns (the pool's are added)."""
 
     @abstractmethod
     def state_dict(self) -> dict[str, Any]:

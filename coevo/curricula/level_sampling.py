@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from coevo.batches import Work
 from coevo.curricula.base import (
     Curriculum,
     CurriculumConfig,
@@ -273,7 +274,7 @@ class LevelSamplingCurriculum(Curriculum):
         """Restore what `curriculum_state` returned."""
 
     # -- the loop ------------------------------------------------------------------------------
-    def run_generation(self) -> GenerationResult:
+    def run_generation(self) -> Work[GenerationResult]:
         decisions: list[Decision] = []
         self._generation_returns: dict[int, list[float]] = {s.index: [] for s in self.students}
         self._tasks_played = 0
@@ -281,7 +282,7 @@ class LevelSamplingCurriculum(Curriculum):
         self.begin_generation()
         for _ in range(self.config.rounds):
             plans = [self.plan(student, decisions) for student in self.students]
-            outcomes = self._execute(plans)
+            outcomes = yield from self._execute(plans)
             for student, outcome in zip(self.students, outcomes, strict=True):
                 step = outcome.step
                 if step is not None and step.reason:  # as POET writes it: e.g. weights kept
@@ -294,7 +295,7 @@ class LevelSamplingCurriculum(Curriculum):
                 for student, plan, outcome in zip(self.students, plans, outcomes, strict=True)
             ]
             if any(followups):
-                scored = self._score_many(followups)
+                scored = yield from self._score_many(followups)
                 self._tasks_played += sum(len(signals) for signals in scored)
                 for student, plan, signals in zip(self.students, plans, scored, strict=True):
                     if signals:
@@ -336,8 +337,8 @@ class LevelSamplingCurriculum(Curriculum):
             for task in outcome.unplayed
         ]
 
-    def _execute(self, plans: list[Plan]) -> list[Outcome]:
-        """Every student's optimizer jobs and evaluation jobs in one pool call."""
+    def _execute(self, plans: list[Plan]) -> Work[list[Outcome]]:
+        """Every student's optimizer jobs and evaluation jobs in one batch."""
         jobs: list[Any] = []
         spans = []
         for student, plan in zip(self.students, plans, strict=True):
@@ -351,7 +352,7 @@ class LevelSamplingCurriculum(Curriculum):
             middle = len(jobs)
             jobs.extend(self._score_jobs(student, plan.score))
             spans.append((asked, start, middle, len(jobs)))
-        results = self.pool.dispatch(jobs) if jobs else []
+        results = (yield jobs) if jobs else []
         # Every student's step in one tell_many (PPO updates them in one batched call).
         training = [
             (student, asked, results[start:middle])
@@ -406,12 +407,13 @@ class LevelSamplingCurriculum(Curriculum):
         episodes = self.config.eval_episodes
         return [EpisodeJob(Stored(key), task, seed + k) for task in tasks for k in range(episodes)]
 
-    def _score_many(self, tasks_per_student: list[list[Task]]) -> list[list[Signal]]:
+    def _score_many(self, tasks_per_student: list[list[Task]]) -> Work[list[list[Signal]]]:
         jobs_per_student = [
             self._score_jobs(student, tasks)
             for student, tasks in zip(self.students, tasks_per_student, strict=True)
         ]
-        results = self.pool.dispatch([job for jobs in jobs_per_student for job in jobs])
+        batch = [job for jobs in jobs_per_student for job in jobs]
+        results = (yield batch) if batch else []
         out, offset = [], 0
         for tasks, jobs in zip(tasks_per_student, jobs_per_student, strict=True):
             own = results[offset : offset + len(jobs)]

@@ -1,8 +1,12 @@
-"""Train policies with an optimizer: the helper every curriculum shares.
+"""Train and evaluate policies: the helpers every curriculum shares.
 
 `optimize` takes one optimizer step for each (theta, state, tasks) item: every item's jobs
 go to the pool in ONE call (so every worker stays busy whatever the number of pairs), and
 each item's results go back to the optimizer that asked for them.
+
+Each helper is written as work in job batches (`coevo.batches`: `results = yield jobs`),
+so a curriculum's generation can `yield from` it and be asked and told from outside;
+`optimize` runs its work on a pool.
 """
 
 from __future__ import annotations
@@ -12,8 +16,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from coevo.optimizers.base import Optimizer, StepRecord, Told
+from coevo.batches import Work, drive
+from coevo.optimizers.base import Optimizer, Register, StepRecord, Told
 from coevo.pool import EvaluationPool
+from coevo.pool.jobs import EpisodeJob, Stored
+from coevo.pool.results import error_line
 from coevo.tasks.task import Task
 
 
@@ -32,15 +39,48 @@ def optimize(
     rng: np.random.Generator,
 ) -> list[Told]:
     """One step for each (theta, state, tasks); the states given are left unchanged."""
-    asked = [
-        optimizer.ask(theta, state, tasks, rng, pool.register) for theta, state, tasks in items
-    ]
-    results = pool.dispatch([job for ask in asked for job in ask.jobs])
+    return drive(pool, optimize_work(optimizer, items, rng, pool.register))
+
+
+def optimize_work(
+    optimizer: Optimizer,
+    items: Sequence[tuple[np.ndarray, Any, Sequence[Task]]],
+    rng: np.random.Generator,
+    register: Register,
+) -> Work[list[Told]]:
+    """`optimize` as work in job batches: one batch, every item's jobs."""
+    asked = [optimizer.ask(theta, state, tasks, rng, register) for theta, state, tasks in items]
+    jobs = [job for ask in asked for job in ask.jobs]
+    results = (yield jobs) if jobs else []
     answered, offset = [], 0
     for (theta, state, _), ask in zip(items, asked, strict=True):
         answered.append((theta, state, ask, results[offset : offset + len(ask.jobs)]))
         offset += len(ask.jobs)
     return tell_checked(optimizer, answered)
+
+
+def evaluate_work(
+    register: Register,
+    pairs: Sequence[tuple[np.ndarray, Task]],
+    episodes: int,
+    seed: int,
+) -> Work[tuple[np.ndarray, dict[int, str]]]:
+    """`EvaluationPool.evaluate_detailed` as work in job batches: returns [len(pairs),
+    episodes] (NaN where an episode failed) and, per pair with a failed episode, its first
+    error's last line. No batch when there are no pairs."""
+    keys = [register(theta) for theta, _ in pairs]
+    jobs = [
+        EpisodeJob(Stored(key), task, seed + k)
+        for key, (_, task) in zip(keys, pairs, strict=True)
+        for k in range(episodes)
+    ]
+    results = (yield jobs) if jobs else []
+    returns = np.array([r.ret for r in results], dtype=np.float64).reshape(len(pairs), episodes)
+    errors: dict[int, str] = {}
+    for index, result in enumerate(results):
+        if result.error:
+            errors.setdefault(index // episodes, error_line(result.error))
+    return returns, errors
 
 
 def tell_checked(
@@ -93,28 +133,28 @@ def mean_extras(records: Sequence[Any]) -> dict[str, float]:
     return {name: float(np.mean(v)) for name, v in values.items()}
 
 
-def train(
-    pool: EvaluationPool,
+def train_work(
     optimizer: Optimizer,
     learners: Sequence[Trainable],
     tasks: Sequence[Sequence[Task]],
     steps: int,
     rng: np.random.Generator,
+    register: Register,
     reasons: list[tuple[int, StepRecord]] | None = None,
     records: list[Any] | None = None,
-) -> float:
-    """`steps` optimizer steps for each learner on its tasks, updating the learners in
-    place; returns the mean return of the last step over the learners (NaN if none).
-    Steps that report a reason (e.g. a refused PPO update: the learner kept its weights)
-    are appended to `reasons` as (learner index, record); every step's record to
+) -> Work[float]:
+    """`steps` optimizer steps for each learner on its tasks (one batch per step), updating
+    the learners in place; returns the mean return of the last step over the learners (NaN
+    if none). Steps that report a reason (e.g. a refused PPO update: the learner kept its
+    weights) are appended to `reasons` as (learner index, record); every step's record to
     `records`."""
     mean_return = float("nan")
     for _ in range(steps):
-        told = optimize(
-            pool,
+        told = yield from optimize_work(
             optimizer,
             [(lr.theta, lr.state, own) for lr, own in zip(learners, tasks, strict=True)],
             rng,
+            register,
         )
         for index, (learner, step) in enumerate(zip(learners, told, strict=True)):
             learner.theta, learner.state = step.theta, step.state

@@ -2,12 +2,22 @@
 
 `get("es")` or `get("package.module:Class")` returns the class; a user's optimizer outside
 the package needs no registration, its import path in `optimizer.name` is enough.
+
+From Python, settings as keywords: `ES(population=16)`, `ARS(directions=8)`, `PPO(n_steps=
+128)`; the parameter count comes from the pool's policy when a curriculum is built.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from coevo.optimizers.ars import ARSConfig, AugmentedRandomSearch
 from coevo.optimizers.base import Asked, Optimizer, OptimizerConfig, StepRecord, Told
+from coevo.optimizers.es import ESConfig, EvolutionStrategy
 from coevo.plugins import Registry
+
+ES = EvolutionStrategy
+ARS = AugmentedRandomSearch
 
 REGISTRY: Registry[Optimizer] = Registry(
     "optimizer",
@@ -44,8 +54,25 @@ def build(config: OptimizerConfig, num_params: int) -> Optimizer:
     return get(config.name)(config, num_params)
 
 
+def __getattr__(name: str) -> Any:
+    # PPO imports torch: only when asked for.
+    if name in ("PPO", "PPOConfig"):
+        from coevo.optimizers import ppo
+
+        return getattr(ppo, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "ARS",
+    "ARSConfig",
+    "ES",
+    "ESConfig",
+    "PPO",
+    "PPOConfig",
     "Asked",
+    "AugmentedRandomSearch",
+    "EvolutionStrategy",
     "Optimizer",
     "OptimizerConfig",
     "StepRecord",

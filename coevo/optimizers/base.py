@@ -21,6 +21,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from coevo.batches import Work, drive
+from coevo.errors import ConfigError
 from coevo.plugins import require_config
 from coevo.settings import Checked, is_count, setting
 from coevo.tasks.task import Task
@@ -81,18 +83,45 @@ class Optimizer(ABC):
     """One parameter vector's optimizer. Subclasses set `config_class` and implement
     `init_state`, `ask` and `tell`; the registry in `coevo.optimizers` finds them by name
     or import path.
+
+    Built from a config (`EvolutionStrategy(ESConfig(population=16), num_params)`, the
+    runner's way) or from settings as keywords (`ES(population=16)`: they build the config,
+    whose fields hold the defaults and ranges); without `num_params` it learns the count
+    from the pool's policy when a curriculum is built with it (`bind`).
     """
 
     config_class: ClassVar[type[OptimizerConfig]] = OptimizerConfig
 
-    def __init__(self, config: OptimizerConfig, num_params: int):
+    def __init__(
+        self, config: OptimizerConfig | None = None, num_params: int | None = None, **settings: Any
+    ):
+        if config is None:
+            config = self.config_class(**settings)  # a bad key or value: ConfigError
+        elif settings:
+            raise TypeError(
+                f"{type(self).__name__}: give a config or settings as keywords, not both "
+                f"(got {', '.join(settings)} beside the config)"
+            )
         require_config(type(self), config)
+        self.config = config
+        self.num_params: int | None = None
+        if num_params is not None:
+            self.bind(num_params)
+
+    def bind(self, num_params: int) -> None:
+        """Optimize vectors of `num_params` (the policy's `num_params`); an optimizer built
+        for another count is refused (its first step would fail inside numpy)."""
         if not is_count(num_params, 1):
             raise ValueError(
                 f"num_params must be an integer >= 1 (the policy's pool.policy.num_params), "
                 f"got {num_params!r}"
             )
-        self.config = config
+        if self.num_params is not None and self.num_params != num_params:
+            raise ConfigError(
+                "optimizer",
+                f"built for {self.num_params} parameters; the pool's policy has {num_params} "
+                "(build it with pool.policy.num_params, or leave num_params out)",
+            )
         self.num_params = int(num_params)
 
     def use_policy(self, policy: Any) -> None:
@@ -138,8 +167,20 @@ class Optimizer(ABC):
     ) -> Told:
         """One step on its own: ask, run the jobs on `pool`, tell. (A curriculum steps many
         pairs at once with `coevo.curricula.training.optimize`, one pool call for all.)"""
-        asked = self.ask(theta, state, tasks, rng, pool.register)
-        return self.tell(theta, state, asked, pool.dispatch(asked.jobs))
+        return drive(pool, self.step_work(theta, state, tasks, rng, pool.register))
+
+    def step_work(
+        self,
+        theta: np.ndarray,
+        state: Any,
+        tasks: Sequence[Task],
+        rng: np.random.Generator,
+        register: Register,
+    ) -> Work[Told]:
+        """`step` as work in job batches (`coevo.batches`): one batch, `ask`'s jobs."""
+        asked = self.ask(theta, state, tasks, rng, register)
+        results = yield asked.jobs
+        return self.tell(theta, state, asked, results)
 
     def task_capacity(self) -> tuple[int, str] | None:
         """(most tasks one step can play, the setting that bounds it), e.g. ES's

@@ -96,7 +96,7 @@ class EvolutionStrategy(Optimizer):
     config: ESConfig
 
     def init_state(self, theta: np.ndarray, rng: np.random.Generator) -> ESState:
-        return ESState.fresh(self.num_params, self.config)
+        return ESState.fresh(np.size(theta), self.config)
 
     def ask(
         self,

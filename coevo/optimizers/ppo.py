@@ -90,9 +90,15 @@ class PPO(Optimizer):
     # may score levels by positive value loss from them (coevo/curricula/level_sampling.py).
     provides_values = True
 
-    def __init__(self, config: PPOConfig, num_params: int, policy: Any = None):
-        super().__init__(config, num_params)
-        self.learner_config = config.learner_settings()
+    def __init__(
+        self,
+        config: PPOConfig | None = None,
+        num_params: int | None = None,
+        policy: Any = None,
+        **settings: Any,
+    ):
+        super().__init__(config, num_params, **settings)
+        self.learner_config = self.config.learner_settings()
         # Where the learner runs, chosen at the first update (ppo_remote.learner_place), and
         # its calls by place.
         self.learner_place: str | None = None
@@ -112,6 +118,8 @@ class PPO(Optimizer):
                 "coevo.make_policy('actor_critic', obs_space, act_space, {}) from Python; "
                 f"got {type(policy).__name__}",
             )
+        if self.num_params is None:  # PPO(...) built without num_params: the policy's
+            self.bind(policy.num_params)
         if policy.num_params != self.num_params:
             raise ValueError(f"policy has {policy.num_params} parameters, not {self.num_params}")
         self.policy = policy

@@ -151,7 +151,7 @@ class ActorCriticSpec(Policy):
         use_expln: bool = False,
     ) -> ActorCriticSpec:
         obs_dim = obs_dim_of(observation_space)
-        options = dict(
+        options: dict[str, Any] = dict(
             hidden=tuple(int(h) for h in hidden),
             activation=activation,
             shared=bool(shared),

@@ -148,6 +148,13 @@ class PolicyOutput:
     value: np.ndarray | None = None
 
 
+def _given_noise(spec: ActionSpec, noise: np.ndarray | None) -> np.ndarray:
+    """The uniforms a stochastic head ('sample', 'gaussian') draws from, refused if absent."""
+    if noise is None:
+        raise ValueError(f"a '{spec.mode}' policy needs noise [B, {spec.noise_dim}]")
+    return noise
+
+
 def gaussian_from_uniforms(noise: np.ndarray, size: int) -> np.ndarray:
     """[B, size] standard normals from [B, 2*size] uniforms in (0, 1) (Box-Muller).
 
@@ -260,8 +267,6 @@ class Policy(ABC):
         self, params: np.ndarray, out: np.ndarray, noise: np.ndarray | None, return_info: bool
     ) -> tuple[np.ndarray, np.ndarray | None]:
         spec = self.action
-        if spec.stochastic and noise is None:
-            raise ValueError(f"a '{spec.mode}' policy needs noise [B, {spec.noise_dim}]")
         if spec.discrete:
             if spec.mode == "argmax" and not return_info:
                 return out.argmax(axis=1), None
@@ -272,14 +277,15 @@ class Policy(ABC):
                 actions = out.argmax(axis=1)
             else:  # inverse CDF of the softmax at one uniform per row
                 cdf = np.cumsum(np.exp(log_probs), axis=1)
-                actions = np.minimum((cdf < noise[:, :1]).sum(axis=1), spec.size - 1)
+                uniforms = _given_noise(spec, noise)
+                actions = np.minimum((cdf < uniforms[:, :1]).sum(axis=1), spec.size - 1)
             rows = np.arange(len(actions))
             return actions, (log_probs[rows, actions] if return_info else None)
         mean = out
         log_prob = None
         if spec.mode == "gaussian":
             log_std = params[:, self.num_network_params :]
-            draw = gaussian_from_uniforms(noise, spec.size)
+            draw = gaussian_from_uniforms(_given_noise(spec, noise), spec.size)
             raw = (mean + np.exp(log_std) * draw).astype(np.float32)
             if return_info:
                 log_prob = (-0.5 * draw**2 - log_std - 0.5 * np.log(2.0 * np.pi)).sum(axis=1)

@@ -155,7 +155,8 @@ class MLPPolicy(Policy):
         if cached is not None and cached[0] is params:
             return cached[1]
         views = list(self._layers(params))
-        self.__dict__["_views"] = (params, views)  # frozen dataclass: a cache, not a field
+        # Frozen dataclass: set past its __setattr__; a cache, not a field.
+        object.__setattr__(self, "_views", (params, views))
         return views
 
     def __getstate__(self) -> dict:

@@ -13,13 +13,16 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
 from coevo.errors import ConfigError
 from coevo.policies.base import ActionSpec, Policy, obs_dim_of
 from coevo.policies.mlp import MLPPolicy
+
+if TYPE_CHECKING:  # torch is imported only when a torch kind is built
+    from coevo.policies.torch_policy import TorchPolicy
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +117,7 @@ def torch_policy_for(
     options: Mapping[str, Any] | None = None,
     source: str = "module",
     start_from_module: bool = False,
-) -> Policy:
+) -> TorchPolicy:
     """A TorchPolicy over `module` (an nn.Module instance) for these spaces; with
     `start_from_module` its current weights are every new pair's starting point."""
     from coevo.policies.torch_policy import DEFAULT_BATCH_BLOCK, TorchPolicy

@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import pickle
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -108,7 +108,8 @@ def load_sb3(
             "supported (allowed: Box, Discrete, MultiDiscrete, MultiBinary)",
         )
     policy = policy_class(obs_space, act_space, lambda _: 0.0, **data.get("policy_kwargs", {}))
-    policy.load_state_dict(params["policy"])
+    # SB3 annotates `params` as tensors; each entry is a module's state dict.
+    policy.load_state_dict(cast(dict[str, Any], params["policy"]))
     policy.eval()
     log_std = None
     if isinstance(policy, DQNPolicy):

@@ -167,9 +167,8 @@ class TorchPolicy(Policy):
     # -- forward --------------------------------------------------------------------------------
     def _call(self, params: Mapping[str, torch.Tensor], obs, state):
         args = (obs, state) if self.state_size else (obs,)
-        result = functional_call(self.module, dict(params), args)
-        if not isinstance(result, tuple):
-            result = (result,)
+        returned = functional_call(self.module, dict(params), args)
+        result: tuple[Any, ...] = returned if isinstance(returned, tuple) else (returned,)
         out = result[0]
         value = result[1] if self.has_value else None
         next_state = result[-1] if self.state_size else None
@@ -229,7 +228,7 @@ class TorchPolicy(Policy):
             at += size
         return offsets
 
-    def _network_chain(self, params: np.ndarray, obs: np.ndarray):
+    def _network_chain(self, chain: list, params: np.ndarray, obs: np.ndarray):
         """Run the numpy program: register k holds instruction k's output, -1 the obs."""
         batch = obs.shape[0]
         values: list[np.ndarray] = []
@@ -238,7 +237,7 @@ class TorchPolicy(Policy):
         def arg(k: int) -> np.ndarray:
             return obs if k < 0 else values[k]
 
-        for op, inputs, weight, bias in self._chain:
+        for op, inputs, weight, bias in chain:
             h = arg(inputs[0])
             if op == "linear":
                 (at, (rows, cols)) = weight
@@ -258,7 +257,7 @@ class TorchPolicy(Policy):
 
     def network(self, params, obs, state):
         if self._chain is not None:
-            return self._network_chain(params, obs)
+            return self._network_chain(self._chain, params, obs)
         if self.scripted:
             return self._network_scripted(params, obs)
         batch, block = obs.shape[0], self.batch_block

@@ -125,11 +125,12 @@ class CallWatch:
     def answer(self, ref: Any) -> tuple[int, tuple[str, int, float] | None]:
         """(worker, its answer); None when it runs no env call or died meanwhile."""
         import ray
+        from ray.exceptions import RayError
 
         worker, _ = self.asked.pop(ref)
         try:
             return worker, ray.get(ref)
-        except ray.exceptions.RayError:
+        except RayError:
             return worker, None
 
     def silent(self) -> list[int]:

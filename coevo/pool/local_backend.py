@@ -36,8 +36,10 @@ class LocalWorkers:
         results = []
         for index, chunk in enumerate(chunks):
             wanted = prefer[index] if prefer is not None else None
-            ok = wanted is not None and 0 <= wanted < self.num_workers
-            worker = wanted if ok else index % self.num_workers
+            if wanted is not None and 0 <= wanted < self.num_workers:
+                worker = wanted
+            else:
+                worker = index % self.num_workers
             result = getattr(self.workers[worker], method)(chunk, sources_for[index])
             on_done(result, len(chunk))
             results.append((worker, "local", result))

@@ -56,8 +56,8 @@ class RayWorker(Worker):
 
         self.node_id = ray.get_runtime_context().get_node_id()
         self.limits = limits or WorkerLimits()
-        timed = self.limits.episode_timeout_s is not None and isinstance(self.slots, GymSlots)
-        self._clock = self.slots.watch() if timed else None
+        timed = self.limits.episode_timeout_s is not None
+        self._clock = self.slots.watch() if timed and isinstance(self.slots, GymSlots) else None
 
     def info(self) -> dict[str, Any]:
         """`Worker.info`, plus the OMP_NUM_THREADS Ray gave this process (BLAS threads) and
@@ -181,7 +181,7 @@ def _start_ray(address: str | None) -> None:
         if address:
             check_reachable(address)
             try:
-                ray.init(address=address, logging_level="WARNING")
+                ray.init(address=address, logging_level=logging.WARNING)
             except ConnectionError as error:
                 raise ConfigError("pool.address", _connect_failure(address, error)) from None
         else:
@@ -193,7 +193,7 @@ def _start_ray(address: str | None) -> None:
                 address="local",
                 num_cpus=os.cpu_count() or 1,
                 include_dashboard=False,
-                logging_level="WARNING",
+                logging_level=logging.WARNING,
             )
     finally:
         if sigterm is not None:
@@ -250,7 +250,9 @@ class RayWorkers:
         # The `control` group: a second thread answers `env_call` while a chunk runs.
         # Two chunk calls at once (the one running, the one queued behind it): the queued
         # chunk's episodes fill the rows the running one's last episodes leave free.
-        self._actor = ray.remote(
+        # Ray types remote(**options) with task options only; the actor options
+        # (max_concurrency, concurrency_groups) are taken at run time.
+        self._actor = ray.remote(  # pyright: ignore[reportCallIssue]
             num_cpus=cpus_each,
             max_restarts=-1,
             max_task_retries=CHUNK_RETRIES,
@@ -390,9 +392,9 @@ class RayWorkers:
                         )
             replace(worker, why)
 
-        def timed_out(worker: int, answer: tuple[str, int, float] | None) -> None:
+        def timed_out(limit_s: float, worker: int, answer: tuple[str, int, float] | None) -> None:
             """A worker's env call ran past the limit: fail its episode, replace it."""
-            if answer is None or answer[2] < limits.episode_timeout_s:
+            if answer is None or answer[2] < limit_s:
                 return
             token, position, _ = answer
             owner_call, _, chunk = token.rpartition(":")
@@ -405,7 +407,7 @@ class RayWorkers:
                 rerun(worker, f"an env call ran past pool.episode_timeout_s in a {method} chunk")
                 return
             original = kept[index][position]
-            message = timeout_message(limits.episode_timeout_s, chunks[index][original])
+            message = timeout_message(limit_s, chunks[index][original])
             skipped.setdefault(index, {})[original] = message
             replace(worker, f"an env call ran past pool.episode_timeout_s: {message}")
 
@@ -423,14 +425,15 @@ class RayWorkers:
                 checked = time.monotonic()
                 for worker in self._workers_on_dead_nodes():
                     replace(worker, f"its node {self.nodes[worker][:8]} is gone")
-                for worker in watch.silent() if watch is not None else []:
-                    rerun(
-                        worker,
-                        f"it did not answer for {watch.silence_s:g} s (an env call that "
-                        "never releases Python's GIL?)",
-                    )
+                if watch is not None:
+                    for worker in watch.silent():
+                        rerun(
+                            worker,
+                            f"it did not answer for {watch.silence_s:g} s (an env call that "
+                            "never releases Python's GIL?)",
+                        )
             if done and watch is not None and done[0] in watch.asked:
-                timed_out(*watch.answer(done[0]))
+                timed_out(watch.limit_s, *watch.answer(done[0]))
             elif done and done[0] in starting:
                 self._replacement_ready(starting[done[0]])
             elif done and done[0] in pending:
@@ -496,11 +499,12 @@ class RayWorkers:
 
     def _replacement_ready(self, worker: int) -> None:
         import ray
+        from ray.exceptions import RayActorError
 
         ref = self.starting.pop(worker)
         try:
             self.pids[worker], self.nodes[worker] = ray.get(ref)
-        except ray.exceptions.RayActorError as error:  # it died before it answered
+        except RayActorError as error:  # it died before it answered
             self._failed_starts[worker] = self._failed_starts.get(worker, 0) + 1
             if self._failed_starts[worker] > CHUNK_RETRIES:
                 raise RuntimeError(

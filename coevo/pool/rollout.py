@@ -220,6 +220,13 @@ class Rollouts:
         self.row_length[:] = self.row_length[order]
         self.row_chunk = [self.row_chunk[i] for i in order.tolist()]
 
+    def _row_views(self, running: int) -> tuple[np.ndarray, ...]:
+        """The first `running` rows of (skeleton, obs, state, env_slot, row_return,
+        row_length, keys), as views: the arrays are only ever rewritten in place."""
+        arrays = (self.skeleton, self.obs, self.state)
+        arrays += (self.env_slot, self.row_return, self.row_length, self.keys)
+        return tuple(array[:running] for array in arrays)
+
     def drive(self, until: Chunk, on_done: Callable[[Chunk], None]) -> None:
         """Step every running episode, whichever chunk it belongs to, until `until` is done.
 
@@ -231,7 +238,8 @@ class Rollouts:
         noise_dim = policy.noise_dim
         recurrent = policy.state_size > 0
         noise = None
-        changed = True
+        params, obs, state, slots, total, length, keys = self._row_views(self.running)
+        changed = False
         while not until.done:
             if self.running < num_slots and self.queue:
                 before = self.running
@@ -244,17 +252,7 @@ class Rollouts:
             if running == 0:  # `until` is done: its last jobs failed at their reset
                 break
             if changed:  # views rebuilt only when the number of running rows changes
-                params, obs, state = (
-                    self.skeleton[:running],
-                    self.obs[:running],
-                    self.state[:running],
-                )
-                slots, total, length = (
-                    self.env_slot[:running],
-                    self.row_return[:running],
-                    self.row_length[:running],
-                )
-                keys = self.keys[:running]
+                params, obs, state, slots, total, length, keys = self._row_views(running)
                 changed = False
             if noise_dim:  # a function of (episode seed, step) per row: batch-independent
                 noise = uniforms(keys, length, noise_dim)

@@ -12,7 +12,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -132,7 +132,10 @@ def observation_flattener(space: Any) -> Callable[[Any], np.ndarray] | None:
 
     if isinstance(space, gym.spaces.Box):
         return None
-    return lambda observation: gym.spaces.flatten(space, observation)
+    # Every space but Graph and Sequence (which no policy here reads) flattens to one array.
+    return cast(
+        Callable[[Any], np.ndarray], lambda observation: gym.spaces.flatten(space, observation)
+    )
 
 
 class GymSlots:

@@ -12,7 +12,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -116,7 +116,7 @@ class Worker:
                 if not isinstance(handle, np.ndarray):
                     import ray  # only a Ray actor is handed object refs
 
-                    handle = ray.get(handle)
+                    handle = cast(np.ndarray, ray.get(handle))  # the block's object ref
                 block = handle
                 counters["bytes_loaded"] += block.nbytes
                 self.blocks[block_id] = block

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, cast
 
 import matplotlib
 
@@ -123,8 +124,9 @@ def lineage_tree(
     labels = task_labels or {}
     frame = population.sort_values(["born", "pair_id"]).reset_index(drop=True)
     y = {int(pid): index for index, pid in enumerate(frame["pair_id"])}
+    records = frame.to_dict("records")
     fig, ax = plt.subplots(figsize=(7, max(2.5, 0.35 * len(frame) + 1)))
-    for _, row in frame.iterrows():
+    for row in records:
         if pd.notna(row["parent_id"]) and int(row["parent_id"]) in y:
             parent = frame[frame["pair_id"] == row["parent_id"]].iloc[0]
             ax.plot(
@@ -142,7 +144,7 @@ def lineage_tree(
         ax.scatter(
             part["born"], [y[int(p)] for p in part["pair_id"]], color=color, label=label, zorder=2
         )
-    for _, row in frame.iterrows():
+    for row in records:
         ax.annotate(
             " " + _with_label(int(row["pair_id"]), labels),
             (row["born"], y[int(row["pair_id"])]),
@@ -159,7 +161,8 @@ def lineage_tree(
     label_inches = longest * 8 * 0.55 / 72  # 8 pt text, ~0.55 em per character
     axes_inches = 7 * 0.8
     share = min(label_inches / axes_inches, 0.7)
-    low, high = float(frame["born"].min()), float(frame["born"].max())
+    born = cast(pd.Series, frame["born"])  # one label: a column (pandas types [] for frames too)
+    low, high = float(born.min()), float(born.max())
     span = max(high - low, 1.0)
     ax.set_xlim(low - 0.05 * span, high + (span * 1.05) * share / (1 - share) + 0.05 * span)
     ax.legend(loc="best", fontsize=8)
@@ -170,19 +173,25 @@ def lineage_tree(
 _STATE_COLOURS = {"active": "tab:green", "solved": "tab:blue", "archived": "tab:red"}
 
 
+def _generation(cell: Any) -> int | None:
+    """A population cell that holds a generation (born, archived_at, solved_at): None where
+    it is empty (NaN, NA) or the column is absent."""
+    return None if cell is None or pd.isna(cell) else int(cell)
+
+
 def task_states(population: pd.DataFrame, last_generation: int) -> pd.DataFrame:
     """One row per (task, generation) the task existed: its parameters and its state then:
     archived from `archived_at`, else solved from `solved_at`, else active."""
     rows = []
     params = [c for c in population.columns if c.startswith("task.")]
     for _, row in population.iterrows():
-        born = int(row["born"]) if pd.notna(row.get("born")) else 0
-        archived = row.get("archived_at")
-        solved = row.get("solved_at")
-        for generation in range(born, last_generation + 1):
-            if pd.notna(archived) and generation >= int(archived):
+        born = _generation(row.get("born"))
+        archived = _generation(row.get("archived_at"))
+        solved = _generation(row.get("solved_at"))
+        for generation in range(0 if born is None else born, last_generation + 1):
+            if archived is not None and generation >= archived:
                 state = "archived"
-            elif pd.notna(solved) and generation >= int(solved):
+            elif solved is not None and generation >= solved:
                 state = "solved"
             else:
                 state = "active"
@@ -233,7 +242,7 @@ LEARNER_COLUMNS = (
 
 def learned_columns(summary: pd.DataFrame) -> list[str]:
     """The optimizer's own figures the summary holds (PPO's losses, KL, clip fraction)."""
-    return [c for c in LEARNER_COLUMNS if c in summary and summary[c].notna().any()]
+    return [c for c in LEARNER_COLUMNS if c in summary and bool(summary[c].notna().any())]
 
 
 def curriculum_columns(summary: pd.DataFrame) -> list[str]:
@@ -249,7 +258,7 @@ def curriculum_columns(summary: pd.DataFrame) -> list[str]:
         and not c.startswith("test_")
         and not is_pool_column(c)
         and pd.api.types.is_numeric_dtype(summary[c])
-        and summary[c].notna().any()
+        and bool(summary[c].notna().any())
     ]
 
 
@@ -343,7 +352,7 @@ def levels_over_generations(played: pd.DataFrame, path: Path) -> Path:
     )
     for ax, name in zip(axes[:, 0], params, strict=True):
         for rule, part in played.groupby("rule", sort=True):
-            colour = _RULE_COLOURS.get(rule, "tab:gray")
+            colour = _RULE_COLOURS.get(str(rule), "tab:gray")
             ax.scatter(part["generation"], part[name], s=8, alpha=0.6, color=colour, label=rule)
         ax.set_ylabel(name, fontsize=8)
     # Above the top panel: inside it, the legend hid the points under it.
@@ -356,7 +365,9 @@ def levels_over_generations(played: pd.DataFrame, path: Path) -> Path:
 def eligible_pairs(returns: pd.DataFrame, eligibility: pd.DataFrame, path: Path) -> Path:
     """eligible_parents mode: each pair's mean return (bar, green when eligible) with its
     episodes' returns (dots), against the threshold (dashed line)."""
-    rows = eligibility[eligibility["rule"] == "eligibility"].sort_values("pair_id")
+    # A boolean mask selects rows: a frame (pandas types [] as a Series too).
+    chosen = cast(pd.DataFrame, eligibility[eligibility["rule"] == "eligibility"])
+    rows = chosen.sort_values("pair_id")
     episodes = returns[[c for c in returns.columns if c.startswith("episode_")]]
     names = returns["name"].astype(str).tolist()
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1.2))

@@ -125,7 +125,7 @@ def integer_ids(frame: pd.DataFrame) -> pd.DataFrame:
         name = str(column)
         if name.endswith("_id") and not name.startswith("task.") and values.dtype.kind == "f":
             present = values.dropna()
-            if (present == present.round()).all():
+            if bool((present == present.round()).all()):
                 converted[column] = values.astype("Int64")
     return frame.assign(**converted) if converted else frame  # the caller's frame unchanged
 

@@ -23,7 +23,6 @@ from collections import OrderedDict
 
 import Box2D
 import numpy as np
-from Box2D.b2 import edgeShape, fixtureDef
 from gymnasium.envs.box2d.bipedal_walker import (
     FPS,
     FRICTION,
@@ -67,6 +66,8 @@ _CLOUD_DRAWS = (TERRAIN_LENGTH // 20) * 11
 _FINISH_X = (TERRAIN_LENGTH - TERRAIN_GRASS) * TERRAIN_STEP
 # Courses kept per env: a worker's slot sees a few tasks x the call's episode seeds.
 _COURSE_CACHE = 64
+# A course and its ground polyline's points as floats (what Box2D's edges take).
+_Course = tuple[Terrain, list[tuple[float, float]]]
 
 
 class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
@@ -79,10 +80,10 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
         self._task = dict(self.initial_task)
         self._terrain_seed: int | None = None
         self.course: Terrain | None = None
-        self._courses: OrderedDict[tuple, tuple[Terrain, list]] = OrderedDict()
+        self._courses: OrderedDict[tuple, _Course] = OrderedDict()
         # One definition for every ground edge; CreateFixture copies its shape.
-        self._edge = fixtureDef(
-            shape=edgeShape(vertices=[(0.0, 0.0), (1.0, 0.0)]),
+        self._edge = Box2D.b2FixtureDef(
+            shape=Box2D.b2EdgeShape(vertices=[(0.0, 0.0), (1.0, 0.0)]),
             friction=FRICTION,
             categoryBits=0x0001,
         )
@@ -115,12 +116,12 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
         self.terrain_x = [p[0] for p in points]
         self.terrain_y = [p[1] for p in points]
 
-    def _course(self, seed: int) -> tuple[Terrain, list[tuple[float, float]]]:
+    def _course(self, seed: int) -> _Course:
         key = (tuple(sorted(self._task.items())), seed)
         cached = self._courses.get(key)
         if cached is None:
             course = generate_terrain(self._task, seed)
-            cached = course, [tuple(map(float, p)) for p in course.points]
+            cached = course, [(float(x), float(y)) for x, y in course.points]
             self._courses[key] = cached
             if len(self._courses) > _COURSE_CACHE:
                 self._courses.popitem(last=False)
@@ -177,6 +178,7 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
             world.RayCast(lidar, pos, end)
 
         joints, legs = self.joints, self.legs
+        # BipedalWalker's contact listener sets `ground_contact` on its leg bodies.
         angle = hull.angle
         state = [
             angle,
@@ -187,12 +189,12 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
             joints[0].speed / SPEED_HIP,
             joints[1].angle + 1.0,
             joints[1].speed / SPEED_KNEE,
-            1.0 if legs[1].ground_contact else 0.0,
+            1.0 if legs[1].ground_contact else 0.0,  # pyright: ignore[reportAttributeAccessIssue]
             joints[2].angle,
             joints[2].speed / SPEED_HIP,
             joints[3].angle + 1.0,
             joints[3].speed / SPEED_KNEE,
-            1.0 if legs[3].ground_contact else 0.0,
+            1.0 if legs[3].ground_contact else 0.0,  # pyright: ignore[reportAttributeAccessIssue]
             *[lidar.fraction for lidar in self.lidar],
         ]
         self.scroll = pos.x - VIEWPORT_W / SCALE / 5

@@ -1,94 +1,120 @@
-"""Curricula side by side: DR, PLR⊥, ACCEL, ALP-GMM, POET and Enhanced POET on one task space,
-the same budget of training env steps, several seeds; "% of held-out test tasks mastered".
+"""Curricula side by side under a protocol a reviewer can check (issue 29): every arm is a
+`coevo-run` with Hydra overrides, so it runs exactly the config coevo-run composes (the config
+files' values, e.g. conf/optimizer/ppo.yaml's, never a dataclass's defaults), and the runs are
+compared by `coevo-compare`.
 
-    python experiments/curricula/run_study.py                # the recorded study
-    python experiments/curricula/run_study.py --quick        # the same pipeline in minutes
-    python experiments/curricula/run_study.py --smoke        # seconds: the test suite's check
-    python experiments/curricula/run_study.py --replot experiments/curricula/results
+    python experiments/curricula/run_study.py --full             # >= 10 seeds per arm
+    python experiments/curricula/run_study.py --quick            # the same pipeline, minutes
+    python experiments/curricula/run_study.py --check OUT        # one recorded cell, again
+    python experiments/curricula/run_study.py --quick optimizer.lr=0.02   # + Hydra overrides
 
-Each (curriculum, optimizer, seed) run steps its curriculum until its training env steps
-reach the budget (test episodes are counted apart, as in summary.csv), scoring the held-out
-test set (coevo.tasks.test_sets: 100 tasks sorted easy to hard, mastered = return >= the
-space's solved_score) at 10 evenly spaced marks of training env steps, the last at the
-budget. Runs are independent: `--jobs` runs them in parallel processes, each with its own
-in-process pool (small curricula steps cost more in Ray round trips than in physics).
-Writes, under --out: runs.csv (one row per run), curves.csv (one row per test-set scoring:
-test mastery against env steps), table.csv and table.md (mean ± std over seeds per
-curriculum; the population std, ddof 0; none with one seed) and curves.png. Without --out
-the results go beside this script: results/ (the full study), quick/ (--quick) and smoke/
-(--smoke, git-ignored); results/ and quick/ hold the committed results, which a run
-overwrites.
+The protocol:
+- An arm is (task space, optimizer, curriculum) plus the study's declared overrides (ARM_
+  OVERRIDES, each with its reason) and any overrides given on the command line; its directory
+  is named by its overrides. Each arm declares beforehand what it is expected to show
+  (EXPECTATIONS), and the study says whether it did.
+- Budget in training env steps (test episodes are counted apart). coevo-run counts
+  generations, so a run goes in legs: its first `first_generations`, then `coevo-run resume=`
+  with more generations, estimated from its own env steps per generation, until the budget is
+  reached. The generations of every leg are recorded (study_run.yaml), so `--check` replays
+  the run exactly. The last leg may pass the budget; scorings past it are not counted.
+- Scorings: the held-out test set every `test_set.every` generations, chosen per arm from a
+  pilot run (seed 0, no scorings, to the budget) so that about `test_points` fall inside the
+  budget: a POET generation is 100x a PLR round, so one period cannot suit both.
+- The figure of a run: the mean of its last 3 scorings inside the budget; per arm, IQM with
+  a stratified-bootstrap 95 % interval, α-CVaR of per-task returns, and the probability of
+  improvement over DR (coevo.compare, to rliable's definitions).
+- Every run directory keeps its resolved config (config.yaml, and Hydra's .hydra/).
 
-curves.png averages each curriculum's runs mark by mark: a run's value at a mark is its first
-scoring at or after that mark (a run is scored once a step crosses a mark; one large step, a
-POET generation, can cross several marks, and that one scoring stands for each of them), and
-the point is the mean over seeds, plotted at the mark. The last mark is the budget, so the
-last point is the table's figure.
-
---replot DIR re-renders DIR/curves.png from DIR/curves.csv and DIR/table.md / table.csv from
-DIR/runs.csv, running nothing. The marks come from table.md's footer (its budget and, since
-it is written there, the number of marks; else the most scorings of any run) or from
---budget / --test-points. A runs.csv from before the `started` column gives "seeds started"
-only where it holds by definition (DR, POET, Enhanced POET: always) and n/a elsewhere.
+Writes under --out (default: protocol/full/ or protocol/quick/ beside this script):
+arms/<arm>/seed=N/ (run directories), pilots/<arm>/, compare/<task,optimizer>/ (coevo-compare's
+page and CSVs) and study.md (the tables, each arm's expectation and whether it held, budget
+and commit).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
-import multiprocessing
-import re
 import subprocess
-import time
+import sys
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
+import yaml
 
-from coevo import runner
-from coevo.config import parse_config
-from coevo.pool import EvaluationPool
-from coevo.tasks.test_sets import TestSetConfig, make_test_set, measure
+from coevo.compare.analysis import Budget, GroupStats, run_figure
+from coevo.compare.cli import compare, parser
+from coevo.compare.report import console_table
+from coevo.compare.runs import load_run
+from coevo.pool.stats import is_runtime_column
 
 HERE = Path(__file__).resolve().parent
+COEVO_RUN = str(Path(sys.executable).parent / "coevo-run")
 CURRICULA = ("dr", "plr", "accel", "alp_gmm", "poet", "enhanced_poet")
-# Study-wide settings per curriculum beyond its config file's defaults, and why.
-OVERRIDES = {
-    # dcd's buffer of 4000 levels replays nothing before 2000 are scored: far beyond these
-    # budgets (the config file says so too), so a buffer this budget can fill.
-    "plr": {"buffer_size": 64},
-    "accel": {"buffer_size": 64},
-    # ES has no critic: PLR's level score is the return-based proxy (named, not a fallback).
-    # With PPO, the config files' score (positive value loss, PLR's own) stands.
-    "plr+es": {"score": "return_regret"},
-    "accel+es": {"score": "return_regret"},
+BASELINE = "dr"
+RUN_RECORD = "study_run.yaml"
+ARM_RECORD = "arm.yaml"
+
+# The study's settings beyond the config files', and why (Hydra overrides, per curriculum or
+# per curriculum on a task space).
+ARM_OVERRIDES: dict[str, tuple[str, ...]] = {
+    # dcd's buffer of 4000 levels replays nothing before 2000 are scored: past these budgets.
+    "plr": ("curriculum.buffer_size=64",),
+    "accel": ("curriculum.buffer_size=64",),
 }
-# POET's thresholds are returns: its config files' (200, 50, 475) are CartPole's, on [0, 500].
-# Acrobot's returns lie on [-500, 0]; the same thresholds mapped linearly onto that range.
-_ACROBOT_POET = {"repro_threshold": -300.0, "mc_lower": -450.0, "mc_upper": -25.0}
-SPACE_OVERRIDES = {
-    "acrobot_reach": {"poet": _ACROBOT_POET, "enhanced_poet": _ACROBOT_POET},
+# POET's thresholds are returns; the config files' are CartPole's ([0, 500]). Acrobot's lie on
+# [-500, 0]: the same thresholds mapped linearly onto that range.
+_ACROBOT_POET = (
+    "curriculum.repro_threshold=-300.0",
+    "curriculum.mc_lower=-450.0",
+    "curriculum.mc_upper=-25.0",
+)
+SPACE_OVERRIDES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("acrobot_reach", "poet"): _ACROBOT_POET,
+    ("acrobot_reach", "enhanced_poet"): _ACROBOT_POET,
 }
-POLICY_FOR = {"es": "mlp", "ppo": "actor_critic"}
-TABLE_COLUMNS = [
-    "task_space",
-    "curriculum",
-    "optimizer",
-    "seeds",
-    "test_mastered_mean",
-    "test_mastered_std",
-    "env_steps",
-    "generations",
-    "wall_s_mean",
-    "seeds_started",
-]
-# What a curriculum does before its own rule applies: ALP-GMM draws uniform tasks (DR) until
-# its first mixture fit, PLR⊥ and ACCEL train nothing before their first replay. A run in
-# which that never came is counted apart in the table, so its figure is not read as the
-# curriculum's.
-STARTED_BY = {"alp_gmm": "fits", "plr": "replays", "accel": "replays"}
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What an arm is expected to show, declared before it runs, and the test of it."""
+
+    claim: str
+    holds: Callable[[GroupStats], bool]
+
+
+def _beats_baseline(group: GroupStats) -> bool:
+    return math.isfinite(group.improvement) and group.improvement > 0.5
+
+
+EXPECTATIONS: dict[str, Expectation] = {
+    "dr": Expectation("the baseline learns: IQM of test mastery above 0", lambda g: g.iqm > 0),
+    "plr": Expectation(
+        "PLR⊥ beats DR on held-out tasks (Jiang et al. 2021): P(improvement over DR) > 0.5",
+        _beats_baseline,
+    ),
+    "accel": Expectation(
+        "ACCEL beats DR on held-out tasks (Parker-Holder et al. 2022): P(improvement) > 0.5",
+        _beats_baseline,
+    ),
+    "alp_gmm": Expectation(
+        "ALP-GMM beats DR (Portelas et al. 2019): P(improvement over DR) > 0.5",
+        _beats_baseline,
+    ),
+    "poet": Expectation(
+        "POET's population masters some test tasks (best of its policies): IQM above 0",
+        lambda g: g.iqm > 0,
+    ),
+    "enhanced_poet": Expectation(
+        "Enhanced POET's population masters some test tasks: IQM above 0", lambda g: g.iqm > 0
+    ),
+}
+NO_EXPECTATION = Expectation("none declared", lambda g: False)
 
 
 @dataclass(frozen=True)
@@ -96,356 +122,268 @@ class Scale:
     budget: int  # training env steps per run
     seeds: int
     test_size: int
-    test_points: int  # test-set scorings per run, evenly spaced in training env steps
+    test_points: int  # scorings aimed for inside the budget
+    first_generations: int  # a run's first leg, before its env steps per generation are known
 
 
 SCALES = {
-    "full": Scale(budget=5_000_000, seeds=3, test_size=100, test_points=10),
-    "quick": Scale(budget=300_000, seeds=3, test_size=50, test_points=5),
-    "smoke": Scale(budget=20_000, seeds=1, test_size=10, test_points=2),
+    "full": Scale(budget=5_000_000, seeds=10, test_size=100, test_points=10, first_generations=20),
+    "quick": Scale(budget=6_000, seeds=2, test_size=10, test_points=4, first_generations=4),
 }
 
 
-def run_one(job: tuple[str, str, str, int, Scale]) -> tuple[dict, list[dict]]:
-    """One curriculum run to the budget on its own in-process pool; (its row, its curve)."""
-    space_name, curriculum, optimizer, seed, scale = job
-    config = study_config(space_name, curriculum, optimizer, seed)
-    space, policy = runner.prepare(config)
-    with EvaluationPool(space, policy, "local", 1) as pool:
-        return _run(pool, space_name, curriculum, optimizer, seed, scale)
+@dataclass(frozen=True)
+class Arm:
+    space: str
+    optimizer: str
+    curriculum: str
+    extra: tuple[str, ...] = ()  # the command line's overrides, for every arm
 
-
-def study_config(space_name: str, curriculum: str, optimizer: str, seed: int):
-    """The run's config: the config files' defaults plus the study's overrides."""
-    return parse_config(
-        {
-            "seed": seed,
-            "task": {"name": space_name},
-            "optimizer": {"name": optimizer},
-            # PPO trains an actor-critic (its value head is the critic); ES the default MLP.
-            "policy": {"name": POLICY_FOR[optimizer]},
-            "curriculum": {
-                "name": curriculum,
-                "generations": 10**6,
-                **OVERRIDES.get(curriculum, {}),
-                **OVERRIDES.get(f"{curriculum}+{optimizer}", {}),
-                **SPACE_OVERRIDES.get(space_name, {}).get(curriculum, {}),
-            },
-        }
-    )
-
-
-def _run(
-    pool: EvaluationPool,
-    space_name: str,
-    curriculum: str,
-    optimizer: str,
-    seed: int,
-    scale: Scale,
-) -> tuple[dict, list[dict]]:
-    config = study_config(space_name, curriculum, optimizer, seed)
-    # Scored at env-step marks, not every N generations: curricula's generations differ in
-    # size by 100x (a PLR round is 4 levels, a POET generation every pair's ES steps).
-    tests = TestSetConfig(size=scale.test_size, seed=0)
-    marks = [scale.budget * (k + 1) / scale.test_points for k in range(scale.test_points)]
-    test_set = make_test_set(pool.space, tests.size, tests.seed)
-    built = runner.build(config, pool.space, pool)
-    started = time.perf_counter()
-    steps = 0.0
-    curve = []
-    started_count = 0.0  # fits or replays (STARTED_BY)
-    while steps < scale.budget:
-        result = built.step()
-        steps += result.summary["env_steps"]
-        started_count += result.summary.get(STARTED_BY.get(curriculum, ""), 0) or 0
-        if steps >= marks[0]:
-            while marks and steps >= marks[0]:
-                marks.pop(0)
-            mastered = measure(built, test_set, tests)["test_mastered"]
-            curve.append(
-                {"generation": built.generation, "env_steps": steps, "test_mastered": mastered}
-            )
-    wall = time.perf_counter() - started
-    row = {
-        "task_space": space_name,
-        "curriculum": curriculum,
-        "optimizer": optimizer,
-        "seed": seed,
-        "generations": built.generation,
-        "env_steps": steps,
-        "test_mastered": curve[-1]["test_mastered"],
-        "wall_s": wall,
-        # No warm-up to wait for (DR, POET): started from the first generation.
-        "started": curriculum not in STARTED_BY or started_count > 0,
-    }
-    tag = {k: row[k] for k in ("task_space", "curriculum", "optimizer", "seed")}
-    return row, [{**tag, **point} for point in curve]
-
-
-def _std_over_seeds(values: pd.Series) -> float:
-    """The population std (ddof 0) over seeds; none (NaN) for one seed, which has no spread."""
-    return float(np.std(values, ddof=0)) if len(values) > 1 else math.nan
-
-
-def _count_started(values: pd.Series) -> float:
-    """Runs in which the curriculum started; NaN where a run's `started` is not known."""
-    return float(values.astype(bool).sum()) if values.notna().all() else math.nan
-
-
-def summarise(runs: pd.DataFrame) -> pd.DataFrame:
-    if "started" not in runs:
-        # A runs.csv from before the column: known only where it holds by definition.
-        runs = runs.assign(
-            started=[True if c not in STARTED_BY else None for c in runs["curriculum"]]
+    @property
+    def overrides(self) -> tuple[str, ...]:
+        return (
+            f"task={self.space}",
+            f"optimizer={self.optimizer}",
+            f"curriculum={self.curriculum}",
+            "pool=local",
+            *ARM_OVERRIDES.get(self.curriculum, ()),
+            *SPACE_OVERRIDES.get((self.space, self.curriculum), ()),
+            *self.extra,
         )
-    grouped = runs.groupby(["task_space", "curriculum", "optimizer"], sort=False)
-    table = grouped.agg(
-        seeds=("seed", "count"),
-        test_mastered_mean=("test_mastered", "mean"),
-        test_mastered_std=("test_mastered", _std_over_seeds),
-        env_steps=("env_steps", "mean"),
-        generations=("generations", "mean"),
-        wall_s_mean=("wall_s", "mean"),
-        seeds_started=("started", _count_started),
-    ).reset_index()
-    table["seeds_started"] = table["seeds_started"].astype("Int64")  # NA where not known
-    return table[TABLE_COLUMNS]
+
+    @property
+    def name(self) -> str:
+        """The arm's directory: its overrides, the study's pool setting left out."""
+        return ",".join(o for o in self.overrides if o != "pool=local").replace("/", "_")
+
+    @property
+    def expectation(self) -> Expectation:
+        return EXPECTATIONS.get(self.curriculum, NO_EXPECTATION)
 
 
-def markdown(table: pd.DataFrame) -> str:
-    lines = [
-        "| task space | curriculum | optimizer | seeds | % test tasks mastered (mean ± std "
-        "over seeds, ddof 0) | env steps | generations | wall s / run | seeds started |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+def coevo_run(args: list[str]) -> None:
+    done = subprocess.run([COEVO_RUN, *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"coevo-run {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+
+
+def _steps(run_dir: Path) -> tuple[float, int]:
+    """Training env steps so far and generations done."""
+    summary = pd.read_csv(run_dir / "summary.csv")
+    return float(summary["env_steps"].sum()), len(summary)
+
+
+def run_to_budget(
+    overrides: list[str], run_dir: Path, scale: Scale, schedule: list[int] | None = None
+) -> list[int]:
+    """Run `coevo-run overrides` into run_dir in legs until its training env steps reach
+    the budget (or, given a recorded `schedule`, with exactly those legs); the legs' target
+    generations."""
+    legs = list(schedule or [scale.first_generations])
+    coevo_run([*overrides, f"curriculum.generations={legs[0]}", f"hydra.run.dir='{run_dir}'"])
+    done = 1
+    while True:
+        steps, generations = _steps(run_dir)
+        if schedule is not None:
+            if done == len(schedule):
+                return legs
+            target = schedule[done]
+        else:
+            if steps >= scale.budget:
+                return legs
+            if steps <= 0:
+                raise RuntimeError(f"{run_dir}: no env steps in {generations} generations")
+            # 10 % over the estimate: steps per generation grow as episodes lengthen.
+            more = math.ceil(1.1 * (scale.budget - steps) * generations / steps)
+            target = generations + max(1, more)
+            legs.append(target)
+        coevo_run([f"resume={run_dir}", f"curriculum.generations={target}"])
+        done += 1
+
+
+def scoring_period(arm: Arm, scale: Scale, out: Path) -> int:
+    """The arm's scoring period in generations, from a pilot (seed 0, no scorings) run to the
+    budget: about `test_points` scorings fall inside it."""
+    pilot = out / "pilots" / arm.name
+    if not (pilot / "summary.csv").exists():
+        run_to_budget([*arm.overrides, "seed=0", "test_set.every=0"], pilot, scale)
+    steps = pd.read_csv(pilot / "summary.csv")["env_steps"].cumsum()
+    inside = int((steps <= scale.budget).sum())
+    return max(1, inside // scale.test_points)
+
+
+def run_arm_seed(arm: Arm, seed: int, every: int, scale: Scale, out: Path) -> Path:
+    run_dir = out / "arms" / arm.name / f"seed={seed}"
+    record = run_dir / RUN_RECORD
+    if record.exists():  # a study stopped early goes on where it was
+        return run_dir
+    overrides = [
+        *arm.overrides,
+        f"seed={seed}",
+        f"test_set.every={every}",
+        f"test_set.size={scale.test_size}",
     ]
-    for r in table.itertuples():
-        std = "n/a" if pd.isna(r.test_mastered_std) else f"{100 * r.test_mastered_std:.1f}"
-        started = "n/a" if pd.isna(r.seeds_started) else f"{r.seeds_started:.0f} of {r.seeds}"
-        lines.append(
-            f"| {r.task_space} | {r.curriculum} | {r.optimizer} | {r.seeds} | "
-            f"{100 * r.test_mastered_mean:.1f} ± {std} | "
-            f"{r.env_steps:,.0f} | {r.generations:.0f} | {r.wall_s_mean:.0f} | {started} |"
+    legs = run_to_budget(overrides, run_dir, scale)
+    figure = run_figure(load_run(run_dir), arm.curriculum, "test_mastered", _budget(scale), 3, 0.1)
+    record.write_text(
+        yaml.safe_dump(
+            {
+                "overrides": overrides,
+                "legs": legs,
+                "budget": scale.budget,
+                "first_generations": scale.first_generations,
+                "figure": figure.value,
+                "commit": _commit(),
+            },
+            sort_keys=False,
+            allow_unicode=True,
         )
-    return "\n".join(lines) + "\n"
-
-
-def marks_of(budget: float, test_points: int) -> list[float]:
-    """The env-step marks at which a run is scored (as _run computes them), the last the budget."""
-    return [budget * (k + 1) / test_points for k in range(test_points)]
-
-
-def per_mark(curves: pd.DataFrame, budget: float, test_points: int) -> pd.DataFrame:
-    """Each curriculum's test mastery at each mark, the mean over its seeds.
-
-    A run's value at a mark is its first scoring at or after the mark: the scoring that the
-    mark triggered (one scoring stands for every mark one step crossed). One row per
-    (task_space, curriculum, optimizer, mark): mark (0-based), mark_steps (the nominal env
-    steps), env_steps (the mean over seeds of the scorings' own env steps), test_mastered
-    (the mean over seeds) and seeds.
-    """
-    marks = marks_of(budget, test_points)
-    keys = ["task_space", "curriculum", "optimizer"]
-    rows = []
-    for key, runs in curves.groupby(keys, sort=False):
-        for k, mark in enumerate(marks):
-            at = []
-            for _, run in runs.groupby("seed", sort=False):
-                after = run[run["env_steps"] >= mark]
-                if len(after):
-                    at.append(after.iloc[0])
-            if not at:
-                continue
-            rows.append(
-                {
-                    **dict(zip(keys, key, strict=True)),
-                    "mark": k,
-                    "mark_steps": mark,
-                    "env_steps": float(np.mean([p["env_steps"] for p in at])),
-                    "test_mastered": float(np.mean([p["test_mastered"] for p in at])),
-                    "seeds": len(at),
-                }
-            )
-    return pd.DataFrame(
-        rows, columns=[*keys, "mark", "mark_steps", "env_steps", "test_mastered", "seeds"]
     )
+    print(f"{arm.name} seed {seed}: {figure.value:.3f} ({legs[-1]} generations)", flush=True)
+    return run_dir
 
 
-def plot(curves: pd.DataFrame, path: Path, budget: float, test_points: int) -> None:
-    """Test mastery at each mark, the mean over seeds (per_mark), plotted at the mark."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    means = per_mark(curves, budget, test_points)
-    spaces = list(dict.fromkeys(means["task_space"]))
-    fig, axes = plt.subplots(1, len(spaces), figsize=(6 * len(spaces), 4), squeeze=False)
-    for ax, space in zip(axes[0], spaces, strict=True):
-        part = means[means["task_space"] == space]
-        for (curriculum, optimizer), rows in part.groupby(["curriculum", "optimizer"], sort=False):
-            ax.plot(
-                rows["mark_steps"],
-                100 * rows["test_mastered"],
-                marker=".",
-                label=f"{curriculum} ({optimizer})",
-            )
-        ax.set_title(space)
-        ax.set_xlabel(f"training env steps (the {test_points} scoring marks)")
-        ax.set_ylabel("test tasks mastered (%), mean over seeds")
-        ax.set_ylim(-3, 103)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+def _budget(scale: Scale) -> Budget:
+    return Budget(env_steps=scale.budget)
 
 
-SEEDS_STARTED_NOTE = (
-    "Seeds started: runs in which ALP-GMM fitted a mixture, PLR⊥ / ACCEL replayed a level (before"
-    " that ALP-GMM is DR and PLR⊥ / ACCEL train nothing); DR and POET always."
-)
+def _commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE)
+    return done.stdout.strip()
 
 
-def replot(out: Path, budget: int | None = None, test_points: int | None = None) -> pd.DataFrame:
-    """Re-render out/curves.png, table.csv and table.md from out/curves.csv and runs.csv."""
-    curves = pd.read_csv(out / "curves.csv")
-    runs = pd.read_csv(out / "runs.csv")
-    old = (out / "table.md").read_text() if (out / "table.md").exists() else ""
-    # The footer's facts (budget, test set, marks, commit, time) are the recording's: kept.
-    kept = ("Budget ", "Test set scored at ")
-    footer = [line for line in old.splitlines() if line.startswith(kept)]
-    if budget is None:
-        found = re.search(r"Budget ([\d,]+) training env steps", old)
-        if not found:
-            raise SystemExit(f"{out / 'table.md'} names no budget: pass --budget")
-        budget = int(found.group(1).replace(",", ""))
-    if test_points is None:
-        found = re.search(r"scored at (\d+) marks", old)
-        if found:
-            test_points = int(found.group(1))
-        else:  # a run whose steps are small is scored once at every mark
-            run_keys = ["task_space", "curriculum", "optimizer", "seed"]
-            test_points = int(curves.groupby(run_keys).size().max())
-            footer.append(
-                f"Test set scored at {test_points} marks (not recorded by this study's run: the"
-                " most scorings of any run)."
-            )
-    _check_marks(curves, budget, test_points)
-    table = summarise(runs)
-    table.to_csv(out / "table.csv", index=False)
-    notes = [*footer, SEEDS_STARTED_NOTE, "Re-rendered from runs.csv by `run_study.py --replot`."]
-    if "started" not in runs:
-        notes[-1] += (
-            " This runs.csv predates the `started` column: seeds started is given for DR, POET"
-            " and Enhanced POET (always, by definition) and n/a for PLR⊥, ACCEL and ALP-GMM (not"
-            " recorded)."
+def run_study(arms: list[Arm], scale: Scale, out: Path, jobs: int) -> str:
+    """Every arm's seeds, then one coevo-compare per (task space, optimizer); study.md."""
+    with ThreadPoolExecutor(jobs) as pool:
+        periods = dict(
+            zip(arms, pool.map(lambda a: scoring_period(a, scale, out), arms), strict=True)
         )
-    (out / "table.md").write_text(markdown(table) + "\n" + "\n".join(notes) + "\n")
-    plot(curves, out / "curves.png", budget, test_points)
-    return table
-
-
-def _check_marks(curves: pd.DataFrame, budget: float, test_points: int) -> None:
-    """Each run's scorings fall on distinct marks and its last on the budget, or the marks are
-    not the run's."""
-    marks = marks_of(budget, test_points)
-    for key, run in curves.groupby(["task_space", "curriculum", "optimizer", "seed"], sort=False):
-        passed = [sum(steps >= m for m in marks) for steps in run["env_steps"]]
-        if min(passed) < 1 or len(set(passed)) != len(passed) or passed[-1] != len(marks):
-            raise SystemExit(
-                f"run {key}: its scorings do not fit {test_points} marks up to {budget:,.0f}"
-                " steps: pass --budget / --test-points"
+        for arm, every in periods.items():
+            (out / "arms" / arm.name).mkdir(parents=True, exist_ok=True)
+            (out / "arms" / arm.name / ARM_RECORD).write_text(
+                yaml.safe_dump(
+                    {
+                        "overrides": list(arm.overrides),
+                        "expectation": arm.expectation.claim,
+                        "test_set.every": every,
+                    },
+                    sort_keys=False,
+                    allow_unicode=True,
+                )
             )
+        jobs_list = [(a, s) for a in arms for s in range(scale.seeds)]
+        list(pool.map(lambda job: run_arm_seed(*job, periods[job[0]], scale, out), jobs_list))
+    sections = []
+    for space, optimizer in dict.fromkeys((a.space, a.optimizer) for a in arms):
+        mine = [a for a in arms if (a.space, a.optimizer) == (space, optimizer)]
+        sections.append(_compare_section(space, optimizer, mine, scale, out))
+    text = "\n\n".join(sections) + (
+        f"\n\nBudget {scale.budget:,} training env steps per run; {scale.seeds} seeds per arm; "
+        f"test set of {scale.test_size} tasks; commit {_commit()}.\n"
+    )
+    (out / "study.md").write_text(text)
+    return text
 
 
-def main(argv: list[str] | None = None) -> pd.DataFrame:
-    parser = argparse.ArgumentParser(
+def _compare_section(space: str, optimizer: str, arms: list[Arm], scale: Scale, out: Path) -> str:
+    baseline = BASELINE if any(a.curriculum == BASELINE for a in arms) else None
+    where = out / "compare" / f"task={space},optimizer={optimizer}"
+    args = [str(out / "arms" / a.name) for a in arms]
+    args += ["--budget-steps", str(scale.budget), "--out", str(where)]
+    if baseline:
+        args += ["--baseline", baseline]
+    groups = compare(parser().parse_args(args))
+    lines = [f"## {space}, {optimizer}", "", "```", console_table(groups, "curriculum.name",
+             "test_mastered", baseline, 0.1), "```", ""]  # fmt: skip
+    for group in groups:
+        expectation = EXPECTATIONS.get(group.label, NO_EXPECTATION)
+        verdict = "held" if expectation.holds(group) else "did not hold"
+        lines.append(f"- {group.label}: expected: {expectation.claim}: {verdict}")
+    return "\n".join(lines)
+
+
+def check(out: Path, cell: str | None) -> bool:
+    """Re-run one recorded run (default: the first arm's seed 0) with its recorded overrides
+    and legs, and compare its summary.csv (every column but timings) and figure bit for bit."""
+    records = sorted((out / "arms").glob(f"*/seed=*/{RUN_RECORD}"))
+    if cell is not None:
+        records = [r for r in records if f"{r.parent.parent.name}/{r.parent.name}" == cell]
+    if not records:
+        raise SystemExit(f"no recorded run {cell or ''} under {out}/arms (ARM_DIR/seed=N)")
+    recorded_dir = records[0].parent
+    record = yaml.safe_load(records[0].read_text())
+    scale = Scale(record["budget"], 1, 1, 1, record["first_generations"])
+    with tempfile.TemporaryDirectory() as tmp:
+        again = Path(tmp) / "run"
+        run_to_budget(record["overrides"], again, scale, schedule=record["legs"])
+        old, new = (_deterministic(d) for d in (recorded_dir, again))
+        figure = run_figure(load_run(again), "", "test_mastered", _budget(scale), 3, 0.1).value
+    same = old.equals(new) and _same_float(figure, record["figure"])
+    at = f"recorded at {record['commit'][:10]}, re-run at {_commit()[:10]}"
+    print(
+        f"{recorded_dir.parent.name}/{recorded_dir.name}: figure {record['figure']!r} recorded, "
+        f"{figure!r} again; summary.csv {'identical' if old.equals(new) else 'DIFFERS'} ({at}): "
+        + ("reproduced bit for bit" if same else "NOT reproduced")
+    )
+    return same
+
+
+def _same_float(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def _deterministic(run_dir: Path) -> pd.DataFrame:
+    summary = pd.read_csv(run_dir / "summary.csv")
+    return summary.drop(columns=[c for c in summary if is_runtime_column(c)])
+
+
+def main(argv: list[str] | None = None) -> str | bool:
+    p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    size = parser.add_mutually_exclusive_group()
-    size.add_argument(
-        "--quick",
-        action="store_true",
-        help="small budget (minutes); without --out it overwrites the committed quick/ results",
-    )
-    size.add_argument(
-        "--smoke",
-        action="store_true",
-        help="tiny budget, one seed (seconds); default --out smoke/ (git-ignored)",
-    )
-    size.add_argument(
-        "--replot",
-        type=Path,
-        metavar="DIR",
-        help="run nothing: re-render DIR's curves.png, table.csv and table.md from its CSVs",
-    )
-    parser.add_argument("--spaces", default="cartpole", help="comma-separated task spaces")
-    parser.add_argument("--curricula", default=",".join(CURRICULA))
-    parser.add_argument("--optimizers", default="es", help="es; ppo needs policy=actor_critic")
-    parser.add_argument(
-        "--budget",
-        type=int,
-        default=None,
-        help="training env steps per run (--replot: the recorded one, where table.md lacks it)",
-    )
-    parser.add_argument("--seeds", type=int, default=None, help="seeds per curriculum")
-    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (processes)")
-    parser.add_argument(
-        "--test-points", type=int, default=None, help="scoring marks per run (--replot only)"
-    )
-    parser.add_argument(
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--full", action="store_true", help="the study's scale (the default)")
+    mode.add_argument("--quick", action="store_true", help="tiny budget, 2 seeds (minutes)")
+    mode.add_argument("--check", type=Path, metavar="OUT", help="re-run one cell of OUT")
+    p.add_argument("--cell", default=None, help="--check's run: ARM_DIR/seed=N (default: first)")
+    p.add_argument("--spaces", default="cartpole", help="comma-separated task spaces")
+    p.add_argument("--optimizers", default="es", help="comma-separated: es, ppo, ars")
+    p.add_argument("--curricula", default=",".join(CURRICULA))
+    p.add_argument("--seeds", type=int, default=None, help="seeds per arm (scale's default)")
+    p.add_argument("--budget", type=int, default=None, help="training env steps per run")
+    p.add_argument("--jobs", type=int, default=2, help="runs at once (processes)")
+    p.add_argument(
         "--out",
         type=Path,
         default=None,
-        help="default: beside this script (results/, quick/, smoke/); the full study and "
-        "--quick overwrite the committed results there",
+        help="default: protocol/full/ or protocol/quick/ beside this script",
     )
-    args = parser.parse_args(argv)
-    if args.replot is not None:
-        return replot(args.replot, args.budget, args.test_points)
-    scale = SCALES["quick" if args.quick else "smoke" if args.smoke else "full"]
-    if args.budget is not None:
-        scale = dataclasses.replace(scale, budget=args.budget)
-    if args.seeds is not None:
-        scale = dataclasses.replace(scale, seeds=args.seeds)
-    out = args.out or HERE / ("quick" if args.quick else "smoke" if args.smoke else "results")
-    out.mkdir(parents=True, exist_ok=True)
-    jobs = [
-        (space_name, curriculum, optimizer, seed, scale)
-        for space_name in args.spaces.split(",")
+    p.add_argument("overrides", nargs="*", help="Hydra overrides for every arm (key=value)")
+    args = p.parse_args(argv)
+    if args.check is not None:
+        if not check(args.check, args.cell):
+            sys.exit(1)
+        return True
+    scale = SCALES["quick" if args.quick else "full"]
+    if args.seeds is not None or args.budget is not None:
+        scale = Scale(
+            args.budget or scale.budget,
+            args.seeds or scale.seeds,
+            scale.test_size,
+            scale.test_points,
+            scale.first_generations,
+        )
+    arms = [
+        Arm(space, optimizer, curriculum, tuple(args.overrides))
+        for space in args.spaces.split(",")
         for optimizer in args.optimizers.split(",")
         for curriculum in args.curricula.split(",")
-        for seed in range(scale.seeds)
     ]
-    rows, points = [], []
-    started = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(args.jobs) as workers:
-        for row, curve in workers.imap(run_one, jobs):  # in job order, whatever finishes first
-            rows.append(row)
-            points.extend(curve)
-            print(
-                f"{row['task_space']} {row['curriculum']} {row['optimizer']} seed {row['seed']}: "
-                f"{100 * row['test_mastered']:.0f}% mastered after {row['env_steps']:,.0f} "
-                f"steps, {row['generations']} generations, {row['wall_s']:.0f} s",
-                flush=True,
-            )
-            # Written after every run: a long study stopped early keeps what it finished.
-            runs, curves = pd.DataFrame(rows), pd.DataFrame(points)
-            runs.to_csv(out / "runs.csv", index=False)
-            curves.to_csv(out / "curves.csv", index=False)
-    table = summarise(runs)
-    table.to_csv(out / "table.csv", index=False)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
-    ).stdout.strip()
-    (out / "table.md").write_text(
-        markdown(table)
-        + f"\nBudget {scale.budget:,} training env steps per run; test set of {scale.test_size}"
-        f" tasks scored at {scale.test_points} marks; commit {commit};"
-        f" {time.perf_counter() - started:.0f} s in all.\n{SEEDS_STARTED_NOTE}\n"
-    )
-    plot(curves, out / "curves.png", scale.budget, scale.test_points)
-    print(markdown(table))
-    return table
+    out = args.out or HERE / "protocol" / ("quick" if args.quick else "full")
+    out.mkdir(parents=True, exist_ok=True)
+    text = run_study(arms, scale, out, args.jobs)
+    print(text)
+    return text
 
 
 if __name__ == "__main__":

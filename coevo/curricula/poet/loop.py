@@ -4,6 +4,10 @@ Per generation: optimize (the run's optimizer), evaluate, eligibility, reproduce
 drop duplicates, minimal criterion, novelty rank, admit with the best transferred policy,
 capacity), transfer (direct and after one proposal optimizer step), ANNECS. Every decision
 becomes a `Decision` row.
+
+A generation is work in job batches (`coevo.batches`): each step that needs the pool
+yields its jobs and receives their results, so `ask()`/`tell()` can hand every batch out
+and `step()` runs them on the pool, through the same code.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from coevo.batches import Work
 from coevo.curricula.base import (
     Curriculum,
     CurriculumConfig,
@@ -24,10 +29,10 @@ from coevo.curricula.base import (
     PoliciesForTesting,
 )
 from coevo.curricula.poet import rules
-from coevo.curricula.poet.novelty import Characterization, ScoreCache, novelty_scores
+from coevo.curricula.poet.novelty import Characterization, ScoreCache, novelty_work
 from coevo.curricula.poet.population import Pair, Population
-from coevo.curricula.poet.transfer import best_policies, pick_best
-from coevo.curricula.training import mean_extras, train
+from coevo.curricula.poet.transfer import best_policies_work, pick_best
+from coevo.curricula.training import evaluate_work, mean_extras, train_work
 from coevo.errors import ConfigError
 from coevo.report.tables import CROSS_SCORES_STEM
 from coevo.settings import setting
@@ -181,7 +186,7 @@ class Poet(Curriculum):
         return tasks
 
     # -- one generation --------------------------------------------------------------------
-    def run_generation(self) -> GenerationResult:
+    def run_generation(self) -> Work[GenerationResult]:
         gen, cfg = self.generation, self.config
         solved_before = self.population.annecs()
         decisions: list[Decision] = []
@@ -190,13 +195,13 @@ class Poet(Curriculum):
         active = self.population.active
         step_reasons: list[tuple[int, StepRecord]] = []
         records: list[Any] = []
-        counts["train_mean_return"] = train(
-            self.pool,
+        counts["train_mean_return"] = yield from train_work(
             self.optimizer,
             active,
             [[p.task] for p in active],
             cfg.optimizer_steps,
             self.rng,
+            self.pool.register,
             step_reasons,
             records,
         )
@@ -214,7 +219,7 @@ class Poet(Curriculum):
                     parent_id=pair.parent_id,
                 )
             )
-        self._evaluate(active)
+        yield from self._evaluate(active)
         eligible = self._eligibility(decisions)
         # Counted from the decision rows, so the summary and eligibility.csv always agree.
         counts["eligible"] = sum(
@@ -222,7 +227,7 @@ class Poet(Curriculum):
         )
         tried = passed = admitted = archived = 0
         if eligible and gen % cfg.reproduce_every == 0:
-            tried, passed, admitted = self._reproduce(eligible, decisions)
+            tried, passed, admitted = yield from self._reproduce(eligible, decisions)
             archived = self._apply_capacity(decisions)
         counts.update(
             children_tried=tried,
@@ -231,11 +236,9 @@ class Poet(Curriculum):
             archived_now=archived,
         )
         cross_scores: list[tuple[int, int, float]] = []
-        counts["transfers"] = (
-            self._transfer(decisions, cross_scores)
-            if cfg.transfer_every and gen % cfg.transfer_every == 0
-            else 0
-        )
+        counts["transfers"] = 0
+        if cfg.transfer_every and gen % cfg.transfer_every == 0:
+            counts["transfers"] = yield from self._transfer(decisions, cross_scores)
         annecs = self.population.annecs()
         counts.update(
             annecs=annecs,
@@ -249,10 +252,10 @@ class Poet(Curriculum):
         ]
         return GenerationResult(gen, self._summary(counts), decisions, {CROSS_SCORES_STEM: cross})
 
-    def _evaluate(self, pairs: list[Pair]) -> None:
+    def _evaluate(self, pairs: list[Pair]) -> Work[None]:
         seed = int(self.rng.integers(0, 2**31 - 1))
-        returns, errors = self.pool.evaluate_detailed(
-            [(p.theta, p.task) for p in pairs], self.config.eval_episodes, seed
+        returns, errors = yield from evaluate_work(
+            self.pool.register, [(p.theta, p.task) for p in pairs], self.config.eval_episodes, seed
         )
         self._errors = {pairs[i].pair_id: message for i, message in errors.items()}
         # A failed episode makes the pair's score NaN: failures are never scores.
@@ -295,14 +298,19 @@ class Poet(Curriculum):
         return eligible
 
     # -- reproduction ----------------------------------------------------------------------
-    def _reproduce(self, eligible: list[Pair], decisions: list[Decision]) -> tuple[int, int, int]:
+    def _reproduce(
+        self, eligible: list[Pair], decisions: list[Decision]
+    ) -> Work[tuple[int, int, int]]:
         cfg = self.config
         candidates = self._mutation_trials(eligible, decisions)
         if not candidates:
             return 0, 0, 0
         seed = int(self.rng.integers(0, 2**31 - 1))
-        returns, errors = self.pool.evaluate_detailed(
-            [(parent.theta, child) for parent, child in candidates], cfg.eval_episodes, seed
+        returns, errors = yield from evaluate_work(
+            self.pool.register,
+            [(parent.theta, child) for parent, child in candidates],
+            cfg.eval_episodes,
+            seed,
         )
         passing: list[tuple[Pair, Task, float, str]] = []
         for index, ((parent, child), score) in enumerate(
@@ -325,11 +333,11 @@ class Poet(Curriculum):
             )
         if not passing:
             return len(candidates), 0, 0
-        novelty = self._novelty([child for _, child, _, _ in passing])
+        novelty = yield from self._novelty([child for _, child, _, _ in passing])
         order = rules.admission_order(list(novelty))
         admit = [index for rank, index in enumerate(order, 1) if rank <= cfg.max_admitted]
-        starts = self._starting_policies([passing[i] for i in admit])
-        against_archive = self._mc_against_archive([passing[i][1] for i in admit])
+        starts = yield from self._starting_policies([passing[i] for i in admit])
+        against_archive = yield from self._mc_against_archive([passing[i][1] for i in admit])
         for rank, index in enumerate(order, start=1):
             parent, child, score, mc_reason = passing[index]
             ok, reason = rules.admission(rank, cfg.max_admitted, float(novelty[index]))
@@ -361,15 +369,19 @@ class Poet(Curriculum):
             )
         return len(candidates), len(passing), len(admit)
 
-    def _mc_against_archive(self, children: list[Task]) -> list[tuple[bool, str]]:
+    def _mc_against_archive(self, children: list[Task]) -> Work[list[tuple[bool, str]]]:
         """The reference code's ANNECS test, per admitted child: does the best archived
         policy's score on it pass the minimal criterion? (Frozen policies: scores cached.)"""
         archive = self.population.archive
         if not archive:
             return [(True, "archive empty: counts for annecs_reference")] * len(children)
         cfg = self.config
-        scores = self.scores.matrix(
-            self.pool, [p.theta for p in archive], children, cfg.eval_episodes, self.pata_seed
+        scores = yield from self.scores.matrix_work(
+            self.pool.register,
+            [p.theta for p in archive],
+            children,
+            cfg.eval_episodes,
+            self.pata_seed,
         )
         out = []
         for column in scores.T:
@@ -399,32 +411,34 @@ class Poet(Curriculum):
             candidates.append((parent, child))
         return candidates
 
-    def _novelty(self, children: list[Task]) -> np.ndarray:
+    def _novelty(self, children: list[Task]) -> Work[np.ndarray]:
         cfg = self.config
         everyone = self.population.all_pairs()
-        return novelty_scores(
-            self.characterization,
-            self.space,
-            children,
-            [p.task for p in everyone],
-            cfg.novelty_k,
-            pool=self.pool,
-            policies=[p.theta for p in everyone],
-            cache=self.scores,
-            episodes=cfg.eval_episodes,
-            seed=self.pata_seed,
-            bounds=(cfg.mc_lower, cfg.mc_upper),
+        return (
+            yield from novelty_work(
+                self.characterization,
+                self.space,
+                children,
+                [p.task for p in everyone],
+                cfg.novelty_k,
+                register=self.pool.register,
+                policies=[p.theta for p in everyone],
+                cache=self.scores,
+                episodes=cfg.eval_episodes,
+                seed=self.pata_seed,
+                bounds=(cfg.mc_lower, cfg.mc_upper),
+            )
         )
 
     def _starting_policies(
         self, admitted: list[tuple[Pair, Task, float, str]]
-    ) -> list[tuple[np.ndarray, str]]:
+    ) -> Work[list[tuple[np.ndarray, str]]]:
         """Each admitted child starts with the best active policy on it (parent on ties)."""
         if not admitted:
             return []
         active = self.population.active
-        found = best_policies(
-            self.pool,
+        found = yield from best_policies_work(
+            self.pool.register,
             None,
             [p.theta for p in active],
             [child for _, child, _, _ in admitted],
@@ -474,15 +488,15 @@ class Poet(Curriculum):
     # -- transfer --------------------------------------------------------------------------
     def _transfer(
         self, decisions: list[Decision], cross_scores: list[tuple[int, int, float]]
-    ) -> int:
+    ) -> Work[int]:
         """Each task tries every other active policy, directly and after one proposal step;
         the best replaces its own when it beats the best of the task's recent scores."""
         active = self.population.active
         if len(active) < 2:
             return 0
         cfg = self.config
-        found = best_policies(
-            self.pool,
+        found = yield from best_policies_work(
+            self.pool.register,
             self.optimizer if cfg.transfer_proposal else None,
             [p.theta for p in active],
             [p.task for p in active],

@@ -13,6 +13,9 @@ from enum import StrEnum
 
 import numpy as np
 
+from coevo.batches import Work, drive
+from coevo.curricula.training import evaluate_work
+from coevo.optimizers.base import Register
 from coevo.optimizers.es import centred_ranks
 from coevo.pool import EvaluationPool
 from coevo.tasks.task import Task, TaskSpace
@@ -56,7 +59,18 @@ class ScoreCache:
         seed: int,
     ) -> np.ndarray:
         """Mean return of every policy (rows) on every task (columns); misses in one call."""
-        keys = [pool.register(theta) for theta in thetas]
+        return drive(pool, self.matrix_work(pool.register, thetas, tasks, episodes, seed))
+
+    def matrix_work(
+        self,
+        register: Register,
+        thetas: Sequence[np.ndarray],
+        tasks: Sequence[Task],
+        episodes: int,
+        seed: int,
+    ) -> Work[np.ndarray]:
+        """`matrix` as work in job batches (`coevo.batches`): one batch, the misses."""
+        keys = [register(theta) for theta in thetas]
         missing = [
             (i, j)
             for i, key in enumerate(keys)
@@ -66,8 +80,8 @@ class ScoreCache:
         self.hits += len(keys) * len(tasks) - len(missing)
         if missing:
             # A failed evaluation scores NaN: PATA-EC clips it like any score out of bounds.
-            returns, _ = pool.evaluate_detailed(
-                [(thetas[i], tasks[j]) for i, j in missing], episodes, seed
+            returns, _ = yield from evaluate_work(
+                register, [(thetas[i], tasks[j]) for i, j in missing], episodes, seed
             )
             for (i, j), score in zip(missing, returns.mean(axis=1), strict=True):
                 self._scores[(keys[i], tasks[j].id)] = float(score)
@@ -90,12 +104,47 @@ def novelty_scores(
     seed: int = 0,
     bounds: tuple[float, float] = (-np.inf, np.inf),
 ) -> np.ndarray:
-    """Novelty of each candidate against the reference tasks (active and archived)."""
+    """Novelty of each candidate against the reference tasks (active and archived); PATA-EC
+    evaluates on `pool`."""
+    work = novelty_work(
+        characterization,
+        space,
+        candidates,
+        reference,
+        k,
+        register=pool.register if pool is not None else None,
+        policies=policies,
+        cache=cache,
+        episodes=episodes,
+        seed=seed,
+        bounds=bounds,
+    )
+    return drive(pool, work)
+
+
+def novelty_work(
+    characterization: Characterization,
+    space: TaskSpace,
+    candidates: Sequence[Task],
+    reference: Sequence[Task],
+    k: int,
+    *,
+    register: Register | None = None,
+    policies: Sequence[np.ndarray] = (),
+    cache: ScoreCache | None = None,
+    episodes: int = 1,
+    seed: int = 0,
+    bounds: tuple[float, float] = (-np.inf, np.inf),
+) -> Work[np.ndarray]:
+    """`novelty_scores` as work in job batches (`coevo.batches`): PATA-EC's one batch of
+    the scores not cached; none for `params`."""
     if characterization is Characterization.PARAMS:
         encode = np.stack([space.encode(t) for t in candidates])
         reference_rows = np.stack([space.encode(t) for t in reference])
         return knn_novelty(encode, reference_rows, k)
-    assert pool is not None and cache is not None
-    scores = cache.matrix(pool, policies, [*candidates, *reference], episodes, seed)
+    assert register is not None and cache is not None
+    scores = yield from cache.matrix_work(
+        register, policies, [*candidates, *reference], episodes, seed
+    )
     vectors = pata_ec(scores.T, *bounds)  # one row per task
     return knn_novelty(vectors[: len(candidates)], vectors[len(candidates) :], k)

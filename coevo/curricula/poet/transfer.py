@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from coevo.curricula.training import optimize
-from coevo.optimizers.base import Optimizer
-from coevo.pool import EvaluationPool
+from coevo.batches import Work
+from coevo.curricula.training import evaluate_work, optimize_work
+from coevo.optimizers.base import Optimizer, Register
 from coevo.tasks.task import Task
 
 
@@ -25,38 +25,38 @@ class TransferCandidate:
     theta: np.ndarray
 
 
-def best_policies(
-    pool: EvaluationPool,
+def best_policies_work(
+    register: Register,
     optimizer: Optimizer | None,
     thetas: Sequence[np.ndarray],
     targets: Sequence[Task],
     target_states: Sequence[Any] | None,
     episodes: int,
     rng: np.random.Generator,
-) -> list[list[TransferCandidate]]:
+) -> Work[list[list[TransferCandidate]]]:
     """For each target task, every source policy tried directly and (when `optimizer` is
     given) after one proposal step of `optimizer` on that task; one list of candidates per
     target.
 
     The proposal step starts from the target pair's optimizer state, which it leaves
-    unchanged (optimizer states are values). Every evaluation of all targets goes to the
-    pool in one call.
+    unchanged (optimizer states are values). Work in job batches (`coevo.batches`): the
+    proposal steps' jobs in one batch, then every evaluation of all targets in one.
     """
     n_sources = len(thetas)
     combos = [(s, t) for t in range(len(targets)) for s in range(n_sources)]
     proposals: list[np.ndarray] = []
     if optimizer is not None and target_states is not None:
-        steps = optimize(
-            pool,
+        steps = yield from optimize_work(
             optimizer,
             [(thetas[s], target_states[t], [targets[t]]) for s, t in combos],
             rng,
+            register,
         )
         proposals = [step.theta for step in steps]
     seed = int(rng.integers(0, 2**31 - 1))
     pairs = [(thetas[s], targets[t]) for s, t in combos]
     pairs += [(theta, targets[t]) for theta, (_, t) in zip(proposals, combos, strict=False)]
-    returns, _ = pool.evaluate_detailed(pairs, episodes, seed)  # failed: NaN, never picked
+    returns, _ = yield from evaluate_work(register, pairs, episodes, seed)  # failed: NaN
     scores = returns.mean(axis=1)
     out: list[list[TransferCandidate]] = [[] for _ in targets]
     for index, (s, t) in enumerate(combos):

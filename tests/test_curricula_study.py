@@ -1,0 +1,120 @@
+"""experiments/curricula/run_study.py: its `--quick` pipeline end to end (coevo-run arms,
+coevo-compare, study.md), `--check` reproducing a recorded cell, and the arms' configs being
+coevo-run's own composition (conf/optimizer/ppo.yaml's values, not PPOConfig's defaults)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+from cli_support import ROOT
+
+STUDY = ROOT / "experiments" / "curricula" / "run_study.py"
+PLR_ARM = "task=cartpole,optimizer=es,curriculum=plr,curriculum.buffer_size=64"
+
+
+def study(*args, timeout=600):
+    return subprocess.run(
+        [sys.executable, str(STUDY), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def study_module():
+    """run_study.py imported (a script, not a package; its dataclasses need sys.modules)."""
+    if "run_study" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("run_study", STUDY)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["run_study"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["run_study"]
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quick")
+    done = study("--quick", "--curricula", "dr,plr", "--out", out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, done.stdout
+
+
+@pytest.mark.slow
+def test_quick_study_runs_each_arm_to_the_budget_and_compares_them(quick):
+    out, printed = quick
+    module = study_module()
+    budget = module.SCALES["quick"].budget
+    arms = sorted(p.name for p in (out / "arms").iterdir())
+    assert arms == ["task=cartpole,optimizer=es,curriculum=dr", PLR_ARM]
+    for arm in arms:
+        record = yaml.safe_load((out / "arms" / arm / "arm.yaml").read_text())
+        assert record["expectation"]  # declared before the runs
+        for seed in (0, 1):
+            run_dir = out / "arms" / arm / f"seed={seed}"
+            config = yaml.safe_load((run_dir / "config.yaml").read_text())  # resolved config
+            assert (
+                config["seed"] == seed and config["test_set"]["every"] == record["test_set.every"]
+            )
+            steps = pd.read_csv(run_dir / "summary.csv")["env_steps"].sum()
+            assert steps >= budget  # ran to the budget
+            legs = yaml.safe_load((run_dir / "study_run.yaml").read_text())["legs"]
+            assert legs == sorted(legs) and legs[-1] == config["curriculum"]["generations"]
+    runs = pd.read_csv(out / "compare" / "task=cartpole,optimizer=es" / "compare_runs.csv")
+    assert len(runs) == 4 and (runs["env_steps"] <= budget).all()  # scorings inside the budget
+    text = (out / "study.md").read_text()
+    assert "P(> dr)" in text and "IQM [95% CI]" in text
+    assert "- plr: expected: PLR⊥ beats DR" in text and ("held" in text)
+    assert "Budget 6,000 training env steps per run; 2 seeds per arm" in text
+    assert text.strip() in printed
+
+
+@pytest.mark.slow
+def test_check_reproduces_a_recorded_cell_bit_for_bit(quick):
+    out, _ = quick
+    done = study("--check", out, "--cell", f"{PLR_ARM}/seed=1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "reproduced bit for bit" in done.stdout
+    # A tampered record is caught: the figure no longer matches.
+    record_file = out / "arms" / PLR_ARM / "seed=1" / "study_run.yaml"
+    record = yaml.safe_load(record_file.read_text())
+    record_file.write_text(yaml.safe_dump({**record, "figure": record["figure"] + 0.5}))
+    try:
+        done = study("--check", out, "--cell", f"{PLR_ARM}/seed=1")
+        assert done.returncode == 1 and "NOT reproduced" in done.stdout
+    finally:
+        record_file.write_text(yaml.safe_dump(record))
+
+
+@pytest.mark.slow
+def test_a_ppo_arm_runs_the_config_files_ppo(tmp_path):
+    """The issue's bug: the old study passed only the optimizer's name, so PPOConfig's
+    defaults (8 x 256, gamma 0.99) ran instead of conf/optimizer/ppo.yaml."""
+    done = study(
+        "--quick", "--optimizers", "ppo", "--curricula", "dr", "--seeds", "1", "--out", tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = tmp_path / "arms" / "task=cartpole,optimizer=ppo,curriculum=dr" / "seed=0"
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    written = yaml.safe_load((ROOT / "conf" / "optimizer" / "ppo.yaml").read_text())
+    for key in ("n_envs", "n_steps", "batch_size", "gamma"):
+        assert config["optimizer"][key] == written[key]
+    assert config["policy"]["name"] == "actor_critic"
+
+
+def test_arms_are_named_by_their_overrides_and_declare_expectations():
+    module = study_module()
+    arm = module.Arm("acrobot_reach", "es", "poet", ("optimizer.lr=0.02",))
+    assert arm.name == (
+        "task=acrobot_reach,optimizer=es,curriculum=poet,curriculum.repro_threshold=-300.0,"
+        "curriculum.mc_lower=-450.0,curriculum.mc_upper=-25.0,optimizer.lr=0.02"
+    )
+    assert "pool=local" in arm.overrides  # one in-process worker per run; runs in parallel
+    for curriculum in module.CURRICULA:
+        assert module.EXPECTATIONS[curriculum].claim
+    assert module.SCALES["full"].seeds >= 10
