@@ -15,6 +15,8 @@ from cli_support import COEVO_RUN, ROOT
 from coevo.compare import stats
 from coevo.compare.cli import main
 
+# One worker under xdist: the sweep (`sweep`) made once for the module.
+pytestmark = pytest.mark.xdist_group("test_compare")
 GENERATIONS = 6
 
 
