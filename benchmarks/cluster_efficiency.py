@@ -35,7 +35,7 @@ import numpy as np
 import ray
 
 from coevo import tasks
-from coevo.policies import PolicySpec
+from coevo.policies import MLPPolicy
 from coevo.pool import EvaluationPool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -49,7 +49,7 @@ def workload(pairs: int, seed: int) -> list:
     """`pairs` random policies, each on one task of a spread over roughness."""
     space = tasks.get(SPACE)
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=HIDDEN)
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=HIDDEN)
     rng = np.random.default_rng(seed)
     rough = space.param("roughness")
     levels = np.linspace(rough.low, rough.high, 8)

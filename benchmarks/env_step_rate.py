@@ -26,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from coevo import tasks
-from coevo.policy import PolicySpec
+from coevo.policies import MLPPolicy
 from coevo.pool import EpisodeJob, Stored, Worker
 from coevo.tasks.cartpole import CartPoleSlots
 
@@ -99,7 +99,7 @@ def worker_rate(name: str, num_envs: int, batched: bool, episodes: int) -> float
         max_episode_steps=min(space.max_episode_steps, 200),
     )
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(16,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(16,))
     theta = policy.init(np.random.default_rng(0))
     jobs = [EpisodeJob(Stored("k"), space.initial_task(), seed) for seed in range(episodes)]
     worker = Worker(space, policy, num_envs=num_envs)

@@ -25,7 +25,7 @@ import psutil
 import ray
 
 from coevo import tasks
-from coevo.policies import PolicySpec, torch_policy_for
+from coevo.policies import MLPPolicy, torch_policy_for
 from coevo.pool import EvaluationPool
 
 
@@ -90,7 +90,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     if args.gym_slots:
         space = dataclasses.replace(space, make_slots=None)
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=args.hidden)
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=args.hidden)
     if args.policy == "torch":  # the same layers as a torch module (coevo's TorchPolicy)
         import torch
 

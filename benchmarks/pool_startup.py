@@ -35,12 +35,12 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from coevo import tasks
-    from coevo.policies import PolicySpec
+    from coevo.policies import MLPPolicy
     from coevo.pool import EvaluationPool
 
     space = tasks.get("pendulum")
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(16,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(16,))
     rng = np.random.default_rng(0)
     ray_init_s = timed_ray_init()
     imported = time.perf_counter()

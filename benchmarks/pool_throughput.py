@@ -53,7 +53,7 @@ import torch
 from coevo import tasks
 from coevo.errors import ConfigError
 from coevo.optimizers.es import ESConfig, EvolutionStrategy
-from coevo.policies import Policy, PolicySpec, torch_policy_for
+from coevo.policies import MLPPolicy, Policy, torch_policy_for
 from coevo.pool import EvaluationPool, perturbation_noise
 from coevo.pool.jobs import EpisodeJob, Stored
 from coevo.pool.worker import Worker
@@ -113,7 +113,7 @@ def policy_for(space: TaskSpace, kind: str, hidden: tuple[int, ...]) -> Policy:
     numpy; `torch_norm`: the same with a LayerNorm after the first layer, which only the
     general vmap path runs)."""
     env = space.make_env()
-    mlp = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=hidden)
+    mlp = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=hidden)
     if kind == "mlp":
         return mlp
     module = UserActor(mlp.layer_sizes, norm=kind == "torch_norm")
@@ -264,7 +264,7 @@ def baseline_episode(
     space = tasks.get(space_name)
     env = space.make_env()
     env.set_task(task)
-    spec = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=hidden)
+    spec = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=hidden)
     module = spec.to_torch(theta)
     low = np.asarray(spec.act_low, dtype=np.float32)
     high = np.asarray(spec.act_high, dtype=np.float32)
@@ -285,13 +285,13 @@ def baseline_episode(
     return total, length
 
 
-def es_centre(space: TaskSpace, policy: PolicySpec, repeat: int) -> tuple[np.ndarray, Task]:
+def es_centre(space: TaskSpace, policy: MLPPolicy, repeat: int) -> tuple[np.ndarray, Task]:
     rng = np.random.default_rng(1000 + repeat)
     return policy.init(rng), gravity_tasks(space, 1)[0]
 
 
 def job_inputs(
-    job: Job, space: TaskSpace, policy: PolicySpec, repeat: int
+    job: Job, space: TaskSpace, policy: MLPPolicy, repeat: int
 ) -> tuple[list[tuple[np.ndarray, Task]], list[int]]:
     """Fresh policies per repeat: (parameters, task) per pair, and the episode seeds.
 
@@ -340,7 +340,7 @@ def run_coevo(pool: EvaluationPool, job: Job, repeat: int) -> dict[str, float]:
 
 
 def run_baseline(
-    space: TaskSpace, policy: PolicySpec, job: Job, repeat: int, args
+    space: TaskSpace, policy: MLPPolicy, job: Job, repeat: int, args
 ) -> tuple[float, float]:
     pairs, seeds = job_inputs(job, space, policy, repeat)
     started = time.perf_counter()
@@ -374,7 +374,7 @@ class Figures:
 
 
 def measure_pool(
-    label: str, space: TaskSpace, policy: PolicySpec, jobs: list[Job], args, figures: Figures
+    label: str, space: TaskSpace, policy: MLPPolicy, jobs: list[Job], args, figures: Figures
 ) -> None:
     """Each job's repeats on one pool, the raw references re-measured before each repeat."""
     with EvaluationPool(space, policy, "ray", args.workers, args.envs_per_worker) as pool:
@@ -415,7 +415,7 @@ def replay_for(job: Job, space: TaskSpace, policy: Policy, repeat: int, args) ->
 
 
 def measure_baseline(
-    space: TaskSpace, policy: PolicySpec, jobs: list[Job], args, figures: Figures
+    space: TaskSpace, policy: MLPPolicy, jobs: list[Job], args, figures: Figures
 ) -> None:
     if not args.baseline_repeats:
         return

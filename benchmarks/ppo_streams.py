@@ -28,7 +28,8 @@ import time
 import numpy as np
 
 from coevo import tasks
-from coevo.optimizers.ppo import PPO, PPOConfig
+from coevo.optimizers.ppo import PPO
+from coevo.optimizers.ppo_config import PPOConfig
 from coevo.optimizers.ppo_streams import with_stream_ends
 from coevo.policies.actor_critic import ActorCriticSpec
 from coevo.pool import EvaluationPool

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from coevo import tasks
-from coevo.optimizers.ppo import PPOConfig
+from coevo.optimizers.ppo_config import PPOConfig
 
 ZOO = {
     # rl-baselines3-zoo hyperparams/ppo.yml (fetched from DLR-RM/rl-baselines3-zoo).
@@ -292,7 +292,7 @@ def learner_timing(pairs: int, repeats: int) -> None:
 
     env = gym.make("CartPole-v1")
     spec = ActorCriticSpec.for_spaces(env.observation_space, env.action_space)
-    config = coevo_config("CartPole-v1", ZOO["CartPole-v1"]["n_timesteps"]).learner_settings()
+    config = coevo_config("CartPole-v1", ZOO["CartPole-v1"]["n_timesteps"])
     steps, streams = config.n_steps, config.n_envs
     rng = np.random.default_rng(0)
     thetas = [spec.init(rng) for _ in range(pairs)]

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from coevo import tasks
-from coevo.policies import Policy, PolicySpec
+from coevo.policies import MLPPolicy, Policy
 from coevo.pool.jobs import EpisodeJob, Stored
 from coevo.pool.scheduling import chunk_sizes
 from coevo.pool.worker import Worker
@@ -133,7 +133,7 @@ def main() -> None:
 
     space = dataclasses.replace(tasks.get(args.task), make_slots=None)  # one env per slot
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=args.hidden)
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=args.hidden)
     rng = np.random.default_rng(0)
     task = space.initial_task()
     sources = {f"p{i}": policy.init(rng) for i in range(max(args.probe, args.pairs))}

@@ -34,14 +34,14 @@ _EXPORTS = {
     "OptimizerConfig": "coevo.optimizers",
     "PLRConfig": "coevo.curricula.plr",
     "PPO": "coevo.optimizers.ppo",
-    "PPOConfig": "coevo.optimizers.ppo",
+    "PPOConfig": "coevo.optimizers.ppo_config",
     "Pair": "coevo.curricula.poet",
     "Poet": "coevo.curricula.poet",
     "PoetConfig": "coevo.curricula.poet",
     "Policy": "coevo.policies",
-    "PolicySpec": "coevo.policies",
     "Population": "coevo.curricula.poet",
     "PrioritizedLevelReplay": "coevo.curricula.plr",
+    "Run": "coevo.run",
     "make_policy": "coevo.policies",
     "tasks": "coevo.tasks",
 }
@@ -74,9 +74,9 @@ __all__ = [
     "Poet",
     "PoetConfig",
     "Policy",
-    "PolicySpec",
     "Population",
     "PrioritizedLevelReplay",
+    "Run",
     "make_policy",
     "tasks",
 ]
@@ -116,6 +116,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from coevo.optimizers import Optimizer, OptimizerConfig
     from coevo.optimizers.ars import ARSConfig, AugmentedRandomSearch
     from coevo.optimizers.es import ESConfig, EvolutionStrategy
-    from coevo.optimizers.ppo import PPO, PPOConfig
-    from coevo.policies import MLPPolicy, Policy, PolicySpec, make_policy
+    from coevo.optimizers.ppo import PPO
+    from coevo.optimizers.ppo_config import PPOConfig
+    from coevo.policies import MLPPolicy, Policy, make_policy
     from coevo.pool import EvaluationPool
+    from coevo.run import Run

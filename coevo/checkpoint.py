@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from coevo.run_files import CHECKPOINTS
+
 _NAME = re.compile(r"^gen_(\d{6})\.pkl$")
 FORMAT_VERSION = 2
 _MAGIC = b"coevo-checkpoint 2 sha256 "
@@ -22,10 +24,6 @@ _MAGIC = b"coevo-checkpoint 2 sha256 "
 
 class CheckpointError(RuntimeError):
     pass
-
-
-# A run directory's folder of checkpoints (runner.CHECKPOINTS).
-CHECKPOINTS_DIR = "checkpoints"
 
 
 def checkpoint_path(directory: Path, generation: int) -> Path:
@@ -152,7 +150,7 @@ def load_run_or_file(
     `path` is neither; CheckpointError when nothing there loads."""
     path = Path(path)
     if path.is_dir():
-        directory = path / CHECKPOINTS_DIR
+        directory = path / CHECKPOINTS
         generation, state = load_latest(directory, on_skip)
         return checkpoint_path(directory, generation), state
     if path.is_file():

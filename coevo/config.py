@@ -20,6 +20,7 @@ from coevo.curricula.poet import PoetConfig
 from coevo.errors import ConfigError
 from coevo.optimizers.base import OptimizerConfig
 from coevo.optimizers.es import ESConfig
+from coevo.policies.config import PolicyConfig
 from coevo.pool.limits import WorkerLimits, limit_setting
 from coevo.pool.pool import Backend
 from coevo.settings import Checked, Rule, checked_value, rule_of, setting
@@ -48,53 +49,6 @@ class TaskConfig(Checked):
     solved_score: float | None = setting(
         None, doc="a return that counts as solved (test sets, warnings); null: the space's own"
     )
-
-
-@dataclass(frozen=True)
-class PolicyConfig(Checked):
-    """Which policy kind (coevo/policies/registry.py) and its options."""
-
-    section = "policy"
-
-    name: str = setting(
-        "mlp",
-        doc="mlp, torch, gru, lstm, actor_critic, a kind a user registered, or "
-        "package.module:builder",
-    )
-    hidden: tuple[int, ...] = setting(
-        (16,), doc="mlp layers; gru/lstm: layers before the cell, then its size"
-    )
-    activation: str = setting("tanh", choices=("tanh", "relu"))
-    action: str | None = setting(
-        None,
-        choices=("argmax", "sample", "deterministic", "gaussian"),
-        doc="discrete: argmax (default) or sample; continuous: deterministic (default) or gaussian",
-    )
-    bounds: str = setting(
-        "tanh", choices=("clip", "tanh"), doc="continuous actions into the bounds: squash or clip"
-    )
-    log_std_init: float = setting(
-        0.0, low=-20.0, high=2.0, doc="gaussian: initial log standard deviation (learned)"
-    )
-    module: str | None = setting(None, doc='name=torch: "package.module:Class" of an nn.Module')
-    kwargs: dict = setting(factory=dict, doc="name=torch: the module's constructor keywords")
-    file: str | None = setting(None, doc="name=torch: a state_dict to start from")
-    batch_block: int = setting(
-        64, low=1, doc="torch kinds: rows per fixed-shape forward (part of the policy)"
-    )
-    start_from: str | None = setting(
-        None,
-        doc="parameters new policies start from: a .npy vector, or a run directory / "
-        "checkpoint file [:NAME of one of its policies]; null: the policy's own init",
-    )
-
-    def check(self) -> None:
-        if self.file and self.start_from:  # both say where the weights come from
-            raise ConfigError(
-                "policy.start_from",
-                f"give one source of starting weights: policy.file ({self.file}, the torch "
-                f"module's state_dict) or policy.start_from ({self.start_from}), not both",
-            )
 
 
 # pool.address: "auto" (the cluster `ray start` last started here) or a head's HOST:PORT.
@@ -145,7 +99,9 @@ class EligibleConfig(Checked):
 
     pairs_file: str | None = setting(None, doc="YAML or CSV of tasks and policy paths")
     episodes: int = setting(5, low=1)
-    threshold: float = setting(200.0, doc="a pair is eligible when its score reaches this")
+    threshold: float | None = setting(
+        None, doc="a pair is eligible when its score reaches this; null: the space's solved_score"
+    )
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from coevo.curricula.poet import rules
 from coevo.errors import ConfigError, yaml_error_text
 from coevo.policies.base import ActionSpec, Policy, obs_dim_of
 from coevo.pool import EvaluationPool
+from coevo.run_files import CHECKPOINTS
 from coevo.start_policy import read_npy_vector
 from coevo.tasks.task import Task, TaskSpace
 
@@ -215,7 +216,7 @@ def _checkpoint_policy(spec: Mapping, base: Path, field: str) -> tuple[np.ndarra
     except (FileNotFoundError, checkpoint.CheckpointError) as error:
         raise ConfigError(f"{field}.checkpoint", str(error)) from None
     if read != file:  # the run directory's newest: named in the tables
-        shown = f"{shown.rstrip('/')}/{checkpoint.CHECKPOINTS_DIR}/{read.name}"
+        shown = f"{shown.rstrip('/')}/{CHECKPOINTS}/{read.name}"
     file = read
     run_state = state.get("curriculum", state.get("coevolution")) or {}
     population = run_state.get("population")
@@ -306,6 +307,20 @@ def _describe(spec: ActionSpec) -> str:
     if spec.discrete:
         return f"{spec.size} discrete actions"
     return f"a {spec.size}-dim box [{spec.low}, {spec.high}]"
+
+
+def eligibility_threshold(threshold: float | None, space: TaskSpace) -> float:
+    """The score a pair must reach: `eligible.threshold` when set, else the task space's
+    `solved_score` (a score on the space's own scale, not CartPole's)."""
+    if threshold is not None:
+        return float(threshold)
+    if space.solved_score is None:
+        raise ConfigError(
+            "eligible.threshold",
+            f"task space '{space.name}' declares no solved_score: set the score a pair must "
+            "reach (eligible.threshold=...)",
+        )
+    return float(space.solved_score)
 
 
 def judge_pairs(

@@ -1,14 +1,18 @@
 """Name -> class registries for the plug-in seams (optimizers, curricula).
 
 A name is a registered one ("es", "poet") or an import path "package.module:Class", so a
-user's class outside coevo works without registering it.
+user's class outside coevo works without registering it. `resolve_entry_point` resolves
+the other import paths a config names (`task.entry_point`, `task.task_format`,
+`policy.module`); this module imports nothing of coevo but its errors, so any layer may use it.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import traceback
+import types
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
@@ -101,3 +105,48 @@ def _import(field: str, path: str) -> type:
         return getattr(module, attribute)
     except AttributeError:
         raise ConfigError(field, f"module '{module_name}' has no '{attribute}'") from None
+
+
+def resolve_entry_point(path: str, field: str = "task.entry_point") -> Any:
+    """`package.module:Name` (or `package.module.Name`) to the object it names; errors name
+    `field`."""
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise ConfigError(field, f"'{path}' is not an import path; expected 'package.module:Name'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        hint = missing_package_hint(module_name, error)
+        raise ConfigError(
+            field, f"cannot import module '{module_name}' of '{path}': {error}{hint}"
+        ) from None
+    except Exception as error:  # the module's own code raised (a bug at its top level)
+        raise import_failure(field, module_name, path, error) from None
+    try:
+        found = _attribute_path(module, attr)
+    except AttributeError:
+        found = None
+    if found is None or isinstance(found, types.ModuleType):
+        if isinstance(found, types.ModuleType) or _is_module(path):
+            dotted = path.replace(":", ".")
+            raise ConfigError(
+                field, f"'{path}' is a module; name what in it to use: '{dotted}:ClassName'"
+            )
+        raise ConfigError(field, f"module '{module_name}' has no attribute '{attr}'")
+    return found
+
+
+def _is_module(path: str) -> bool:
+    """Can `path` (dotted, no colon) be imported as a module?"""
+    try:
+        return ":" not in path and importlib.util.find_spec(path) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _attribute_path(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj

@@ -15,12 +15,17 @@ from coevo.errors import ConfigError
 from coevo.policies.noise import seed_key, uniforms
 from coevo.pool import EvaluationPool
 from coevo.pool.slots import observation_flattener
+from coevo.run_files import CONFIG_FILE
 from coevo.runner import load_run_config, prepare
 from coevo.tasks.task import Task, TaskSpace
 
 
 @dataclass
 class SavedRun:
+    """A run read back from its newest checkpoint: its directory, config and generation,
+    POET's population (None for single-policy curricula) and every policy's parameters by name.
+    """
+
     run_dir: Path
     config: RunConfig
     generation: int
@@ -43,7 +48,7 @@ def load_saved_run(path: Path, on_skip: Callable[[str], None] | None = None) -> 
     `on_skip`) or one checkpoint file."""
     path = Path(path)
     config = None
-    if path.is_dir() and (path / "config.yaml").is_file():
+    if path.is_dir() and (path / CONFIG_FILE).is_file():
         config = load_run_config(path)
         if config.mode == "eligible_parents":  # it trains nothing, so it saves no policy
             raise ConfigError(

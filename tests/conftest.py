@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from coevo import tasks
-from coevo.policy import PolicySpec
+from coevo.policies import MLPPolicy
 
 
 @pytest.fixture(scope="session")
@@ -48,7 +48,7 @@ def cartpole():
 @pytest.fixture(scope="session")
 def cartpole_policy(cartpole):
     env = cartpole.make_env()
-    return PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(16,))
+    return MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(16,))
 
 
 @pytest.fixture(scope="session")

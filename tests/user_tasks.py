@@ -28,3 +28,18 @@ def cartpole_one_at_a_time() -> TaskSpace:
     base = tasks.get("cartpole")
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
     return OneAtATime(**{**fields, "name": "cartpole_one_at_a_time"})
+
+
+def cartpole_solved_at_20() -> TaskSpace:
+    """CartPole on another scale of "solved": a space whose `solved_score` is 20, not 475
+    (what `eligible.threshold` and test sets default to), as `task.name=user_tasks:...`."""
+    return dataclasses.replace(
+        tasks.get("cartpole"), name="cartpole_solved_at_20", solved_score=20.0
+    )
+
+
+def cartpole_never_solved() -> TaskSpace:
+    """CartPole declaring no solved score: a threshold must then be given."""
+    return dataclasses.replace(
+        tasks.get("cartpole"), name="cartpole_never_solved", solved_score=None
+    )

@@ -14,9 +14,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-CONFIG = "config.yaml"
-SUMMARY = "summary.csv"
-TEST_SCORES = "test_scores.csv"
+from coevo.run_files import CONFIG_FILE, SUMMARY, TEST_SCORES
+
 # summary.csv's columns that a comparison reads: training env steps per generation (test
 # episodes are counted apart, in test_env_steps), the single-policy curricula's optimizer
 # steps since the run began (the policy updates), and the held-out test set's figures.
@@ -61,7 +60,7 @@ class Run:
 
 
 def is_run_dir(path: Path) -> bool:
-    return (path / CONFIG).is_file() and (path / SUMMARY).is_file()
+    return (path / CONFIG_FILE).is_file() and (path / SUMMARY).is_file()
 
 
 def find_run_dirs(paths: list[Path]) -> list[Path]:
@@ -77,7 +76,7 @@ def find_run_dirs(paths: list[Path]) -> list[Path]:
         here = [path] if is_run_dir(path) else _runs_below(path)
         if not here:
             raise CompareError(
-                f"{path} holds no coevo run: expected a run directory (with {CONFIG} and "
+                f"{path} holds no coevo run: expected a run directory (with {CONFIG_FILE} and "
                 f"{SUMMARY}, as coevo-run writes them) or a folder of them (a multirun's "
                 "numbered job directories)"
             )
@@ -95,11 +94,11 @@ def _natural_key(path: Path) -> tuple:
 
 
 def load_run(path: Path) -> Run:
-    config = yaml.safe_load((path / CONFIG).read_text()) or {}
+    config = yaml.safe_load((path / CONFIG_FILE).read_text()) or {}
     try:
         summary = pd.read_csv(path / SUMMARY)
     except pd.errors.EmptyDataError:
         summary = pd.DataFrame()
-    scores_file = path / TEST_SCORES
+    scores_file = path / f"{TEST_SCORES}.csv"
     test_scores = pd.read_csv(scores_file) if scores_file.is_file() else None
     return Run(path, config, summary, test_scores)

@@ -50,6 +50,7 @@ REGISTRY: Registry[Curriculum] = Registry(
         "plr": "coevo.curricula.plr:PrioritizedLevelReplay",
         "accel": "coevo.curricula.accel:ACCEL",
         "alp_gmm": "coevo.curricula.alp_gmm:ALPGMM",
+        "sfl": "coevo.curricula.sfl:SampleForLearnability",
     },
 )
 

@@ -22,6 +22,7 @@ from coevo.curricula.level_sampling import (
     LevelSamplingCurriculum,
     Outcome,
     Plan,
+    Signal,
     Student,
     warn_if_run_too_short,
 )
@@ -46,6 +47,8 @@ TEACHER_FIELDS = (
 
 @dataclass(frozen=True)
 class ALPGMMConfig(LevelSamplingConfig):
+    """ALP-GMM settings, defaulted as in flowersteam/TeachMyAgent."""
+
     name: str = setting("alp_gmm", doc="registry name or package.module:Class")
     fit_rate: int = setting(250, low=2, doc="tasks between two fits (TeachMyAgent: 250)")
     bootstrap: int = setting(
@@ -89,6 +92,13 @@ class ALPGMMConfig(LevelSamplingConfig):
 
 
 class ALPGMM(LevelSamplingCurriculum):
+    """ALP-GMM (Portelas et al. 2019): fits Gaussian mixtures over (task, absolute learning
+    progress) and samples tasks where progress is high, with some uniform exploration.
+
+    Takes the same arguments as `DomainRandomization`, with an `ALPGMMConfig`. Needs
+    scikit-learn (`pip install 'coevo[curricula]'`).
+    """
+
     config_class = ALPGMMConfig
     config: ALPGMMConfig
 
@@ -112,6 +122,19 @@ class ALPGMM(LevelSamplingCurriculum):
             "Lower curriculum.bootstrap and curriculum.fit_rate",
         )
 
+    @classmethod
+    def check_space(cls, config: Any, space: Any) -> None:
+        # The teacher draws points of the parameter cube and decodes them into tasks: a level
+        # kind (mazes) encodes its levels but no point decodes to one.
+        level_type = getattr(space, "level_type", Task)
+        if level_type is not Task:
+            raise ConfigError(
+                "curriculum.name",
+                f"alp_gmm draws tasks as points of the parameter cube; task space "
+                f"'{space.name}' holds {level_type.__name__} levels, which no point decodes "
+                "to (dr, plr and accel take them)",
+            )
+
     def begin_generation(self) -> None:
         self._counts = {"random_tasks": 0, "bootstrap_tasks": 0, "gmm_tasks": 0, "fits": 0}
         self._alps: list[float] = []
@@ -129,40 +152,55 @@ class ALPGMM(LevelSamplingCurriculum):
         teacher = self.teachers[student.index]
         by_task = {signal.task: signal for signal in outcome.trained}
         sampled: list[Sampled] = plan.note
-        for s in sampled:
-            signal = by_task.get(s.task)
-            if signal is None:  # no job on it: its row says so (Outcome.unplayed)
-                continue
-            fitted_before = teacher.mixture
-            alp = teacher.record(s.task, signal.mean_return)
-            if np.isfinite(alp):
-                self._alps.append(alp)
-            refit = teacher.mixture is not fitted_before
-            self._counts["fits"] += int(refit)
-            fit_note = ""
-            if refit:
-                m = teacher.mixture
-                fit_note = (
-                    f"; refit: {m.components} components by {m.criterion.upper()} over the "
-                    f"last {self.config.fit_rate} tasks"
+        planned = {s.task for s in sampled}
+        # The sampled tasks played (not_played ones have their rows: Outcome.unplayed), then
+        # tasks of earlier steps whose PPO streams kept them until their episodes ended.
+        items = [(s, by_task[s.task]) for s in sampled if s.task in by_task]
+        items += [(None, sig) for sig in outcome.trained if sig.task not in planned]
+        recorded: set[Task] = set()
+        for s, signal in items:
+            per_episode = bool(signal.trajectories())
+            if per_episode and signal.task in recorded:
+                continue  # a task drawn twice: its streams' episodes are recorded once
+            recorded.add(signal.task)
+            points = _points(signal)
+            if not points:
+                reason = (
+                    f"{_origin(s, self.config.random_ratio)}; no episode on it ended in this "
+                    "step: recorded when one does (its stream keeps it until then)"
                 )
-            decisions.append(
-                self.decision(
-                    student,
-                    s.task,
-                    "sample",
-                    s.origin,
-                    f"{s.reason(self.config.random_ratio)}; training return "
-                    f"{signal.mean_return:.4g}, ALP {alp:.3g}{fit_note}"
-                    + (
-                        ""
-                        if outcome.training_outcome == "trained"
-                        else "; not trained: the step kept the weights"
-                    ),
-                    score=alp,
-                    error=signal.error,
+                origin = s.origin if s is not None else "continued"
+                decisions.append(self.decision(student, signal.task, "sample", origin, reason))
+            for episode_return in points:
+                fitted_before = teacher.mixture
+                alp = teacher.record(signal.task, episode_return)
+                if np.isfinite(alp):
+                    self._alps.append(alp)
+                refit = teacher.mixture is not fitted_before
+                self._counts["fits"] += int(refit)
+                reason = (
+                    f"{_origin(s, self.config.random_ratio)}; training return "
+                    f"{episode_return:.4g}, ALP {alp:.3g}"
                 )
-            )
+                if refit:
+                    m = teacher.mixture
+                    reason += (
+                        f"; refit: {m.components} components by {m.criterion.upper()} over "
+                        f"the last {self.config.fit_rate} tasks"
+                    )
+                if outcome.training_outcome != "trained":
+                    reason += "; not trained: the step kept the weights"
+                decisions.append(
+                    self.decision(
+                        student,
+                        signal.task,
+                        "sample",
+                        s.origin if s is not None else "continued",
+                        reason,
+                        score=alp,
+                        error=signal.error,
+                    )
+                )
         return []
 
     def curriculum_summary(self) -> dict[str, Any]:
@@ -194,3 +232,19 @@ class ALPGMM(LevelSamplingCurriculum):
             f"components {s['gmm_components']:4.3g} | "
             f"ALP {s['mean_alp']:7.3g} | best {s['best_score']:7.1f} | {s['wall_s']:5.1f}s"
         )
+
+
+def _points(signal: Signal) -> list[float]:
+    """The returns the teacher records for one task's training. From PPO's streams: one per
+    finished episode (TeachMyAgent's `record_train_episode`; an episode cut by the rollout's
+    end is recorded when it ends, its stream keeping the task until then). From plain
+    episodes (ES, ARS, whose perturbations share the task): one, their mean return."""
+    if signal.trajectories():
+        return list(signal.episode_returns)
+    return [signal.mean_return]
+
+
+def _origin(s: Sampled | None, random_ratio: float) -> str:
+    if s is None:
+        return "sampled at an earlier step; its stream kept it until its episode ended"
+    return s.reason(random_ratio)

@@ -10,17 +10,22 @@ gives a fixed sequence of decisions (the unit tests rely on it).
   scores 5, 3, 3, 1 get ranks 1, 2, 2, 4), so equal scores get equal priority whatever their
   order in the buffer. (dcd breaks ties by argsort position instead; ours does not depend on
   insertion order.)
-- Staleness: P_C(i) = (c - C_i) / Σ_j (c - C_j), c = draws so far, C_i = the draw at which
-  level i was last sampled or added; uniform when every level is fresh.
+- Staleness: P_C(i) = (c - C_i) / Σ_j (c - C_j), c the clock, C_i its value when level i
+  was last sampled, seen again or added; uniform when every level is fresh. `staleness_clock`:
+  `draws` (default) ticks on every replay draw and every level offered, so a batch of n new
+  levels ages the buffer by n (minimax 0.2); `replays` ticks on replay draws and on a level
+  offered again only, a new level entering fresh (dcd's `_update_staleness`).
 - P_replay = (1 - ρ) P_S + ρ P_C.
 - Replay decision: replay with probability `replay_prob` once the buffer holds at least
   `min_fill` of its capacity (dcd's `level_replay_rho`), else a new level. On a space whose
   new levels reach fewer distinct tasks than that (a few int levels), `fill_cap` lowers the
   fill to what they reach, as dcd's buffer is the whole level set when the set is small.
-- Insertion: while not full a new level is added; when full it replaces the lowest-scored
-  level only if its score is higher (dcd's `level_replay_seed_buffer_priority: score`.
-  dcd's command-line default, `replay_support`, evicts the level of lowest replay weight,
-  staleness included, and admits ties; not implemented here).
+- Insertion: while not full a new level is added. When full, `eviction` picks the level a
+  new one may replace: `replay_support` (dcd's default `level_replay_seed_buffer_priority`,
+  and minimax 0.2) the level of lowest replay probability P_replay, staleness included,
+  replaced when the new score is at least its score (ties admitted); `score` the
+  lowest-scored level, replaced only by a strictly higher score. The first of equal
+  candidates is taken (deterministic).
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ from typing import Any
 import numpy as np
 
 from coevo.tasks.task import Task
+
+EVICTIONS = ("replay_support", "score")
+STALENESS_CLOCKS = ("draws", "replays")
 
 
 def competition_ranks(scores: Sequence[float]) -> np.ndarray:
@@ -146,10 +154,18 @@ class LevelBuffer:
     # The distinct new levels the level generator can give, when fewer than the fill replay
     # would otherwise need (None: no cap). A state saved without it loads with None.
     fill_cap: int | None = None
+    eviction: str = "score"  # or "replay_support" (see the module docstring)
+    staleness_clock: str = "draws"  # or "replays" (see the module docstring)
 
     def __post_init__(self) -> None:
         if self.capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {self.capacity}")
+        if self.staleness_clock not in STALENESS_CLOCKS:
+            raise ValueError(
+                f"staleness_clock must be one of {STALENESS_CLOCKS}, got {self.staleness_clock!r}"
+            )
+        if self.eviction not in EVICTIONS:
+            raise ValueError(f"eviction must be one of {EVICTIONS}, got {self.eviction!r}")
         if self.temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {self.temperature}")
         for name in ("staleness_coef", "replay_prob", "min_fill"):
@@ -242,8 +258,9 @@ class LevelBuffer:
     ) -> tuple[Level | None, str]:
         """Add a new level if there is room or it beats the lowest score; returns the level
         (None if rejected) and the reason."""
-        self.clock += 1  # seeing a level is a draw too (dcd counts every sample)
         known = self.find(task)
+        if known is not None or getattr(self, "staleness_clock", "draws") == "draws":
+            self.clock += 1  # seeing a level is a draw too (replays: only a level seen again)
         if known is not None:
             known.last_sampled = self.clock
             self.rescore(known, score, mean_return)
@@ -256,16 +273,25 @@ class LevelBuffer:
             return None, f"not added: score {score} is not finite"
         replaced = ""
         if self.full:
-            scores = [lv.score for lv in self.levels]
-            lowest = int(np.argmin(scores))  # first of the lowest: deterministic
+            by_support = getattr(self, "eviction", "score") == "replay_support"
+            weights = self.distribution() if by_support else [lv.score for lv in self.levels]
+            lowest = int(np.argmin(weights))  # first of the lowest: deterministic
             worst = self.levels[lowest]
-            if not score > worst.score:
+            admitted = score >= worst.score if by_support else score > worst.score
+            if not admitted and by_support:
+                return None, (
+                    f"not added: score {score:.3g} < {worst.score:.3g} of L{worst.level_id}, "
+                    f"the level of lowest replay probability ({weights[lowest]:.3g}) in the "
+                    "full buffer"
+                )
+            if not admitted:
                 return None, (
                     f"not added: score {score:.3g} ≤ lowest in full buffer "
                     f"{worst.score:.3g} (L{worst.level_id})"
                 )
             self.levels.pop(lowest)
-            replaced = f", replacing L{worst.level_id} (score {worst.score:.3g})"
+            support = f", P {weights[lowest]:.3g} lowest" if by_support else ""
+            replaced = f", replacing L{worst.level_id} (score {worst.score:.3g}{support})"
         level = Level(self.next_id, task, float(score), self.clock, generation, parent_id, edits)
         self._note_return(level, mean_return)
         self.next_id += 1

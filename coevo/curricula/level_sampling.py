@@ -49,6 +49,7 @@ from coevo.curricula.base import (
 from coevo.curricula.training import mean_extras, tell_checked
 from coevo.errors import ConfigError
 from coevo.optimizers.base import StepRecord
+from coevo.optimizers.ppo_streams import without_streams
 from coevo.pool.jobs import EpisodeJob, Stored
 from coevo.pool.results import error_line
 from coevo.settings import setting
@@ -98,6 +99,11 @@ class Signal:
     mean_return: float
     results: tuple[Any, ...] = ()
     error: str = ""
+    # The return of each episode that ended on the task (a stream's first one counts the
+    # steps its continuation brought from earlier rollouts), in order.
+    episode_returns: tuple[float, ...] = ()
+    jobs: tuple[Any, ...] = ()  # the job of each result (a stream's index, continuation)
+    trained: bool = False  # from a training step (its streams go on), not an evaluation
 
     def trajectories(self) -> list[Any]:
         """The results that carry per-step rewards and value predictions, if any."""
@@ -180,11 +186,39 @@ def result_return(result: Any) -> float:
     return float(result.episode_return_sum) / done if done else float("nan")
 
 
-def _signals(tasks: Sequence[Task], jobs: Sequence[Any], results: Sequence[Any]) -> list[Signal]:
+def finished_returns(job: Any, result: Any) -> list[float]:
+    """The returns of the episodes that ended in one result: an episode's `ret`, or each
+    episode a stream finished (split where it terminated or was truncated; the first one
+    adds the return its continuation brought). Nothing for a failed result."""
+    if getattr(result, "error", ""):
+        return []
+    if hasattr(result, "ret"):
+        return [float(result.ret)]
+    if not hasattr(result, "terminated"):
+        return []
+    ahead = getattr(job, "continuation", None)
+    running = float(ahead.episode_return) if ahead is not None else 0.0
+    returns = []
+    ends = np.asarray(result.terminated, bool) | np.asarray(result.truncated, bool)
+    for reward, ended in zip(np.asarray(result.rewards, float), ends, strict=True):
+        running += float(reward)
+        if ended:
+            returns.append(running)
+            running = 0.0
+    return returns
+
+
+def _signals(
+    tasks: Sequence[Task], jobs: Sequence[Any], results: Sequence[Any], trained: bool = False
+) -> list[Signal]:
     """Group results by the task of their job, in the order of `tasks`."""
     by_task: dict[Task, list[Any]] = {task: [] for task in tasks}
+    jobs_of: dict[Task, list[Any]] = {task: [] for task in tasks}
+    finished: dict[Task, list[float]] = {task: [] for task in tasks}
     for job, result in zip(jobs, results, strict=True):
         by_task.setdefault(job.task, []).append(result)
+        jobs_of.setdefault(job.task, []).append(job)
+        finished.setdefault(job.task, []).extend(finished_returns(job, result))
     signals = []
     for task in dict.fromkeys(tasks):
         own = by_task[task]
@@ -195,7 +229,18 @@ def _signals(tasks: Sequence[Task], jobs: Sequence[Any], results: Sequence[Any])
         # in which no episode ended has no return and is left out of the mean.)
         mean = float(finite.mean()) if finite.size and not errors else float("nan")
         # The error's own line, as POET's rows give it (a worker's text is a traceback).
-        signals.append(Signal(task, mean, tuple(own), error_line(errors[0]) if errors else ""))
+        error = error_line(errors[0]) if errors else ""
+        signals.append(
+            Signal(
+                task,
+                mean,
+                tuple(own),
+                error,
+                tuple(finished[task]),
+                tuple(jobs_of[task]),
+                trained,
+            )
+        )
     return signals
 
 
@@ -329,7 +374,8 @@ class LevelSamplingCurriculum(Curriculum):
         total = played + len(outcome.unplayed)
         reason = (
             f"no episodes: the optimizer put no job on this task (its jobs went to {played} of "
-            f"the step's {total} tasks; an optimizer that plays fewer tasks per step declares "
+            f"the step's {total} tasks; PPO's streams keep the tasks of their unfinished "
+            "episodes, and an optimizer that plays fewer tasks per step declares "
             "Optimizer.task_capacity(), so that a larger curriculum.tasks_per_step is refused)"
         )
         return [
@@ -375,7 +421,15 @@ class LevelSamplingCurriculum(Curriculum):
                 told = told_by_student[id(student)]
                 played = {job.task for job in asked.jobs}
                 unplayed = [task for task in dict.fromkeys(plan.train) if task not in played]
-                trained = _signals([task for task in plan.train if task in played], asked.jobs, own)
+                # The planned tasks played, then the tasks of earlier steps whose streams
+                # kept them until their episodes end (PPO: a new level only at a reset).
+                kept = [job.task for job in asked.jobs if job.task not in set(plan.train)]
+                trained = _signals(
+                    [task for task in plan.train if task in played] + kept,
+                    asked.jobs,
+                    own,
+                    trained=True,
+                )
                 student.theta, student.state = told.theta, told.state
                 student.steps += 1
                 step = told.record
@@ -398,8 +452,14 @@ class LevelSamplingCurriculum(Curriculum):
         if not tasks:
             return []
         if has_critic(self.optimizer):
+            # From resets on the tasks given: the training streams' unfinished episodes are
+            # neither continued nor displacing the levels to score.
             asked = self.optimizer.ask(
-                student.theta, student.state, list(tasks), student.rng, self.pool.register
+                student.theta,
+                without_streams(student.state),
+                list(tasks),
+                student.rng,
+                self.pool.register,
             )
             return list(asked.jobs)
         key = self.pool.register(student.theta)

@@ -15,13 +15,21 @@ The rules live in `level_buffer.py` (buffer, priorities, decisions) and `level_s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from coevo.curricula.base import Decision
-from coevo.curricula.level_buffer import Level, LevelBuffer, Pick, levels_for_replay
+from coevo.curricula.level_buffer import (
+    EVICTIONS,
+    STALENESS_CLOCKS,
+    Level,
+    LevelBuffer,
+    Pick,
+    levels_for_replay,
+)
 from coevo.curricula.level_sampling import (
     LevelSamplingConfig,
     LevelSamplingCurriculum,
@@ -34,10 +42,16 @@ from coevo.curricula.level_sampling import (
     warn_if_run_too_short,
 )
 from coevo.curricula.level_scores import (
+    RETURN_REGRET_WARNING,
+    EpisodePart,
     LevelScore,
+    Partial,
+    episode_parts,
+    learnability,
     max_mc,
+    merge_partial,
+    part_positive_value_loss,
     return_regret,
-    trajectory_positive_value_loss,
 )
 from coevo.curricula.task_sampling import uniform_task
 from coevo.errors import ConfigError
@@ -45,14 +59,20 @@ from coevo.settings import setting
 from coevo.tasks.task import Task
 
 SCORES = tuple(score.value for score in LevelScore)
+FALLBACKS = (LevelScore.LEARNABILITY.value, LevelScore.RETURN_REGRET.value, "none")
 # New-level batches in a row that added nothing to a buffer still short of its replay
 # fill, before the run says so (the space may not hold that many distinct new levels).
 STALLED_BATCHES = 10
 NEW_LEVELS = ("uniform", "easy")
+PARTIAL_EPISODES = ("carry", "commit")
 
 
 @dataclass(frozen=True)
 class PLRConfig(LevelSamplingConfig):
+    """PLR⊥ settings, named and defaulted as in facebookresearch/dcd, with a smaller buffer
+    (64) so that replay starts within a short run.
+    """
+
     name: str = setting("plr", doc="registry name or package.module:Class")
     # dcd's MiniGrid runs keep 4000 levels (level_replay_seed_buffer_size) over tens of
     # thousands of updates; with min_fill 0.5 nothing is replayed, so nothing trained, before
@@ -76,15 +96,44 @@ class PLRConfig(LevelSamplingConfig):
     score: str = setting(
         LevelScore.POSITIVE_VALUE_LOSS.value,
         choices=SCORES,
-        doc="level score (paper and dcd: positive_value_loss; needs a critic)",
+        doc="level score (paper and dcd: positive_value_loss; needs a critic; see "
+        "coevo/curricula/level_scores.py)",
     )
     score_fallback: str = setting(
-        LevelScore.RETURN_REGRET.value,
-        choices=(LevelScore.RETURN_REGRET.value, "none"),
-        doc="score used when the optimizer gives no value predictions (none: refuse)",
+        LevelScore.LEARNABILITY.value,
+        choices=FALLBACKS,
+        doc="score used when the optimizer gives no value predictions (ES, ARS): "
+        "learnability (Rutherford et al. 2024; needs task.solved_score), return_regret "
+        "(favours unsolvable levels), none: refuse",
     )
-    gamma: float = setting(0.995, low=0.0, high=1.0, doc="discount for GAE (dcd default 0.995)")
-    gae_lambda: float = setting(0.95, low=0.0, high=1.0, doc="GAE λ (dcd default 0.95)")
+    # One discount for the critic and the score (dcd scores the learner's own GAE): unset,
+    # the optimizer's gamma / gae_lambda; a different value is refused.
+    gamma: float | None = setting(
+        None, low=0.0, high=1.0, doc="GAE discount of value scores (null: optimizer.gamma)"
+    )
+    gae_lambda: float | None = setting(
+        None, low=0.0, high=1.0, doc="GAE λ of value scores (null: optimizer.gae_lambda)"
+    )
+    partial_episodes: str = setting(
+        "carry",
+        choices=PARTIAL_EPISODES,
+        doc="an episode a PPO training step cut: carry (its score so far merges with its "
+        "rest when it ends) or commit (scored as an episode at the update: dcd's "
+        "after_update)",
+    )
+    staleness_clock: str = setting(
+        "draws",
+        choices=STALENESS_CLOCKS,
+        doc="what ages the buffer's levels: draws (every replay draw and new level offered, "
+        "minimax 0.2) or replays (replay draws and levels seen again only: dcd)",
+    )
+    eviction: str = setting(
+        "replay_support",
+        choices=EVICTIONS,
+        doc="which level a new one may replace in a full buffer: replay_support (dcd's "
+        "default seed_buffer_priority, minimax 0.2: lowest replay probability, ties "
+        "admitted) or score (lowest score, strictly beaten)",
+    )
     new_levels: str = setting(
         "uniform",
         choices=NEW_LEVELS,
@@ -94,6 +143,14 @@ class PLRConfig(LevelSamplingConfig):
 
 
 class PrioritizedLevelReplay(LevelSamplingCurriculum):
+    """PLR⊥ (Jiang et al. 2021): trains only on replayed levels, picked by estimated regret
+    and staleness; new levels are scored without training and enter the buffer.
+
+    Takes the same arguments as `DomainRandomization`, with a `PLRConfig`. Value-based
+    scores need an optimizer with value predictions (PPO); with ES or ARS it falls back to
+    `return_regret` and says so.
+    """
+
     config_class = PLRConfig
     config: PLRConfig
     # A subclass with a level score of its own overrides `level_score` and names its score
@@ -118,6 +175,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             owner = type(self).__name__ if overridden else None
             self.score_used = _score_used(config, self.optimizer, warn=True, override=owner)
             self.score_reported = f"{owner}.level_score" if owner else self.score_used
+        self.gamma, self.gae_lambda = value_discount(config, self.optimizer)
+        if self.score_name is None and LevelScore(self.score_used).needs_success:
+            self.space.solved(0.0)  # a space that cannot say what success is: refused now
+        if self.score_used == LevelScore.RETURN_REGRET and self.score_name is None:
+            log.warning("%s: %s", config.name, RETURN_REGRET_WARNING)
         self.fill_cap = fill_cap = self._fill_cap()
         self.buffers: dict[int, LevelBuffer] = {
             s.index: LevelBuffer(
@@ -127,6 +189,8 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                 config.replay_prob,
                 config.min_fill,
                 fill_cap=fill_cap,
+                eviction=config.eviction,
+                staleness_clock=config.staleness_clock,
             )
             for s in self.students
         }
@@ -143,6 +207,9 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         )
         # Best mean return each student has reached on any level (return_regret's anchor).
         self.best_return: dict[int, float] = {s.index: float("-inf") for s in self.students}
+        # Per student, per training stream: the level and score so far of the episode the
+        # last training step cut (carried into the next step; see `_episode_scores`).
+        self._partials: dict[int, dict[int, tuple[Task, Partial]]] = {}
         # A warning's bookkeeping only (results never depend on it): not in the state.
         self._stalled: dict[int, int] = {s.index: 0 for s in self.students}
 
@@ -185,6 +252,15 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         super().check(config, optimizer)
         if cls.score_name is None:  # the built-in score may be used: checked
             _score_used(config, optimizer, warn=False)  # a value score without values: refused
+        value_discount(config, optimizer)  # a second γ / λ: refused
+
+    @classmethod
+    def check_space(cls, config: Any, space: Any) -> None:
+        super().check_space(config, space)
+        # A success-based score named in config, on a space that cannot say what success is:
+        # refused before the pool starts (as a fallback, it is refused when built).
+        if cls.score_name is None and LevelScore(config.score).needs_success:
+            space.solved(0.0)
 
     # -- planning --------------------------------------------------------------------------
     def begin_generation(self) -> None:
@@ -198,9 +274,14 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         if self.config.new_levels == "easy":
             from coevo.curricula.level_editor import edit_level
 
-            edits = max(1, getattr(self.config, "num_edits", 1))
-            return edit_level(self.space, self.space.initial_task(), edits, rng)
+            return edit_level(self.space, self.space.initial_task(), self._base_edits(), rng)
         return uniform_task(self.space, rng)
+
+    def _base_edits(self) -> int:
+        """Edits a new level holds: easy ones are the initial task edited num_edits times."""
+        if self.config.new_levels != "easy":
+            return 0
+        return max(1, getattr(self.config, "num_edits", 1))
 
     def plan(self, student: Student, decisions: list[Decision]) -> Plan:
         buffer = self.buffers[student.index]
@@ -225,7 +306,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                 score, how = self.level_score(student, signal, None)
                 next_id = buffer.next_id
                 level, offer_reason = buffer.offer(
-                    signal.task, score, self.generation, mean_return=signal.mean_return
+                    signal.task,
+                    score,
+                    self.generation,
+                    edits=self._base_edits(),
+                    mean_return=signal.mean_return,
                 )
                 offered = self._count_offer(level, buffer.next_id > next_id)
                 added += offered == "added"
@@ -268,7 +353,36 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                     error=signal.error,
                 )
             )
+        self._rescore_continued(student, outcome, {p.level.task for p in picks}, decisions)
         return self.after_replay(student, picks, decisions)
+
+    def _rescore_continued(
+        self, student: Student, outcome: Outcome, picked: set[Task], decisions: list[Decision]
+    ) -> None:
+        """Levels of earlier replays that PPO's streams kept until their episodes ended
+        (a new level only at a reset, as dcd): rescored from this step's episodes."""
+        buffer = self.buffers[student.index]
+        for signal in outcome.trained:
+            level = buffer.find(signal.task) if signal.task not in picked else None
+            if level is None:
+                continue  # evicted since: its episodes trained the policy, nothing to score
+            old = level.score
+            score, how = self.level_score(student, signal, level)
+            buffer.rescore(level, score, signal.mean_return)
+            decisions.append(
+                self.decision(
+                    student,
+                    signal.task,
+                    "replay",
+                    "continued",
+                    f"L{level.level_id}'s episode went on from an earlier step (a stream keeps "
+                    f"its level until the episode ends); {_trained_words(outcome)}: {how}, "
+                    f"was {old:.3g}",
+                    parent_id=level.parent_id,
+                    score=level.score,
+                    error=signal.error,
+                )
+            )
 
     def _watch_fill(self, student: Student, buffer: LevelBuffer, added: int) -> None:
         """Warn once when new levels have stopped coming while the buffer is still short of
@@ -347,21 +461,73 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             # e.g. a level scored by plain episodes although the optimizer has a critic
             name = LevelScore.RETURN_REGRET.value
         if name == LevelScore.POSITIVE_VALUE_LOSS:
-            cfg = self.config
-            values = [
-                trajectory_positive_value_loss(t, cfg.gamma, cfg.gae_lambda) for t in trajectories
-            ]
-            score = float(np.mean(values))
-            return score, f"positive value loss {score:.3g}"
+            score, episodes = self._episode_scores(
+                student,
+                signal,
+                level,
+                lambda part: part_positive_value_loss(part, self.gamma, self.gae_lambda),
+            )
+            return score, f"positive value loss {score:.3g}, {episodes}"
         if name == LevelScore.MAX_MC:
-            best = max(level.max_return if level is not None else float("-inf"), signal.mean_return)
-            score = float(np.mean([max_mc(t.values, best) for t in trajectories]))
-            return score, f"MaxMC {score:.3g} (R_max {best:.4g})"
+            seen = [r for r in (*signal.episode_returns, signal.mean_return) if np.isfinite(r)]
+            best = max([level.max_return if level is not None else float("-inf"), *seen])
+            score, episodes = self._episode_scores(
+                student, signal, level, lambda part: max_mc(part.values, best)
+            )
+            return score, f"MaxMC {score:.3g} (R_max {best:.4g}), {episodes}"
+        if name == LevelScore.LEARNABILITY:
+            returns = signal.episode_returns
+            solved = [self.space.solved(r) for r in returns]
+            score = learnability(solved)
+            return score, (
+                f"learnability {score:.3g}: solved {sum(solved)} of {len(solved)} finished "
+                f"episodes (return >= {self.space.solved_score:g})"
+            )
         best = self.best_return[student.index]
         score = return_regret(signal.mean_return, best)
         return score, (
             f"return regret {score:.3g} = best return {best:.4g} - return {signal.mean_return:.4g}"
         )
+
+    def _episode_scores(
+        self,
+        student: Student,
+        signal: Signal,
+        level: Level | None,
+        part_score: Callable[[EpisodePart], float],
+    ) -> tuple[float, str]:
+        """A value score per finished episode, as dcd's `_update_with_rollouts`: each
+        finished episode's score replaces the level's (dcd's default α = 1), in the order
+        the streams ran; an episode the rollout cut is scored over its steps so far. From a
+        training step its streams go on: the part is kept per stream and merged step-weighted
+        with the episode's rest (`merge_partial`) when it ends (`partial_episodes=carry`),
+        or counts as an episode now (`commit`, dcd's `after_update`). From an evaluation
+        (nothing goes on) it counts now. NaN when no episode counted."""
+        carry = signal.trained and self.config.partial_episodes == "carry"
+        held = self._partials.setdefault(student.index, {})
+        score, counted, cut = float("nan"), 0, 0
+        jobs = signal.jobs or (None,) * len(signal.results)  # a signal built by hand
+        for job, result in zip(jobs, signal.results, strict=True):
+            if not (hasattr(result, "values") and hasattr(result, "rewards")):
+                continue
+            stream = getattr(job, "stream", None)
+            before = held.pop(stream, None) if signal.trained else None
+            continued = getattr(job, "continuation", None) is not None
+            for part in episode_parts(result, continued):
+                prior = None
+                if part.continued and before is not None and before[0] == signal.task:
+                    prior = before[1]
+                merged = merge_partial(prior, part_score(part), part.steps)
+                if carry and not part.finished:
+                    held[stream] = (signal.task, merged)
+                    cut += 1
+                    continue
+                score = merged.score  # the latest episode replaces (dcd: alpha 1)
+                counted += 1
+        words = f"{counted} episode(s) scored"
+        if cut:
+            words += f", {cut} unfinished carried to the next step"
+        return score, words
 
     # -- tables and state ------------------------------------------------------------------
     def curriculum_summary(self) -> dict[str, Any]:
@@ -378,7 +544,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         return self.buffers[student.index].rows()
 
     def curriculum_state(self) -> dict[str, Any]:
-        return {"buffers": self.buffers, "best_return": dict(self.best_return)}
+        return {
+            "buffers": self.buffers,
+            "best_return": dict(self.best_return),
+            "partials": {i: dict(held) for i, held in self._partials.items()},
+        }
 
     def load_curriculum_state(self, state: dict[str, Any]) -> None:
         self.buffers = state["buffers"]
@@ -386,7 +556,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             # Derived from the config and space, as when the run started (a checkpoint
             # saved before there was a cap gets it too).
             buffer.fill_cap = self.fill_cap
+            buffer.eviction = self.config.eviction
+            buffer.staleness_clock = self.config.staleness_clock
         self.best_return = dict(state["best_return"])
+        # A checkpoint from before episodes were carried: none held.
+        self._partials = {int(i): dict(held) for i, held in state.get("partials", {}).items()}
 
     def progress_line(self, result, total: int) -> str:
         s = result.summary
@@ -395,6 +569,27 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             f"{s['new_batches']:>2} | buffer {s['buffer_size']:6.0f} added "
             f"{s['levels_added']:>2} | best {s['best_score']:7.1f} | {s['wall_s']:5.1f}s"
         )
+
+
+def value_discount(config: PLRConfig, optimizer: Any) -> tuple[float, float]:
+    """The γ and λ of value scores: the learner's own (dcd scores the advantages its learner
+    computes). A curriculum setting that differs from the learner's is refused: a critic
+    trained with one discount and scored with another ranks mastered levels first."""
+    learner = getattr(optimizer, "config", None)
+    pair = []
+    for name, dcd_default in (("gamma", 0.995), ("gae_lambda", 0.95)):
+        own = getattr(learner, name, None)
+        given = getattr(config, name)
+        if own is not None and given is not None and float(given) != float(own):
+            raise ConfigError(
+                f"curriculum.{name}",
+                f"{given:g} differs from optimizer.{name} {own:g}: value scores use the "
+                f"learner's own {name} (one pair for critic and score, as dcd); leave "
+                f"curriculum.{name} unset",
+            )
+        # No learner value (ES, ARS: no value scores) and none given: dcd's default.
+        pair.append(float(own if own is not None else given if given is not None else dcd_default))
+    return pair[0], pair[1]
 
 
 def _score_used(config: PLRConfig, optimizer: Any, warn: bool, override: str | None = None) -> str:
@@ -412,8 +607,8 @@ def _score_used(config: PLRConfig, optimizer: Any, warn: bool, override: str | N
     if config.score_fallback == "none":
         raise ConfigError(
             "curriculum.score",
-            f"{message}. Use curriculum.score=return_regret, or "
-            "curriculum.score_fallback=return_regret",
+            f"{message}. Use curriculum.score=learnability, or "
+            "curriculum.score_fallback=learnability",
         )
     if warn:
         curriculum = "ACCEL" if hasattr(config, "num_edits") else "PLR"  # ACCELConfig

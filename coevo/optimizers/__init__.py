@@ -14,6 +14,7 @@ from typing import Any
 from coevo.optimizers.ars import ARSConfig, AugmentedRandomSearch
 from coevo.optimizers.base import Asked, Optimizer, OptimizerConfig, StepRecord, Told
 from coevo.optimizers.es import ESConfig, EvolutionStrategy
+from coevo.optimizers.ppo_config import PPOConfig
 from coevo.plugins import Registry
 
 ES = EvolutionStrategy
@@ -55,11 +56,11 @@ def build(config: OptimizerConfig, num_params: int) -> Optimizer:
 
 
 def __getattr__(name: str) -> Any:
-    # PPO imports torch: only when asked for.
-    if name in ("PPO", "PPOConfig"):
-        from coevo.optimizers import ppo
+    # PPO imports torch: only when asked for (its config, PPOConfig, does not).
+    if name == "PPO":
+        from coevo.optimizers.ppo import PPO
 
-        return getattr(ppo, name)
+        return PPO
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -17,73 +17,43 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from coevo.errors import ConfigError
-from coevo.optimizers import ppo_learner
-from coevo.optimizers.base import Asked, Optimizer, OptimizerConfig, Register, StepRecord, Told
+from coevo.optimizers.base import Asked, Optimizer, Register, StepRecord, Told
+from coevo.optimizers.ppo_config import LEARNER_PLACES, PPOConfig
 from coevo.optimizers.ppo_learner import PPOState, Rollout, Updated
 from coevo.optimizers.ppo_remote import learner_place, run_learner, why_in_driver
-from coevo.optimizers.ppo_streams import StreamingPPOState, continuations, with_stream_ends
+from coevo.optimizers.ppo_streams import (
+    StreamingPPOState,
+    continuations,
+    stream_tasks,
+    with_stream_ends,
+)
 from coevo.policies.actor_critic import ActorCriticSpec
 from coevo.pool.jobs import Stored
 from coevo.pool.trajectories import Stream, TrajectoryJob
-from coevo.settings import setting
 from coevo.tasks.task import Task
 
 log = logging.getLogger(__name__)
 
-LEARNER_PLACES = ("driver", "ray")
-
-
-@dataclass(frozen=True)
-class PPOConfig(OptimizerConfig):
-    """PPO's settings; names and defaults as Stable-Baselines3's `PPO`."""
-
-    name: str = setting("ppo", doc="registry name or package.module:Class")
-    n_envs: int = setting(8, low=1, doc="streams per pair and rollout")
-    n_steps: int = setting(256, low=1, doc="steps per stream and rollout (episodes go on)")
-    batch_size: int = setting(64, low=2, doc="minibatch size")
-    n_epochs: int = setting(10, low=1, doc="passes over each rollout")
-    gamma: float = setting(0.99, low=0.0, high=1.0)
-    gae_lambda: float = setting(0.95, low=0.0, high=1.0)
-    clip_range: float = setting(0.2, low=0.0, open_low=True)
-    clip_range_vf: float | None = setting(None, low=0.0, open_low=True, doc="null: unclipped")
-    ent_coef: float = setting(0.0, doc="entropy bonus weight (any sign, as SB3)")
-    vf_coef: float = setting(0.5, low=0.0)
-    max_grad_norm: float = setting(0.5, low=0.0, open_low=True)
-    learning_rate: float = setting(3e-4, low=0.0, open_low=True)
-    schedule: str = setting(
-        "constant", choices=("constant", "linear"), doc="lr and clip range over anneal_updates"
-    )
-    anneal_updates: int = setting(0, low=0, doc="updates to anneal over (schedule linear)")
-    normalize_advantage: bool = setting(True)
-    target_kl: float | None = setting(None, low=0.0, open_low=True, doc="null: no early stop")
-    max_update_norm: float = setting(
-        1e3, low=0.0, open_low=True, doc="an update moving theta farther (L2) is refused"
-    )
-    learner: str = setting(
-        "driver",
-        choices=LEARNER_PLACES,
-        doc="where updates run: driver, or ray (a Ray task when the cluster has a free CPU)",
-    )
-
-    def check(self) -> None:
-        """Checks across fields and of the fields a range cannot state."""
-        ppo_learner.check_config(self.learner_settings())
-
-    def learner_settings(self) -> ppo_learner.PPOConfig:
-        """The update's settings (all but the plug-in's name and where the learner runs)."""
-        fields = asdict(self)
-        fields.pop("name")
-        fields.pop("learner")
-        return ppo_learner.PPOConfig(**fields)
-
 
 class PPO(Optimizer):
+    """PPO as an optimizer: one step is one rollout of `n_envs` streams x `n_steps` on the pool
+    and one update, with Stable-Baselines3's settings and losses.
+
+    Args:
+        config: a `PPOConfig`.
+        num_params: the size of the actor-critic's parameter vector.
+        policy: the actor-critic policy; a curriculum hands over the pool's when omitted.
+
+    It needs coevo's actor-critic (`policy=actor_critic`). A failed rollout or a non-finite
+    update keeps the weights and is recorded as `step_failed`.
+    """
+
     config_class = PPOConfig
     config: PPOConfig
     # Its results (trajectory streams) carry per-step rewards and value predictions: PLR
@@ -98,7 +68,6 @@ class PPO(Optimizer):
         **settings: Any,
     ):
         super().__init__(config, num_params, **settings)
-        self.learner_config = self.config.learner_settings()
         # Where the learner runs, chosen at the first update (ppo_remote.learner_place), and
         # its calls by place.
         self.learner_place: str | None = None
@@ -142,11 +111,12 @@ class PPO(Optimizer):
     ) -> Asked:
         key = register(theta)
         seed = int(rng.integers(0, 2**31 - 1))
-        cfg = self.learner_config
+        cfg = self.config
         # Streams cycle through the tasks; every task gets at least one stream (a curriculum
-        # scoring many tasks at once then gets a larger rollout than n_envs streams).
+        # scoring many tasks at once then gets a larger rollout than n_envs streams). A
+        # stream whose episode is unfinished keeps its task until the episode ends.
         streams = max(cfg.n_envs, len(tasks))
-        tasks_of = [tasks[stream % len(tasks)] for stream in range(streams)]
+        tasks_of = stream_tasks(state, tasks, streams)
         # Each stream goes on with the episode its previous rollout left unfinished.
         ahead = continuations(state, tasks_of)
         jobs = [
@@ -189,7 +159,7 @@ class PPO(Optimizer):
         updated = run_learner(
             self.learner_place,
             self._spec(),
-            self.learner_config,
+            self.config,
             [items[index][0] for index, _ in learning],
             [items[index][1] for index, _ in learning],
             rollouts,
@@ -208,21 +178,19 @@ class PPO(Optimizer):
         return done
 
     def _no_episode_ended(self) -> str:
-        """Why a rollout has no training return: no stream's episode ended within n_steps.
-        A stream goes on with its episode in the next rollout only if it gets the same task
-        then; a curriculum drawing new tasks each update cuts it. Warned of once: every
-        row would say it."""
+        """Why a rollout has no training return: no stream's episode ended within n_steps
+        (each goes on, on its task, in the next rollout). Warned of once: every row would
+        say it."""
         reason = (
             f"no episode ended within the rollout's optimizer.n_steps={self.config.n_steps} "
-            "steps per stream: no training return (a stream's episode goes on in the next "
-            "rollout only if its task is the same then)"
+            "steps per stream: no training return yet (each stream's episode goes on, on its "
+            "task, in the next rollout)"
         )
         if not getattr(self, "_warned_no_return", False):
             self._warned_no_return = True
             log.warning(
-                "ppo: %s; under a curriculum that draws new tasks at each update (DR, "
-                "ALP-GMM, PLR's new levels) episodes longer than n_steps are cut every "
-                "time: make optimizer.n_steps longer than an episode",
+                "ppo: %s; a curriculum sees an episode's return only when it ends: make "
+                "optimizer.n_steps longer than an episode for a return at every update",
                 reason,
             )
         return reason

@@ -19,13 +19,13 @@ state, the observation statistics), so a pickled checkpoint resumes the update e
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from coevo.optimizers.ppo_config import PPOConfig
 from coevo.optimizers.ppo_network import StackedActorCritic
 from coevo.policies.actor_critic import ActorCriticSpec
 
@@ -39,37 +39,6 @@ RUNNING_COUNT_INIT = 1e-4
 class PPOUpdateError(RuntimeError):
     """A pair's update failed (non-finite loss, gradients or parameters, or an update larger
     than `max_update_norm`); the message is the reason recorded for the pair."""
-
-
-@dataclass(frozen=True)
-class PPOConfig:
-    """PPO settings; names and defaults as Stable-Baselines3's `PPO` where it has them."""
-
-    n_envs: int = 8  # parallel streams per pair and rollout
-    n_steps: int = 256  # steps per stream and rollout (episodes continue across rollouts)
-    batch_size: int = 64
-    n_epochs: int = 10
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    clip_range: float = 0.2
-    clip_range_vf: float | None = None  # None: the value loss is not clipped
-    ent_coef: float = 0.0
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    learning_rate: float = 3e-4
-    # "constant", or "linear": learning rate and clip range fall linearly to 0 over
-    # `anneal_updates` updates (SB3's lin_ schedules, progress counted in updates).
-    schedule: str = "constant"
-    anneal_updates: int = 0
-    normalize_advantage: bool = True
-    target_kl: float | None = None  # stop an update's epochs early past this approx KL
-    # An update that moves the parameter vector farther than this (L2) is refused as
-    # exploding; the pair keeps its previous weights.
-    max_update_norm: float = 1e3
-
-    @property
-    def rollout_steps(self) -> int:
-        return self.n_envs * self.n_steps
 
 
 @dataclass
@@ -561,47 +530,3 @@ def ppo_loss(
         "approx_kl": approx_kl,
         "clip_fraction": clip_fraction,
     }
-
-
-def check_config(config: PPOConfig) -> None:
-    """Raise ConfigError naming the first PPO setting out of range."""
-    from coevo.errors import ConfigError
-
-    def need(name: str, ok: bool, allowed: str) -> None:
-        if not ok:
-            value = getattr(config, name)
-            raise ConfigError(f"optimizer.{name}", f"must be {allowed}, got {value!r}")
-
-    def is_int(value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool)
-
-    def is_num(value: Any) -> bool:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-
-    need("n_envs", is_int(config.n_envs) and config.n_envs >= 1, "an integer >= 1")
-    need("n_steps", is_int(config.n_steps) and config.n_steps >= 1, "an integer >= 1")
-    need("batch_size", is_int(config.batch_size) and config.batch_size >= 2, "an integer >= 2")
-    need("n_epochs", is_int(config.n_epochs) and config.n_epochs >= 1, "an integer >= 1")
-    need("gamma", is_num(config.gamma) and 0.0 <= config.gamma <= 1.0, "in [0, 1]")
-    need("gae_lambda", is_num(config.gae_lambda) and 0.0 <= config.gae_lambda <= 1.0, "in [0, 1]")
-    need("clip_range", is_num(config.clip_range) and config.clip_range > 0, "a number > 0")
-    need(
-        "clip_range_vf",
-        config.clip_range_vf is None or (is_num(config.clip_range_vf) and config.clip_range_vf > 0),
-        "null or a number > 0",
-    )
-    need("ent_coef", is_num(config.ent_coef) and math.isfinite(config.ent_coef), "a number")
-    need("vf_coef", is_num(config.vf_coef) and config.vf_coef >= 0, "a number >= 0")
-    need("max_grad_norm", is_num(config.max_grad_norm) and config.max_grad_norm > 0, "> 0")
-    need("learning_rate", is_num(config.learning_rate) and config.learning_rate > 0, "> 0")
-    need("schedule", config.schedule in ("constant", "linear"), "one of: constant, linear")
-    need("anneal_updates", is_int(config.anneal_updates) and config.anneal_updates >= 0, ">= 0")
-    if config.schedule == "linear":
-        need("anneal_updates", config.anneal_updates >= 1, ">= 1 with schedule linear")
-    need("normalize_advantage", isinstance(config.normalize_advantage, bool), "true or false")
-    need(
-        "target_kl",
-        config.target_kl is None or (is_num(config.target_kl) and config.target_kl > 0),
-        "null or a number > 0",
-    )
-    need("max_update_norm", is_num(config.max_update_norm) and config.max_update_norm > 0, "> 0")

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from coevo.optimizers.ppo_learner import PPOConfig, PPOState, Rollout, Updated, update_many
+from coevo.optimizers.ppo_config import PPOConfig
+from coevo.optimizers.ppo_learner import PPOState, Rollout, Updated, update_many
 from coevo.policies.actor_critic import ActorCriticSpec
 
 

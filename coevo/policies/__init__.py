@@ -2,8 +2,9 @@
 (any nn.Module, GRU/LSTM nets, saved files) and the registry of kinds (`policy.name`)."""
 
 from coevo.policies.base import ActionSpec, ObsNorm, Policy, PolicyOutput
-from coevo.policies.mlp import MLPPolicy, PolicySpec
-from coevo.policies.registry import make_policy, names, register, torch_policy_for
+from coevo.policies.mlp import MLPPolicy
+from coevo.policies.registry import make_policy, names, register
+from coevo.policies.torch_modules import torch_policy_for
 
 __all__ = [
     "ActionSpec",
@@ -11,7 +12,6 @@ __all__ = [
     "ObsNorm",
     "Policy",
     "PolicyOutput",
-    "PolicySpec",
     "make_policy",
     "names",
     "register",

@@ -17,6 +17,7 @@ import torch
 
 from coevo.errors import ConfigError
 from coevo.policies.base import ActionSpec, Policy, obs_dim_of
+from coevo.policies.torch_modules import build_module, torch_policy_for
 
 
 def _torch_load(file: str | Path, field: str, weights_only: bool = True) -> Any:
@@ -87,8 +88,6 @@ def from_module(
     source: str = "module",
 ) -> LoadedPolicy:
     """A module instance (the Python API's way in): its current weights are the vector."""
-    from coevo.policies.registry import torch_policy_for
-
     policy = torch_policy_for(module, observation_space, action_space, options, source)
     return LoadedPolicy(policy, policy.init_from_module(), source)
 
@@ -103,8 +102,6 @@ def load_torch(
     options: Mapping[str, Any] | None = None,
 ) -> LoadedPolicy:
     """`{torch: FILE.pt, module: "package.module:Class", kwargs: {...}}`."""
-    from coevo.policies.registry import build_module
-
     obs_dim = obs_dim_of(observation_space)
     act_dim = ActionSpec.for_space(action_space).size
     module = build_module(module_path, kwargs, obs_dim, act_dim, field=f"{field}.module")

@@ -183,7 +183,3 @@ class MLPPolicy(Policy):
             if index < len(layers) - 1:
                 modules.append(getattr(torch.nn, _TORCH_ACTIVATIONS[self.activation])())
         return torch.nn.Sequential(*modules)
-
-
-# The name the project used before policies became a package.
-PolicySpec = MLPPolicy

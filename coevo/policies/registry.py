@@ -13,16 +13,15 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 
 from coevo.errors import ConfigError
 from coevo.policies.base import ActionSpec, Policy, obs_dim_of
+from coevo.policies.config import PolicyConfig
 from coevo.policies.mlp import MLPPolicy
-
-if TYPE_CHECKING:  # torch is imported only when a torch kind is built
-    from coevo.policies.torch_policy import TorchPolicy
+from coevo.policies.torch_modules import build_module, head_options, torch_policy_for
 
 log = logging.getLogger(__name__)
 
@@ -92,101 +91,14 @@ def make_policy(
     return _BUILDERS[name](observation_space, action_space, options)
 
 
-def _head(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "action_mode": options.get("action"),
-        "bounds": options.get("bounds", "tanh"),
-        "log_std_init": float(options.get("log_std_init", 0.0)),
-    }
-
-
 def _mlp(observation_space, action_space, options) -> Policy:
     return MLPPolicy.for_spaces(
         observation_space,
         action_space,
         hidden=options.get("hidden", (16,)),
         activation=options.get("activation", "tanh"),
-        **_head(options),
+        **head_options(options),
     )
-
-
-def torch_policy_for(
-    module: Any,
-    observation_space: gym.Space,
-    action_space: gym.Space,
-    options: Mapping[str, Any] | None = None,
-    source: str = "module",
-    start_from_module: bool = False,
-) -> TorchPolicy:
-    """A TorchPolicy over `module` (an nn.Module instance) for these spaces; with
-    `start_from_module` its current weights are every new pair's starting point."""
-    from coevo.policies.torch_policy import DEFAULT_BATCH_BLOCK, TorchPolicy
-
-    options = options or {}
-    head = _head(options)
-    spec = ActionSpec.for_space(action_space, head["action_mode"], head["bounds"])
-    _warn_double_squash(module, spec, source)
-    return TorchPolicy(
-        module,
-        obs_dim_of(observation_space),
-        spec,
-        obs_norm=options.get("obs_norm"),
-        log_std_init=head["log_std_init"],
-        batch_block=int(options.get("batch_block") or DEFAULT_BATCH_BLOCK),
-        source=source,
-        start_from_module=start_from_module,
-    )
-
-
-def _warn_double_squash(module: Any, spec: ActionSpec, source: str) -> None:
-    """A continuous module whose last layer is a tanh already returns actions in [-1, 1];
-    tanh bounds squash them again, so they never reach more than tanh(1) = 76% of the
-    range. Said once, at the start (the usual RLlib or hand-written deterministic actor)."""
-    import torch
-
-    if spec.discrete or spec.bounds != "tanh":
-        return
-    leaves = [m for m in module.modules() if not list(m.children())]
-    if leaves and isinstance(leaves[-1], torch.nn.Tanh | torch.nn.Hardtanh):
-        log.warning(
-            "%s ends in %s and policy.bounds=tanh squashes its output again: actions reach "
-            "at most tanh(1) = 76%% of the action range; for a module that returns actions, "
-            "use policy.bounds=clip",
-            source,
-            type(leaves[-1]).__name__,
-        )
-
-
-def build_module(
-    path: str,
-    kwargs: Mapping[str, Any],
-    obs_dim: int,
-    act_dim: int,
-    field: str = "policy.module",
-) -> Any:
-    """Instantiate `package.module:Class` with kwargs; obs_dim / act_dim are passed too when
-    the constructor takes them and the kwargs do not say."""
-    import torch
-
-    from coevo.tasks.generic import resolve_entry_point
-
-    cls = resolve_entry_point(path, field)
-    kwargs = dict(kwargs)
-    try:
-        accepted = inspect.signature(cls).parameters
-    except (TypeError, ValueError):
-        accepted = {}
-    for key, value in (("obs_dim", obs_dim), ("act_dim", act_dim)):
-        if key in accepted and key not in kwargs:
-            kwargs[key] = value
-    try:
-        module = cls(**kwargs)
-    except Exception as error:
-        raise ConfigError(field, f"{path}(**{kwargs}) failed: {error!r}") from None
-    if not isinstance(module, torch.nn.Module):
-        kind = type(module).__name__
-        raise ConfigError(field, f"{path} builds a {kind}, not a torch nn.Module")
-    return module
 
 
 def _dims(observation_space: gym.Space, action_space: gym.Space) -> tuple[int, int]:
@@ -204,7 +116,7 @@ def _torch(observation_space, action_space, options) -> Policy:
     module = build_module(path, options.get("kwargs") or {}, obs_dim, act_dim)
     file = options.get("file")
     if file:
-        from coevo.policies.loaders import load_state_dict_into
+        from coevo.policies.loaders import load_state_dict_into  # imports torch
 
         load_state_dict_into(module, file, "policy.file")
     return torch_policy_for(
@@ -215,8 +127,6 @@ def _torch(observation_space, action_space, options) -> Policy:
 def _warn_layer_settings(options: Mapping[str, Any], path: str) -> None:
     """policy.hidden / policy.activation set for policy=torch: the module's own layers
     apply, so say so (a warning, not an error: a preset may set them for its mlp)."""
-    from coevo.config import PolicyConfig  # its defaults are the one source; config imports us
-
     defaults = PolicyConfig()
     for key in ("hidden", "activation"):
         value, default = options.get(key, getattr(defaults, key)), getattr(defaults, key)

@@ -195,6 +195,18 @@ class EvaluationPool:
     def closed(self) -> bool:
         return self._closed
 
+    def __repr__(self) -> str:
+        policy = type(self.policy).__name__
+        module = getattr(self.policy, "module", None)  # a torch policy: which nn.Module
+        if module is not None:
+            policy += f"({type(module).__name__})"
+        return (
+            f"EvaluationPool(backend={self.backend.value}, workers={self.num_workers}, "
+            f"envs_per_worker={self.envs_per_worker}, space={self.space.name}, "
+            f"policy={policy}, num_params={self.policy.num_params}"
+            f"{', closed' if self._closed else ''})"
+        )
+
     def _check_open(self) -> None:
         # A closed backend has no workers: a call would fail deep inside (IndexError).
         if self._closed:
@@ -433,7 +445,8 @@ class EvaluationPool:
 
     def _check_task(self, label: str, task: Any) -> None:
         # A dict task failed each of its episodes with "'dict' object has no attribute".
-        if not isinstance(task, Task):
+        # A level kind's space says what its tasks are (a MazeSpace's: Maze levels).
+        if not isinstance(task, getattr(self.space, "level_type", Task)):
             example = "name=value, ..."
             if isinstance(task, Mapping) and task and all(isinstance(k, str) for k in task):
                 example = ", ".join(f"{name}={value!r}" for name, value in task.items())

@@ -2,12 +2,9 @@
 
 from coevo.report.html import write_report
 from coevo.report.scalars import ScalarLogger
-from coevo.report.tables import ELIGIBILITY, POPULATION, SUMMARY, RunRecorder
+from coevo.report.tables import RunRecorder
 
 __all__ = [
-    "ELIGIBILITY",
-    "POPULATION",
-    "SUMMARY",
     "RunRecorder",
     "ScalarLogger",
     "write_report",

@@ -15,20 +15,8 @@ from typing import Any
 import pandas as pd
 
 from coevo.curricula.base import Decision, GenerationResult
+from coevo.run_files import ELIGIBILITY, POPULATION, SUMMARY
 
-SUMMARY = "summary.csv"
-# Why a run stopped before its last generation (a broken env, Ctrl-C): written by the
-# runner, shown at the top of report.html, removed when the run goes on or completes.
-STOPPED = "stopped.txt"
-ELIGIBILITY = "eligibility.csv"
-POPULATION = "population.csv"
-CROSS_SCORES_STEM = "cross_scores"  # POET's results table (GenerationResult.tables)
-CROSS_SCORES = f"{CROSS_SCORES_STEM}.csv"
-RETURNS = "returns.csv"  # eligible_parents mode: every pair's per-episode returns
-# The held-out test set's tasks (written when the run starts) and, per test generation, each
-# policy's return on each of them (the rows behind summary.csv's test_* columns).
-TEST_SET = "test_set.csv"
-TEST_SCORES = "test_scores"  # a table stem: RUN_DIR/test_scores.csv
 ELIGIBILITY_COLUMNS = [f.name for f in Decision.__dataclass_fields__.values()]
 
 

@@ -15,10 +15,7 @@ objects (Ray ships the space to its workers).
 from __future__ import annotations
 
 import difflib
-import importlib
-import importlib.util
 import inspect
-import types
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -27,8 +24,8 @@ import cloudpickle
 import gymnasium as gym
 import numpy as np
 
-from coevo.errors import ConfigError, missing_package_hint
-from coevo.plugins import import_failure
+from coevo.errors import ConfigError
+from coevo.plugins import resolve_entry_point
 from coevo.tasks import registry
 from coevo.tasks.protocol import TaskSettableEnv
 from coevo.tasks.task import PARAM_FIELDS, Param, TaskSpace
@@ -265,45 +262,6 @@ class ClassEnvFactory:
         if self.env_config is not None:
             return cls(dict(self.env_config))
         return cls(**dict(self.env_kwargs))
-
-
-def resolve_entry_point(path: str, field: str = "task.entry_point") -> Any:
-    """`package.module:Name` (or `package.module.Name`) to the object it names; errors name
-    `field`."""
-    module_name, sep, attr = path.partition(":")
-    if not sep:
-        module_name, _, attr = path.rpartition(".")
-    if not module_name or not attr:
-        raise ConfigError(field, f"'{path}' is not an import path; expected 'package.module:Name'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        hint = missing_package_hint(module_name, error)
-        raise ConfigError(
-            field, f"cannot import module '{module_name}' of '{path}': {error}{hint}"
-        ) from None
-    except Exception as error:  # the module's own code raised (a bug at its top level)
-        raise import_failure(field, module_name, path, error) from None
-    try:
-        found = _get_path(module, attr)
-    except AttributeError:
-        found = None
-    if found is None or isinstance(found, types.ModuleType):
-        if isinstance(found, types.ModuleType) or _is_module(path):
-            dotted = path.replace(":", ".")
-            raise ConfigError(
-                field, f"'{path}' is a module; name what in it to use: '{dotted}:ClassName'"
-            )
-        raise ConfigError(field, f"module '{module_name}' has no attribute '{attr}'")
-    return found
-
-
-def _is_module(path: str) -> bool:
-    """Can `path` (dotted, no colon) be imported as a module?"""
-    try:
-        return ":" not in path and importlib.util.find_spec(path) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def class_task_space(

@@ -9,6 +9,7 @@ from typing import Any
 from gymnasium.error import DependencyNotInstalled
 
 from coevo.errors import ConfigError
+from coevo.plugins import import_object
 from coevo.tasks.task import TaskSpace
 
 _FACTORIES: dict[str, Callable[[], TaskSpace]] = {}
@@ -72,8 +73,6 @@ def get(name: str, params: Mapping[str, Mapping[str, Any]] | None = None) -> Tas
 
 def _imported(path: str) -> TaskSpace:
     """The task space at import path `path`: a TaskSpace, or a function returning one."""
-    from coevo.plugins import import_object  # here: plugins imports the errors module only
-
     target = import_object("task.name", path)
     if isinstance(target, type):  # a class (a TaskSpace subclass, say): not a space yet
         raise ConfigError(

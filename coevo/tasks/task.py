@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from coevo.errors import ConfigError
+from coevo.plugins import resolve_entry_point
 
 
 def canonical_number(value: Any) -> int | float:
@@ -287,6 +288,22 @@ class TaskSpace:
     def initial_task(self) -> Task:
         return self.task()
 
+    def solved(self, episode_return: float) -> bool:
+        """Did an episode with this return solve its task (return >= `solved_score`)?
+
+        What success-based level scores (learnability) count. A space without a
+        `solved_score` cannot say: the error names the setting to add.
+        """
+        if self.solved_score is None:
+            raise ConfigError(
+                "task.solved_score",
+                f"task space '{self.name}' declares no solved_score, and a success-based "
+                "score (e.g. curriculum.score=learnability) needs to know which returns count "
+                "as solved: set task.solved_score (YAML) or TaskSpace(solved_score=...), or "
+                "choose a score that needs none (positive_value_loss, max_mc, return_regret)",
+            )
+        return bool(np.isfinite(episode_return) and episode_return >= self.solved_score)
+
     def check(self, task: Task) -> None:
         if task.space != self.name:
             raise ConfigError("task.space", f"task of '{task.space}' given to '{self.name}'")
@@ -384,8 +401,6 @@ _TASK_FUNCTIONS: dict[str, Callable[[dict], Any]] = {}
 def _task_function(path: str) -> Callable[[dict], Any]:
     """The user function of a `task_format` import path, resolved once per process."""
     if path not in _TASK_FUNCTIONS:
-        from coevo.tasks.generic import resolve_entry_point
-
         function = resolve_entry_point(path, "task.task_format")
         if not callable(function):
             raise ConfigError("task.task_format", f"{path} is not callable")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from coevo import ESConfig, EvaluationPool, EvolutionStrategy, PolicySpec, tasks
+from coevo import ESConfig, EvaluationPool, EvolutionStrategy, MLPPolicy, tasks
 
 HERE = Path(__file__).resolve().parent
 
@@ -18,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 def main() -> None:
     space = tasks.get("cartpole")
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(16,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(16,))
     rng = np.random.default_rng(1)
     theta = policy.init(rng)
     (HERE / "policies").mkdir(exist_ok=True)

@@ -354,12 +354,13 @@ def test_configs_built_from_python_check_across_fields_and_take_typed_values():
 
 
 def _examples() -> list[tuple[type, str, Any, str]]:
-    from coevo.config import PolicyConfig, PoolConfig
+    from coevo.config import PoolConfig
     from coevo.curricula.accel import ACCELConfig
     from coevo.curricula.plr import PLRConfig
     from coevo.curricula.poet.loop import EnhancedPoetConfig
     from coevo.optimizers.es import ESConfig
-    from coevo.optimizers.ppo import PPOConfig
+    from coevo.optimizers.ppo_config import PPOConfig
+    from coevo.policies.config import PolicyConfig
 
     return [
         (ESConfig, "population", -3, "must be an integer >= 1, got -3"),

@@ -24,8 +24,16 @@ from coevo.pool.stats import is_runtime_column
 
 TINY = {
     "dr": (DomainRandomization, DRConfig(generations=4)),
-    "plr": (PrioritizedLevelReplay, PLRConfig(generations=6, buffer_size=6, tasks_per_step=3)),
-    "accel": (ACCEL, ACCELConfig(generations=6, buffer_size=6, tasks_per_step=3)),
+    # return_regret named: these tests check the buffer's rules on scores known by hand (ES
+    # would score by learnability, 0 for every level an untrained policy never solves).
+    "plr": (
+        PrioritizedLevelReplay,
+        PLRConfig(generations=6, buffer_size=6, tasks_per_step=3, score="return_regret"),
+    ),
+    "accel": (
+        ACCEL,
+        ACCELConfig(generations=6, buffer_size=6, tasks_per_step=3, score="return_regret"),
+    ),
     "alp_gmm": (
         ALPGMM,
         ALPGMMConfig(generations=6, fit_rate=8, bootstrap=8, max_components=3, tasks_per_step=4),
@@ -156,9 +164,9 @@ def test_student_zero_is_the_same_alone_or_beside_others(pool, cartpole):
 
 def test_value_scores_without_a_critic_fall_back_or_refuse(pool, cartpole):
     with pytest.raises(ConfigError, match="curriculum.score.*needs the value predictions"):
-        _build("plr", pool, cartpole, score_fallback="none")
+        _build("plr", pool, cartpole, score="positive_value_loss", score_fallback="none")
     plr = _build("plr", pool, cartpole, score="max_mc")
-    assert plr.score_used == "return_regret"
+    assert plr.score_used == "learnability"
     _build("plr", pool, cartpole, score="return_regret", score_fallback="none")  # no critic needed
 
 
@@ -454,10 +462,10 @@ def test_a_state_that_does_not_fit_is_refused_before_anything_is_loaded(pool, ca
     """Another policy size loaded and failed at the next step; another student count was
     loaded half way (zip() error after generation and weights were replaced)."""
     from coevo.curricula.poet import Poet, PoetConfig
-    from coevo.policies import PolicySpec
+    from coevo.policies import MLPPolicy
 
     env = cartpole.make_env()
-    small = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+    small = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(8,))
     with EvaluationPool(cartpole, small, "local", 1, envs_per_worker=16) as other_pool:
         es_small = EvolutionStrategy(ESConfig(population=4), small.num_params)
         dr_small = DomainRandomization(
@@ -585,7 +593,7 @@ def test_plr_and_accel_train_on_a_space_of_few_int_levels(
     trains (it never did: the buffer waited for 32 levels forever). A run resumed from a
     state saved without the cap gets it."""
     from coevo.curricula.level_buffer import levels_for_replay
-    from coevo.policy import PolicySpec
+    from coevo.policies import MLPPolicy
     from coevo.tasks.generic import class_task_space
 
     space = class_task_space(
@@ -597,9 +605,10 @@ def test_plr_and_accel_train_on_a_space_of_few_int_levels(
         task_format="scalar",
     )
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, (4,))
     config_class = PLRConfig if name == "plr" else ACCELConfig
-    config = config_class(generations=12, tasks_per_step=2)  # the default buffer: 64
+    # The default buffer: 64. return_regret: the corridor declares no solved_score.
+    config = config_class(generations=12, tasks_per_step=2, score="return_regret")
     assert levels_for_replay(config.min_fill, config.buffer_size) == 32
     curriculum_class = PrioritizedLevelReplay if name == "plr" else ACCEL
     with EvaluationPool(space, policy, "local", 1, envs_per_worker=8) as levels_pool:

@@ -13,7 +13,8 @@ from coevo.curricula.accel import ACCEL, ACCELConfig
 from coevo.curricula.alp_gmm import ALPGMM, ALPGMMConfig
 from coevo.curricula.plr import PLRConfig, PrioritizedLevelReplay
 from coevo.optimizers.es import ESConfig, EvolutionStrategy
-from coevo.optimizers.ppo import PPO, PPOConfig
+from coevo.optimizers.ppo import PPO
+from coevo.optimizers.ppo_config import PPOConfig
 from coevo.policies.actor_critic import ActorCriticSpec
 from coevo.pool import EvaluationPool
 from coevo.pool.stats import is_runtime_column

@@ -16,7 +16,8 @@ import pytest
 from phrases import assert_says
 
 from coevo import tasks
-from coevo.optimizers.ppo import PPO, PPOConfig
+from coevo.optimizers.ppo import PPO
+from coevo.optimizers.ppo_config import PPOConfig
 from coevo.optimizers.ppo_streams import with_stream_ends
 from coevo.policies import make_policy
 from coevo.pool import EvaluationPool
@@ -351,7 +352,8 @@ sys.path.insert(0, sys.argv[1])
 import numpy as np
 from test_ppo import _policy, _steps
 from coevo import tasks
-from coevo.optimizers.ppo import PPO, PPOConfig
+from coevo.optimizers.ppo import PPO
+from coevo.optimizers.ppo_config import PPOConfig
 from coevo.pool import EvaluationPool
 
 warned = []

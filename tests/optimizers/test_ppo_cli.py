@@ -243,7 +243,7 @@ def test_plr_replay_rows_say_when_the_step_kept_the_weights(tmp_path):
 
 def test_optimizer_ppo_picks_its_actor_critic_policy_unless_one_is_named():
     from coevo import hydra_configs
-    from coevo.cli import CONF_DIR
+    from coevo.cli.conf import CONF_DIR
 
     hydra_configs.register()
     picked = {
@@ -272,8 +272,13 @@ def test_a_rollout_in_which_no_episode_ends_says_why_it_has_no_training_return(t
     assert done.returncode == 0, done.stderr[-3000:]
     why = "no episode ended within the rollout's optimizer.n_steps=4 steps per stream"
     assert (done.stdout + done.stderr).count(why) == 1, done.stdout + done.stderr[-3000:]
-    # ... and the warning says what a curriculum's new tasks do to the episodes.
-    assert "episodes longer than n_steps are cut every time" in done.stdout
-    steps = pd.read_csv(tmp_path / "eligibility.csv").query("rule == 'optimizer'")
+    # ... and the warning says when a curriculum sees a return.
+    assert "a curriculum sees an episode's return only when it ends" in done.stdout
+    rows = pd.read_csv(tmp_path / "eligibility.csv").query("rule == 'optimizer'")
+    # Generation 2's new tasks wait: every stream keeps its task until its episode ends.
+    waiting = rows[rows["outcome"] == "not_played"]
+    assert set(waiting["generation"]) == {2}
+    assert waiting["reason"].str.contains("PPO's streams keep the tasks").all()
+    steps = rows[rows["outcome"] != "not_played"]
     assert list(steps["generation"]) == [1, 2]
     assert steps["reason"].str.startswith(why).all()

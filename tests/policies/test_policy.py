@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from coevo.errors import ConfigError
-from coevo.policy import PolicySpec, make_policy
+from coevo.policies import MLPPolicy, make_policy
 
 
 def test_parameter_count_and_dtype(cartpole_policy, rng):
@@ -25,7 +25,7 @@ def test_forward_matches_the_torch_module(cartpole_policy, rng):
 
 
 def test_each_row_is_bit_identical_whatever_the_batch(rng):
-    spec = PolicySpec(
+    spec = MLPPolicy(
         obs_dim=24,
         act_dim=4,
         discrete=False,
@@ -51,7 +51,7 @@ def test_discrete_head_gives_valid_actions(cartpole_policy, rng):
 
 
 def test_continuous_head_stays_in_action_bounds(rng):
-    spec = PolicySpec.for_spaces(
+    spec = MLPPolicy.for_spaces(
         gym.spaces.Box(-1, 1, (3,)),
         gym.spaces.Box(np.array([-2.0], np.float32), np.array([0.5], np.float32)),
     )

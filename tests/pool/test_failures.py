@@ -7,7 +7,7 @@ from phrases import assert_says
 
 from coevo import ESConfig, EvolutionStrategy, Poet, PoetConfig
 from coevo.optimizers.ars import ARSConfig, AugmentedRandomSearch
-from coevo.policy import PolicySpec
+from coevo.policies import MLPPolicy
 from coevo.pool import EvaluationPool
 from coevo.tasks import Param, TaskSpace
 
@@ -42,7 +42,7 @@ class Fragile:
 
 
 SPACE = TaskSpace("fragile", (Param("mode", 0, 4, 0, 0.0),), Fragile, 50)
-POLICY = PolicySpec.for_spaces(Fragile().observation_space, Fragile().action_space, (4,))
+POLICY = MLPPolicy.for_spaces(Fragile().observation_space, Fragile().action_space, (4,))
 
 
 def test_nan_and_infinite_returns_are_failures_not_scores(rng):

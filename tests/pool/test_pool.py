@@ -156,11 +156,11 @@ class _Explodes:
 
 
 def test_an_env_error_fails_only_that_episode(rng):
-    from coevo.policy import PolicySpec
+    from coevo.policies import MLPPolicy
 
     space = TaskSpace("explodes", (Param("boom", 0, 1, 0, 0.1),), _Explodes, 50)
     env = _Explodes()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, (4,))
     theta = policy.init(rng)
     with EvaluationPool(space, policy, "local", 1, envs_per_worker=2) as pool:
         key = pool.register(theta)
@@ -194,11 +194,11 @@ class _BadCourse(_Explodes):
 
 def test_an_env_error_at_its_task_shows_the_envs_own_lines(rng):
     # The traceback's innermost frames: the env's lines, not only the pool's calls.
-    from coevo.policy import PolicySpec
+    from coevo.policies import MLPPolicy
 
     space = TaskSpace("bad_course", (Param("boom", 0, 1, 0, 0.1),), _BadCourse, 50)
     env = _BadCourse()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, (4,))
     with EvaluationPool(space, policy, "local", 1, envs_per_worker=2) as pool:
         key = pool.register(policy.init(rng))
         result = pool.run([EpisodeJob(Stored(key), space.task(boom=1.0), 0)])
@@ -338,7 +338,7 @@ def test_a_reward_array_of_one_value_counts_as_that_number(backend, request, rng
     """`reward = np.array([k])` crashed the whole call (numpy's broadcast error in the
     rollout's `+=`) on both backends; now it is the number, and a reward of another shape
     fails just its episode, saying so."""
-    from coevo.policy import PolicySpec
+    from coevo.policies import MLPPolicy
 
     if backend == "ray":
         from ray import cloudpickle
@@ -348,7 +348,7 @@ def test_a_reward_array_of_one_value_counts_as_that_number(backend, request, rng
         cloudpickle.register_pickle_by_value(sys.modules[__name__])
     space = TaskSpace("shaped", (Param("kind", 0, 8, 0, 1),), _ShapedReward, 50)
     env = _ShapedReward()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, (4,))
     theta = policy.init(rng)
     with EvaluationPool(space, policy, backend, 1, envs_per_worker=3) as pool:
         # One kind per call (every slot's reward alike), then all kinds in one call.

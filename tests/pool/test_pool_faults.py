@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from coevo import tasks
-from coevo.policy import PolicySpec
+from coevo.policies import MLPPolicy
 from coevo.pool import EvaluationPool
 
 
@@ -19,7 +19,7 @@ def test_a_killed_worker_is_restarted_and_the_results_equal_an_undisturbed_run(r
     # length (~1 s or more here) whatever batched physics the task space may have.
     space = dataclasses.replace(tasks.get("pendulum"), make_slots=None)
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(8,))
     rng = np.random.default_rng(3)
     pairs = [(policy.init(rng), space.task(gravity=float(g))) for g in np.linspace(4.0, 16.0, 60)]
     with EvaluationPool(space, policy, "ray", num_workers=2, envs_per_worker=4) as pool:
@@ -105,7 +105,7 @@ def test_ray_workers_that_cannot_import_the_env_stop_the_pool_saying_why(
         task_format="scalar",
     )
     env = space.make_env()  # this process imports it
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(4,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(4,))
     with pytest.raises(WorkerStartError) as raised:
         EvaluationPool(space, policy, "ray", num_workers=1, envs_per_worker=2)
     message = str(raised.value)

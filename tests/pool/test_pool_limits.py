@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from coevo.errors import ConfigError
-from coevo.policies import PolicySpec
+from coevo.policies import MLPPolicy
 from coevo.pool import EvaluationPool
 from coevo.pool.limits import WorkerLimits
 from coevo.tasks import Param, TaskSpace
@@ -56,7 +56,7 @@ SPACE = TaskSpace(
     Sticky,
     max_episode_steps=50,
 )
-POLICY = PolicySpec.for_spaces(Sticky.observation_space, Sticky.action_space, (4,))
+POLICY = MLPPolicy.for_spaces(Sticky.observation_space, Sticky.action_space, (4,))
 
 
 @pytest.fixture

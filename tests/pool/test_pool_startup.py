@@ -80,13 +80,13 @@ def test_a_pool_answers_while_its_ray_starts_and_hands_over_with_the_same_result
 
 RESTARTS_AT_HANDOVER = """
 from coevo import tasks
-from coevo.policies import PolicySpec
+from coevo.policies import MLPPolicy
 from coevo.pool import EvaluationPool
 import numpy as np
 
 space = tasks.get("cartpole")
 env = space.make_env()
-policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(8,))
 rng = np.random.default_rng(1)
 pairs = [(policy.init(rng), space.initial_task()) for _ in range(4)]
 with EvaluationPool(space, policy, "ray", 2, envs_per_worker=3) as pool:

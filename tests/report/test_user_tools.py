@@ -35,7 +35,8 @@ def test_eligible_parents_mode_reports_who_passes(tmp_path):
     by_name = {r.split(":")[0]: o for r, o in zip(rows["reason"], rows["outcome"], strict=True)}
     assert by_name["balancer-default"] == "eligible"
     assert by_name["random-default"] == "ineligible"
-    assert ((rows["score"] >= 200) == (rows["outcome"] == "eligible")).all()
+    assert (rows["threshold"] == 475).all()  # CartPole's solved_score: the preset sets none
+    assert ((rows["score"] >= 475) == (rows["outcome"] == "eligible")).all()
     returns = pd.read_csv(tmp_path / "returns.csv")
     assert list(returns.columns) == ["name", "policy", *[f"episode_{k}" for k in range(5)]]
     count = int((rows["outcome"] == "eligible").sum())
@@ -93,11 +94,11 @@ def test_a_broken_pairs_file_or_policy_is_refused_by_name(tmp_path, pairs, npy, 
     from coevo import tasks
     from coevo.eligible import load_pairs
     from coevo.errors import ConfigError
-    from coevo.policy import PolicySpec
+    from coevo.policies import MLPPolicy
 
     space = tasks.get("cartpole")
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, (4,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, (4,))
     if npy == "pickled":
         np.save(tmp_path / "bad.npy", np.array([{"w": 1}], dtype=object), allow_pickle=True)
     elif npy is not None:

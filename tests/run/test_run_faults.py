@@ -19,7 +19,7 @@ import pandas as pd
 from cli_support import COEVO_RUN, ROOT
 
 from coevo import ESConfig, EvolutionStrategy, Poet, PoetConfig, tasks
-from coevo.policy import PolicySpec
+from coevo.policies import MLPPolicy
 from coevo.pool import EvaluationPool
 from coevo.pool.stats import is_runtime_column
 
@@ -82,7 +82,7 @@ def test_a_worker_killed_mid_generation_changes_no_result(ray_session):
     # (tens of ms) that a killed worker still holds some.
     space = dataclasses.replace(tasks.get("pendulum"), make_slots=None)
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(8,))
     with EvaluationPool(space, policy, "ray", num_workers=2, envs_per_worker=4) as pool:
         undisturbed = _frames(*_generations(pool, space, 4))
         restarts_before = pool.stats["worker_restarts"]

@@ -11,7 +11,7 @@ import pytest
 from cli_support import cli, run_tables
 from phrases import assert_says
 
-from coevo import runner
+from coevo import run_files, runner
 from coevo.checkpoint import CheckpointError
 from coevo.config import parse_config
 from coevo.errors import ConfigError
@@ -35,7 +35,7 @@ def _snapshot(run_dir: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(run_dir)): p.read_bytes()
         for p in sorted(run_dir.rglob("*"))
-        if p.is_file() and p.name != runner.LOCK_FILE
+        if p.is_file() and p.name != run_files.LOCK_FILE
     }
 
 
@@ -88,7 +88,7 @@ def test_resume_from_python_with_the_runs_own_config_extends_it_like_a_longer_ru
 def test_a_state_that_does_not_load_is_refused_before_the_run_directory_changes(tmp_path):
     run = tmp_path / "run"
     runner.run(parse_config(RAW), run, quiet)
-    (run / runner.CONFIG_FILE).unlink()  # nothing to compare with: the state itself refuses
+    (run / run_files.CONFIG_FILE).unlink()  # nothing to compare with: the state itself refuses
     before = _snapshot(run)
     other = parse_config({**RAW, "curriculum": {"name": "plr", "generations": 4}})
     with pytest.raises(CheckpointError) as refused:
@@ -141,7 +141,7 @@ def test_the_runs_warnings_reach_echo_once(tmp_path, capfd):
     warned = [line for line in lines if line.startswith("warning: positive_value_loss")]
     assert len(warned) == 1
     assert "needs the value predictions" in warned[0]
-    assert "PLR scores levels by return_regret instead" in warned[0]
+    assert "PLR scores levels by learnability instead" in warned[0]
     out, err = capfd.readouterr()
     assert "positive_value_loss" not in out + err
 
@@ -285,10 +285,10 @@ def test_a_plr_subclass_with_its_own_level_score_is_reported_as_such(tmp_path, n
     }
     lines: list[str] = []
     runner.run(parse_config(raw), tmp_path / "run", lines.append)
-    warned = [line for line in lines if "is return_regret instead" in line]
+    warned = [line for line in lines if "is learnability instead" in line]
     assert bool(warned) is (reported != "learnability")
     if warned:  # about the built-in score the override may call, and how to silence it
-        assert_says(warned[0], "LearnabilityPLR.level_score", "score_name")
+        assert_says(warned[0], "LearnabilityPLR.level_score", "learnability", "score_name")
     summary = pd.read_csv(tmp_path / "run" / "summary.csv")
     assert (summary["level_score"] == reported).all()
     eligibility = pd.read_csv(tmp_path / "run" / "eligibility.csv")
@@ -300,7 +300,7 @@ def test_a_plr_subclass_with_its_own_level_score_is_reported_as_such(tmp_path, n
         tmp_path / "plr",
         lines.append,
     )
-    assert [line for line in lines if "PLR scores levels by return_regret instead" in line]
+    assert [line for line in lines if "PLR scores levels by learnability instead" in line]
 
 
 def test_a_plugin_checks_its_settings_against_the_task_space_before_the_pool_starts(tmp_path):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from coevo import tasks
-from coevo.policy import PolicySpec
+from coevo.policies import MLPPolicy
 from coevo.pool import EpisodeJob, EvaluationPool, Stored, Worker
 from coevo.tasks.acrobot import AcrobotSlots
 from coevo.tasks.acrobot_reach import AcrobotReachSlots
@@ -241,7 +241,7 @@ def test_registered_spaces_run_on_batched_slots_in_the_worker(name):
         space = dataclasses.replace(space, make_slots=CartPoleSlots)
     assert space.make_slots is BATCHED[name]
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(8,))
     rng = np.random.default_rng(5)
     thetas = {f"k{i}": _policy_params(name, policy, rng) for i in range(3)}
     task_list = _mixed_tasks(space, 4, seed=9)
@@ -275,7 +275,7 @@ def test_batched_and_config_spaces_are_identical_on_ray_and_local(ray_session):
     for space in (tasks.get("pendulum"), custom):
         space = dataclasses.replace(space, max_episode_steps=60)
         env = space.make_env()
-        policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+        policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(8,))
         rng = np.random.default_rng(2)
         pairs = [(policy.init(rng), task) for task in _mixed_tasks(space, 4, seed=1)]
         with EvaluationPool(space, policy, "local", 1, envs_per_worker=3) as pool:
@@ -348,7 +348,7 @@ class _ExtraRewardSlots(PendulumSlots):
 def _pendulum_pool(make_slots):
     space = dataclasses.replace(tasks.get("pendulum"), make_slots=make_slots)
     env = space.make_env()
-    policy = PolicySpec.for_spaces(env.observation_space, env.action_space, hidden=(8,))
+    policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(8,))
     pairs = [(policy.init(np.random.default_rng(i)), space.initial_task()) for i in range(3)]
     return EvaluationPool(space, policy, "local", envs_per_worker=2), pairs
 
@@ -366,7 +366,8 @@ def test_a_users_batched_slots_may_return_rewards_and_done_as_columns():
 def test_a_users_batched_slots_may_return_columns_to_ppo_too():
     """PPO's trajectory streams read the same slots: the same streams either way."""
     pytest.importorskip("torch")
-    from coevo.optimizers.ppo import PPO, PPOConfig
+    from coevo.optimizers.ppo import PPO
+    from coevo.optimizers.ppo_config import PPOConfig
     from coevo.policies import make_policy
 
     streams = {}

@@ -34,7 +34,7 @@ from coevo.curricula.poet.population import Pair, Population
 from coevo.curricula.poet.transfer import best_policies_work, pick_best
 from coevo.curricula.training import evaluate_work, mean_extras, train_work
 from coevo.errors import ConfigError
-from coevo.report.tables import CROSS_SCORES_STEM
+from coevo.run_files import CROSS_SCORES_STEM
 from coevo.settings import setting
 from coevo.tasks.task import Task
 

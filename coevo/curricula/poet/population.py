@@ -38,6 +38,20 @@ class Pair:
     def score(self) -> float:
         return self.scores[-1] if self.scores else float("nan")
 
+    def __repr__(self) -> str:
+        # The parameter vector and optimizer state are left out: thousands of numbers.
+        best = max(self.scores) if self.scores else float("nan")
+        parts = [f"{self.task!r}", f"score {self.score:.1f} (best {best:.1f})"]
+        parts.append(
+            f"born {self.born}" + ("" if self.parent_id is None else f" of pair {self.parent_id}")
+        )
+        parts.append(f"{self.steps} steps")
+        if self.solved_at is not None:
+            parts.append(f"solved at {self.solved_at}")
+        if self.archived_at is not None:
+            parts.append(f"archived at {self.archived_at}")
+        return f"Pair {self.pair_id}: {', '.join(parts)}"
+
 
 class Population:
     """Active pairs (in order of creation), archived pairs, and who descends from whom."""
@@ -64,6 +78,13 @@ class Population:
         self.active.remove(pair)
         pair.archived_at = generation
         self.archive.append(pair)
+
+    def __repr__(self) -> str:
+        head = (
+            f"Population: {len(self.active)} active, {len(self.archive)} archived, "
+            f"ANNECS {self.annecs()}"
+        )
+        return "\n".join([head, *(f"  {pair!r}" for pair in self.active)])
 
     def all_pairs(self) -> list[Pair]:
         return [*self.active, *self.archive]
