@@ -12,7 +12,7 @@ from coevo import runner
 from coevo.config import parse_config
 from coevo.errors import ConfigError
 
-PAIRS = Path(__file__).resolve().parents[1] / "experiments" / "eligible_parents" / "pairs.yaml"
+PAIRS = Path(__file__).resolve().parents[2] / "experiments" / "eligible_parents" / "pairs.yaml"
 
 
 def _judge(run_dir: Path, task: str, **eligible) -> tuple[pd.DataFrame, list[str]]:

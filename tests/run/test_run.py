@@ -13,6 +13,8 @@ from coevo.errors import ConfigError
 from coevo.tasks.test_sets import TestSetConfig
 
 # POET with a test set: every table of a run (cross_scores, test_scores) gets rows.
+# One worker under xdist: the uninterrupted run (`uninterrupted`) made once for the module.
+pytestmark = pytest.mark.xdist_group("test_run")
 RAW = {
     "pool": {"backend": "local", "num_workers": 1},
     "seed": 4,

@@ -248,7 +248,7 @@ def test_the_config_file_picks_the_dataclass_defaults():
     from coevo import hydra_configs
     from coevo.config import parse_config
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     text = yaml.safe_load((root / "conf" / "curriculum" / "sfl.yaml").read_text())
     assert text == {"defaults": ["sfl_defaults", "_self_"]}
     composed = parse_config(hydra_configs.compose(root / "conf", ["curriculum=sfl"]))
