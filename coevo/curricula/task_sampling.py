@@ -38,7 +38,11 @@ def _fix_intervals(space: TaskSpace, values: dict[str, float]) -> dict[str, floa
 
 
 def uniform_task(space: TaskSpace, rng: np.random.Generator) -> Task:
-    """A task with every parameter uniform in its bounds (one draw per parameter, in order)."""
+    """A task with every parameter uniform in its bounds (one draw per parameter, in order);
+    a space with a generator of its own (a level kind: `sample(rng)`, e.g. mazes) draws it."""
+    sample = getattr(space, "sample", None)
+    if sample is not None:
+        return sample(rng)
     values = {p.name: _uniform_value(p, rng) for p in space.params}
     return Task(space.name, tuple(_fix_intervals(space, values).items()))
 
