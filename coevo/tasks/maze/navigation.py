@@ -79,7 +79,8 @@ class MazeEnv(gym.Env):
     """One maze, MiniGrid-style (see the module doc); the maze given to `set_task` applies
     at the next reset."""
 
-    metadata = {"render_modes": ["rgb_array"]}
+    # One frame per move: coevo-eval's GIFs keep each at this rate (coevo.replay).
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 8}
 
     def __init__(
         self,
