@@ -2,6 +2,7 @@
 `resume=` with overrides (safe ones applied, others refused by name), `resume=` of a
 checkpoint file, and a generation in which every evaluation fails."""
 
+import os
 import signal
 import subprocess
 import time
@@ -137,6 +138,45 @@ def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(
         pd.testing.assert_frame_equal(run_tables(run)[name], frame, obj=name)
 
 
+def test_after_ctrl_c_the_way_back_names_the_pythonpath_and_the_original_command_resumes(
+    tmp_path,
+):
+    # A task space of the user's own (tests/user_tasks.py, found through PYTHONPATH) and a
+    # config directory of theirs on Hydra's search path.
+    here = str(Path(__file__).parent)
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+    (tmp_path / "conf" / "task").mkdir(parents=True)
+    (tmp_path / "conf" / "task" / "mine.yaml").write_text(
+        "name: user_tasks:cartpole_one_at_a_time\n"
+    )
+    run = tmp_path / "run"
+    command = [
+        *SMALL,
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        "task=mine",
+        "curriculum.generations=8",
+        "optimizer.population=24",
+        f"hydra.run.dir={run}",
+    ]
+    process = subprocess.Popen(
+        [COEVO_RUN, *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **env},
+    )
+    _wait_for(run / "checkpoints" / "gen_000002.pkl", process)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr[-3000:]
+    last = stderr.strip().splitlines()[-1]
+    assert last.endswith(f"; resume with: PYTHONPATH={here} coevo-run resume={run}"), last
+    resumed = cli("coevo-run", *command, f"resume={run}", env=env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming" in resumed.stdout and "gen   8/8" in resumed.stdout
+
+
 def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     short, long = tmp_path / "short", tmp_path / "long"
     assert (
@@ -169,12 +209,16 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     )
     hydra_key = cli("coevo-run", f"resume={short}", "hydra.run.dir=elsewhere")
     assert hydra_key.returncode == 2
-    assert hydra_key.stderr.startswith(
-        "coevo-run: error: hydra.run.dir: Hydra's settings are not taken on resume"
-    )
+    assert hydra_key.stderr.startswith("coevo-run: error: hydra.run.dir: cannot be changed")
     complete = cli("coevo-run", f"resume={short}")  # all 3 generations done: says how to extend
     assert complete.returncode == 0 and "gen " not in complete.stdout
     assert "nothing to run: the run's 3 generations are done; extend it with" in complete.stdout
+    # The original command repeated beside resume= (its hydra.run.dir too) changes nothing.
+    original = [*SMALL, "curriculum.generations=3", "pool.envs_per_worker=16"]
+    repeated = cli("coevo-run", *original, f"hydra.run.dir={short}", f"resume={short}")
+    assert repeated.returncode == 0, repeated.stderr[-3000:]
+    assert "nothing to run: the run's 3 generations are done" in repeated.stdout
+    _refused_are_only_the_real_changes(short)
     preset = cli("coevo-run", f"resume={short}", "pool=remote")
     assert preset.returncode == 2
     assert "pool: unknown preset 'remote'; allowed: local, ray" in preset.stderr
@@ -208,17 +252,17 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     assert pool["episode_timeout_s"] is None and pool["worker_memory_mb"] is None
     assert pool["envs_per_worker"] == 16
     # A pool.* setting typed with the preset wins over it, whatever the order.
-    from coevo.cli import _apply_resume_overrides
+    from coevo.cli.resume import apply_resume_overrides
     from coevo.runner import load_run_config
 
     for typed in (["pool.envs_per_worker=8", "pool=ray"], ["pool=ray", "pool.envs_per_worker=8"]):
-        config = _apply_resume_overrides(load_run_config(short), typed, short)
+        config = apply_resume_overrides(load_run_config(short), typed, short)
         assert (config.pool.backend, config.pool.envs_per_worker) == ("ray", 8)
     # The preset's own keys win over the same keys in the run's command (SMALL's pool=local
     # is recorded; a pool.backend=local there would otherwise keep the run local).
     recorded = short / ".hydra" / "overrides.yaml"
     recorded.write_text(recorded.read_text() + "- pool.backend=local\n")
-    config = _apply_resume_overrides(load_run_config(short), ["pool=ray"], short)
+    config = apply_resume_overrides(load_run_config(short), ["pool=ray"], short)
     assert (config.pool.backend, config.pool.envs_per_worker) == ("ray", 16)
     # Fewer generations than the checkpoint holds would run nothing: refused by name.
     fewer = cli("coevo-run", f"resume={short}", "curriculum.generations=4")
@@ -227,6 +271,24 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
         fewer.stderr
     )
     assert "generations: 6" in (short / "config.yaml").read_text()
+
+
+def _refused_are_only_the_real_changes(run: Path) -> None:
+    """Settings equal to the run's pass on resume; every one that differs is named, in one
+    error (SMALL's run: seed 2, optimizer.population 8, task cartpole)."""
+    from coevo.cli.resume import apply_resume_overrides
+    from coevo.errors import ConfigError
+    from coevo.runner import load_run_config
+
+    same = ["seed=2", "curriculum.optimizer_steps=2", "task=cartpole"]
+    with pytest.raises(ConfigError) as one:
+        apply_resume_overrides(load_run_config(run), [*same, "optimizer.population=9"], run)
+    assert one.value.field == "optimizer.population"
+    assert "has optimizer.population=8; this command optimizer.population=9" in str(one.value)
+    with pytest.raises(ConfigError) as two:
+        apply_resume_overrides(load_run_config(run), ["seed=3", "task=pendulum", same[1]], run)
+    assert two.value.field == "seed, task"
+    assert "has seed=2, task='cartpole'; this command seed=3, task='pendulum'" in str(two.value)
 
 
 def test_resume_from_a_checkpoint_file_goes_on_from_that_generation(tmp_path):
@@ -378,10 +440,10 @@ def test_a_directory_of_the_users_own_is_kept_and_an_empty_checkpoints_folder_is
 
 
 def test_a_multirun_sweep_over_groups_is_checked_option_by_option(capsys):
-    from coevo.cli import _check_overrides
+    from coevo.cli.overrides import check_overrides
 
     args = ["-m", "curriculum=poet,enhanced_poet", "curriculum.generations=1", "seed=1,2"]
-    assert _check_overrides(args)[0] == args
+    assert check_overrides(args)[0] == args
     refused = {
         # an option that does not exist
         ("-m", "curriculum=poet,enhanced_poett"): "enhanced_poett",
@@ -394,15 +456,15 @@ def test_a_multirun_sweep_over_groups_is_checked_option_by_option(capsys):
     }
     for bad, message in refused.items():
         with pytest.raises(SystemExit) as stopped:
-            _check_overrides(list(bad))
+            check_overrides(list(bad))
         assert stopped.value.code == 2
         assert message in capsys.readouterr().err
     # A sweep function over a group is Hydra's to expand and check.
     swept = ["-m", "optimizer=choice(es,ars)", "optimizer.directions=4"]
-    assert _check_overrides(swept) == (swept, None)
+    assert check_overrides(swept) == (swept, None)
     # ... a task setting the group files leave out still goes as `++` (Hydra refused it).
     swept = ["-m", "task=choice(cartpole,pendulum)", "task.solved_score=100"]
-    assert _check_overrides(swept) == ([*swept[:2], "++task.solved_score=100"], None)
+    assert check_overrides(swept) == ([*swept[:2], "++task.solved_score=100"], None)
 
 
 def test_a_sweep_directory_whose_job_directory_holds_a_run_is_refused(tmp_path):
@@ -416,7 +478,8 @@ def test_a_sweep_directory_whose_job_directory_holds_a_run_is_refused(tmp_path):
 
 
 def test_a_shared_sweep_directory_is_refused_only_for_the_jobs_this_sweep_writes(tmp_path):
-    from coevo.cli import _check_overrides, _refuse_reused_dirs
+    from coevo.cli.overrides import check_overrides
+    from coevo.cli.run_dir import refuse_reused_dirs
 
     sweep = tmp_path / "shared"
     for job in ("seed=0", "5"):  # an earlier sweep's jobs, under names this one will not use
@@ -424,11 +487,11 @@ def test_a_shared_sweep_directory_is_refused_only_for_the_jobs_this_sweep_writes
         (sweep / job / "summary.csv").write_text("generation\n1\n")
     named = ["-m", "seed=2,3", f"hydra.sweep.dir={sweep}"]
     for args in (named + ["hydra.sweep.subdir=${hydra.job.override_dirname}"], named):
-        _refuse_reused_dirs(args, _check_overrides(args)[1])  # goes on: no SystemExit
+        refuse_reused_dirs(args, check_overrides(args)[1])  # goes on: no SystemExit
     (sweep / "1").mkdir()
     (sweep / "1" / "summary.csv").write_text("generation\n1\n")
     with pytest.raises(SystemExit):  # job 1 of this sweep would write there
-        _refuse_reused_dirs(named, _check_overrides(named)[1])
+        refuse_reused_dirs(named, check_overrides(named)[1])
 
 
 def test_poet_thresholds_above_the_tasks_solved_score_are_warned_of(tmp_path):
@@ -460,10 +523,11 @@ def test_a_mapping_given_whole_is_merged_into_the_configs_own():
     """`task.params={gravity: {low: 5}}` on a preset that already has parameters: Hydra
     merges it (the other parameters stay) and takes keys the mapping does not have yet."""
     from coevo import hydra_configs
-    from coevo.cli import CONF_DIR, _check_overrides
+    from coevo.cli.conf import CONF_DIR
+    from coevo.cli.overrides import check_overrides
 
     args = ["task=custom_example", "task.params={gravity: {low: 5}, mass: {high: 4}}"]
-    passed = _check_overrides(args)[0]
+    passed = check_overrides(args)[0]
     assert passed == ["task=custom_example", "++task.params={gravity: {low: 5}, mass: {high: 4}}"]
     params = hydra_configs.compose(CONF_DIR, passed)["task"]["params"]
     assert set(params) == {"gravity", "mass", "max_torque"}
@@ -474,14 +538,14 @@ def test_a_mapping_given_whole_is_merged_into_the_configs_own():
 def test_the_plus_prefix_is_advised_only_where_a_new_key_can_go(capsys):
     """A section's settings are a fixed set: '+optimizer.n_epoch' would be refused too, so
     only keys inside an open mapping (task.params, policy.kwargs) get the '+' advice."""
-    from coevo.cli import _check_overrides
+    from coevo.cli.overrides import check_overrides
 
     for args, advised in (
         (["optimizer.n_epoch=3"], False),
         (["task.params.gravity={low: 5}", "task.params.gravty.low=1"], True),
     ):
         with pytest.raises(SystemExit):
-            _check_overrides(args)
+            check_overrides(args)
         error = capsys.readouterr().err
         assert "unknown key" in error
         assert ("needs Hydra's '+' prefix" in error) is advised, error
@@ -492,10 +556,11 @@ def test_settings_a_group_file_leaves_out_are_taken_without_a_plus():
     fields; the README's other settings (task.solved_score, policy.log_std_init, ...) are
     settings all the same, not unknown keys."""
     from coevo import hydra_configs
-    from coevo.cli import CONF_DIR, _check_overrides
+    from coevo.cli.conf import CONF_DIR
+    from coevo.cli.overrides import check_overrides
 
     args = ["task.solved_score=400", "task.task_format=dict", "policy.log_std_init=0.5"]
-    passed = _check_overrides(args)[0]
+    passed = check_overrides(args)[0]
     assert passed == [f"++{arg}" for arg in args]
     composed = hydra_configs.compose(CONF_DIR, passed)
     assert composed["task"]["solved_score"] == 400
@@ -520,13 +585,13 @@ def test_a_policy_setting_its_kind_would_ignore_is_refused(tmp_path, overrides, 
 
 
 def test_a_yaml_error_in_the_users_own_config_is_named_not_a_traceback(tmp_path, capsys):
-    from coevo.cli import _check_overrides
+    from coevo.cli.overrides import check_overrides
 
     (tmp_path / "task").mkdir()
     broken = tmp_path / "task" / "pt.yaml"
     broken.write_text("name: pt\nparams: {target: {low: 0, high: 1\n")  # a brace left open
     with pytest.raises(SystemExit) as stop:
-        _check_overrides([f"hydra.searchpath=[file://{tmp_path}]", "task=pt"])
+        check_overrides([f"hydra.searchpath=[file://{tmp_path}]", "task=pt"])
     assert stop.value.code == 2
     assert capsys.readouterr().err == (
         f"coevo-run: error: {broken}: invalid YAML at line 3, column 1: expected ',' or '}}', "
@@ -538,9 +603,10 @@ def test_a_plus_on_a_key_the_config_already_has_overrides_it():
     """The README's `+task.params.NAME...` on a space whose file already states NAME: Hydra's
     `+` would refuse (exit 1); it is passed as `++` (add or override)."""
     from coevo import hydra_configs
-    from coevo.cli import CONF_DIR, _check_overrides
+    from coevo.cli.conf import CONF_DIR
+    from coevo.cli.overrides import check_overrides
 
-    passed = _check_overrides(["task=custom_example", "+task.params.gravity.low=5"])[0]
+    passed = check_overrides(["task=custom_example", "+task.params.gravity.low=5"])[0]
     assert passed == ["task=custom_example", "++task.params.gravity.low=5"]
     gravity = hydra_configs.compose(CONF_DIR, passed)["task"]["params"]["gravity"]
     assert gravity["low"] == 5 and gravity["high"] == 20.0
@@ -549,12 +615,13 @@ def test_a_plus_on_a_key_the_config_already_has_overrides_it():
 def test_a_plus_on_a_config_group_of_the_users_own_stays_a_plus(tmp_path):
     """`+group=option` adds a group to the defaults list (Hydra refuses `++` there)."""
     from coevo import hydra_configs
-    from coevo.cli import CONF_DIR, _check_overrides
+    from coevo.cli.conf import CONF_DIR
+    from coevo.cli.overrides import check_overrides
 
     (tmp_path / "extra").mkdir()
     (tmp_path / "extra" / "five.yaml").write_text("# @package _global_\nseed: 5\n")
     args = [f"hydra.searchpath=[file://{tmp_path}]", "+extra=five"]
-    passed = _check_overrides(args)[0]
+    passed = check_overrides(args)[0]
     assert passed == args
     assert hydra_configs.compose(CONF_DIR, passed)["seed"] == 5
 
@@ -604,12 +671,13 @@ def test_a_new_run_in_a_directory_another_run_is_starting_in_says_how_to_part_th
 
 def test_a_plus_on_a_nested_config_group_stays_a_plus(tmp_path):
     from coevo import hydra_configs
-    from coevo.cli import CONF_DIR, _check_overrides
+    from coevo.cli.conf import CONF_DIR
+    from coevo.cli.overrides import check_overrides
 
     (tmp_path / "extras" / "noise").mkdir(parents=True)
     (tmp_path / "extras" / "noise" / "a.yaml").write_text("# @package _global_\nseed: 7\n")
     args = [f"hydra.searchpath=[file://{tmp_path}]", "+extras/noise=a"]
-    passed = _check_overrides(args)[0]
+    passed = check_overrides(args)[0]
     assert passed == args
     assert hydra_configs.compose(CONF_DIR, passed)["seed"] == 7
 

@@ -83,3 +83,25 @@ def test_evaluate_saved():
     assert "generation 2, policies ['policy_0']" in out[0]
     gravities = [line.split("gravity")[1].split(":")[0].strip() for line in out[1:]]
     assert gravities == ["9.8", "30.0", "60.0"]  # the initial task, the bound, twice the bound
+
+
+def test_sb3_plr(tmp_path):
+    if not importlib.util.find_spec("stable_baselines3"):
+        return  # coevo[sb3] not installed: nothing to run
+    import pickle
+
+    from coevo.curricula import sampler
+
+    out = _run("sb3_plr.py", "--state", str(tmp_path / "plr.pkl"))
+    episodes = int(out[-1].split()[0])
+    assert episodes > 0 and "('new_level', 'added')" in out[-1]
+    # The saved state continues a sampler here, as a resumed job would.
+    resumed = sampler("plr", "cartpole", buffer_size=16)
+    resumed.load_state_dict(pickle.loads((tmp_path / "plr.pkl").read_bytes())["sampler"])
+    assert resumed.episodes == episodes == len(resumed.decisions())
+
+
+def test_cleanrl_plr():
+    out = _run("cleanrl_plr.py")
+    assert "(positive_value_loss)" in out[-1]  # scored by the loop's own critic
+    assert "('replay', 'replayed')" in out[-1] and "('new_level', 'added')" in out[-1]

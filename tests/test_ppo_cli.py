@@ -249,7 +249,7 @@ def test_plr_replay_rows_say_when_the_step_kept_the_weights(tmp_path):
 
 def test_optimizer_ppo_picks_its_actor_critic_policy_unless_one_is_named():
     from coevo import hydra_configs
-    from coevo.cli import CONF_DIR
+    from coevo.cli.conf import CONF_DIR
 
     hydra_configs.register()
     picked = {

@@ -1,6 +1,9 @@
 """Kill a run with SIGKILL in the middle of a generation, resume it, compare with a clean run."""
 
+import importlib
+import os
 import signal
+import sys
 
 import pandas as pd
 from cli_support import cli, run_and_kill_after_checkpoint, run_tables
@@ -55,3 +58,24 @@ def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous_one(tmp_path):
     assert "resuming" in resumed.stdout and "after generation 2" in resumed.stdout
     assert "gen   3/3" in resumed.stdout
     assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2, 3]
+
+
+def test_the_way_back_names_the_pythonpath_entries_the_runs_modules_came_from(
+    tmp_path, monkeypatch
+):
+    from coevo.resume_rules import resume_command
+
+    mine, unused = tmp_path / "mine", tmp_path / "unused"
+    mine.mkdir()
+    unused.mkdir()
+    (mine / "way_back_probe_tasks.py").write_text("VALUE = 1\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(unused), str(mine)]))
+    run = tmp_path / "run"
+    assert resume_command(run) == f"coevo-run resume={run}"  # nothing imported from there
+    monkeypatch.syspath_prepend(str(mine))
+    monkeypatch.delitem(sys.modules, "way_back_probe_tasks", raising=False)
+    importlib.import_module("way_back_probe_tasks")
+    try:
+        assert resume_command(run) == f"PYTHONPATH={mine} coevo-run resume={run}"
+    finally:
+        del sys.modules["way_back_probe_tasks"]

@@ -186,21 +186,23 @@ def test_a_sweep_over_plugin_names_accepts_each_ones_settings(tmp_path, names):
 def test_an_experiment_presets_settings_carry_over_to_a_plugin_that_has_them(tmp_path):
     # poet_bipedal sets walker-scale thresholds; naming Enhanced POET keeps them.
     from coevo import hydra_configs
-    from coevo.cli import CONF_DIR, _check_overrides, _named_on_command_line
+    from coevo.cli.conf import CONF_DIR
+    from coevo.cli.overrides import check_overrides
+    from coevo.cli.plugins import named_on_command_line
 
     preset = hydra_configs.compose(CONF_DIR, ["experiment=poet_bipedal"])["curriculum"]
     command = ["experiment=poet_bipedal", "curriculum.name=enhanced_poet"]
-    _check_overrides(command)  # as coevo-run does first: it notes the presets' classes
+    check_overrides(command)  # as coevo-run does first: it notes the presets' classes
     raw = hydra_configs.compose(CONF_DIR, command)
-    _named_on_command_line(raw, command)
+    named_on_command_line(raw, command)
     assert raw["curriculum"]["name"] == "enhanced_poet"
     for key in ("repro_threshold", "mc_lower", "mc_upper", "generations"):
         assert raw["curriculum"][key] == preset[key], key
     # POET's own defaults are not the preset's settings: Enhanced POET keeps its own.
     command = ["curriculum.name=enhanced_poet"]
-    _check_overrides(command)
+    check_overrides(command)
     raw = hydra_configs.compose(CONF_DIR, command)
-    _named_on_command_line(raw, command)
+    named_on_command_line(raw, command)
     assert "novelty" not in raw["curriculum"] and "max_active" not in raw["curriculum"]
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from coevo.curricula.alp_gmm_teacher import ALP_SCALES, CRITERIA, ALPGMMTeacher, Sampled
+from coevo.curricula.alp_gmm_teacher import ALP_SCALES, CRITERIA, ALPGMMTeacher, Mixture, Sampled
 from coevo.curricula.base import Decision
 from coevo.curricula.level_sampling import (
     LevelSamplingConfig,
@@ -105,16 +105,7 @@ class ALPGMM(LevelSamplingCurriculum):
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
-        settings = {name: getattr(config, name) for name in TEACHER_FIELDS}
-        try:
-            self.teachers = {
-                s.index: ALPGMMTeacher(
-                    self.space, **settings, gmm_seed=int(s.rng.integers(0, 2**31 - 1))
-                )
-                for s in self.students
-            }
-        except ValueError as error:
-            raise ConfigError("curriculum", str(error)) from None
+        self.teachers = {s.index: new_teacher(self.space, config, s.rng) for s in self.students}
         warn_if_run_too_short(
             config,
             config.bootstrap,
@@ -177,16 +168,9 @@ class ALPGMM(LevelSamplingCurriculum):
                     self._alps.append(alp)
                 refit = teacher.mixture is not fitted_before
                 self._counts["fits"] += int(refit)
-                reason = (
-                    f"{_origin(s, self.config.random_ratio)}; training return "
-                    f"{episode_return:.4g}, ALP {alp:.3g}"
+                reason = record_reason(
+                    s, self.config, episode_return, alp, teacher.mixture if refit else None
                 )
-                if refit:
-                    m = teacher.mixture
-                    reason += (
-                        f"; refit: {m.components} components by {m.criterion.upper()} over "
-                        f"the last {self.config.fit_rate} tasks"
-                    )
                 if outcome.training_outcome != "trained":
                     reason += "; not trained: the step kept the weights"
                 decisions.append(
@@ -231,6 +215,36 @@ class ALPGMM(LevelSamplingCurriculum):
             f"components {s['gmm_components']:4.3g} | "
             f"ALP {s['mean_alp']:7.3g} | best {s['best_score']:7.1f} | {s['wall_s']:5.1f}s"
         )
+
+
+# -- the rules both faces use: coevo's runs (above) and coevo.curricula.sampler -----------
+def new_teacher(space: Any, config: ALPGMMConfig, rng: np.random.Generator) -> ALPGMMTeacher:
+    """A student's teacher as `config` sets it; its fits' seed is drawn from `rng`."""
+    settings = {name: getattr(config, name) for name in TEACHER_FIELDS}
+    try:
+        return ALPGMMTeacher(space, **settings, gmm_seed=int(rng.integers(0, 2**31 - 1)))
+    except ValueError as error:
+        raise ConfigError("curriculum", str(error)) from None
+
+
+def record_reason(
+    s: Sampled | None,
+    config: ALPGMMConfig,
+    episode_return: float,
+    alp: float,
+    refit: Mixture | None,
+) -> str:
+    """A recorded episode's row reason: where its task came from, its ALP, and the
+    mixture fitted after it (`refit`), if one was."""
+    reason = (
+        f"{_origin(s, config.random_ratio)}; training return {episode_return:.4g}, ALP {alp:.3g}"
+    )
+    if refit is not None:
+        reason += (
+            f"; refit: {refit.components} components by {refit.criterion.upper()} over "
+            f"the last {config.fit_rate} tasks"
+        )
+    return reason
 
 
 def _points(signal: Signal) -> list[float]:
