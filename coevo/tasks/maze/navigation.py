@@ -23,7 +23,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from coevo.tasks.maze.level import DIRECTIONS, Maze
+from coevo.tasks.maze.level import DIRECTIONS, Maze, as_maze
 
 ACTIONS = ("left", "right", "forward")
 LEFT, RIGHT, FORWARD = range(3)
@@ -62,17 +62,6 @@ def goal_reward(steps: int, max_steps: int) -> float:
 def empty_maze(size: int = 13) -> Maze:
     """A maze without walls, start top-left facing east, goal bottom-right."""
     return Maze(tuple("." * size for _ in range(size)), (0, 0), 0, (size - 1, size - 1))
-
-
-def as_maze(level: Any) -> Maze:
-    """A `Maze`, or its dict or JSON form, as a Maze."""
-    if isinstance(level, Maze):
-        return level
-    if isinstance(level, str):
-        return Maze.from_json(level)
-    if isinstance(level, dict):
-        return Maze.from_dict(level)
-    raise TypeError(f"expected a Maze or its dict / JSON form, got {type(level).__name__}")
 
 
 class MazeEnv(gym.Env):
