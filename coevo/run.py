@@ -30,6 +30,7 @@ from coevo.errors import ConfigError, Terminated
 from coevo.pool.results import WorkerStartError, error_line
 from coevo.report import RunRecorder, ScalarLogger, write_report
 from coevo.report.progress import GenerationProgress
+from coevo.resume_rules import resume_command
 from coevo.run_files import (
     CHECKPOINTS,
     CROSS_SCORES_STEM,
@@ -478,7 +479,7 @@ class Run:
     @property
     def _resume_hint(self) -> str:
         if self.config is not None:
-            return f"coevo-run resume={self.run_dir}"
+            return resume_command(self.run_dir)
         return f"Run(curriculum, {str(self.run_dir)!r}, resume=True)"
 
     @contextlib.contextmanager

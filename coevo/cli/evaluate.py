@@ -23,7 +23,8 @@ its return in each episode, deterministically (episode k resets with seed S+k).
                  active pair with the best last score, or policy 0
   task=...       a pair id (POET: that pair's task), a value (a one-parameter space), or
                  name=value,... (those parameters changed, the others kept; a value
-                 outside the run's bounds is evaluated as given, with a warning); default:
+                 outside the run's bounds is evaluated as given, with a warning), or a
+                 level's JSON (mazes: as test_set.csv's task column holds it); default:
                  the pair's own task, or the space's initial task
   episodes=N     episodes to run (default 5)
   seed=S         the first episode's reset seed (default 0)

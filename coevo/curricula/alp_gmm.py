@@ -28,6 +28,7 @@ from coevo.curricula.level_sampling import (
 )
 from coevo.errors import ConfigError
 from coevo.settings import setting
+from coevo.tasks.level_kind import require
 from coevo.tasks.task import Task
 
 # Sources: TeachMyAgent `ALPGMM.__init__` defaults (teachers/algos/alp_gmm.py), which are the
@@ -115,16 +116,14 @@ class ALPGMM(LevelSamplingCurriculum):
 
     @classmethod
     def check_space(cls, config: Any, space: Any) -> None:
-        # The teacher draws points of the parameter cube and decodes them into tasks: a level
-        # kind (mazes) encodes its levels but no point decodes to one.
-        level_type = getattr(space, "level_type", Task)
-        if level_type is not Task:
-            raise ConfigError(
-                "curriculum.name",
-                f"alp_gmm draws tasks as points of the parameter cube; task space "
-                f"'{space.name}' holds {level_type.__name__} levels, which no point decodes "
-                "to (dr, plr and accel take them)",
-            )
+        # The teacher fits mixtures over encoded levels and draws points it decodes into
+        # levels: a kind without both hooks (mazes: no point decodes to a maze) cannot run.
+        require(
+            space,
+            ("encode", "decode"),
+            "alp_gmm",
+            "draws tasks as points of a fixed-length encoding and decodes them",
+        )
 
     def begin_generation(self) -> None:
         self._counts = {"random_tasks": 0, "bootstrap_tasks": 0, "gmm_tasks": 0, "fits": 0}

@@ -225,10 +225,10 @@ def test_a_state_of_another_sampler_is_refused():
 
 
 def test_level_kinds_are_sampled_and_alp_gmm_refuses_them_as_its_run_does():
-    maze = "coevo.tasks.maze.space:maze"
+    maze = "maze"
     s = sampler("accel", maze, buffer_size=4)
     task = s.sample()
     s.update(task, episode_return=0.5, episode_length=10)
     assert s.decisions()[-1].rule == "new_level" and type(task).__name__ == "Maze"
-    with pytest.raises(ConfigError, match="no point decodes"):
+    with pytest.raises(ConfigError, match="Maze levels and has no decode"):
         sampler("alp_gmm", maze)

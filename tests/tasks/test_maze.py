@@ -288,7 +288,7 @@ def test_pictures(tmp_path):
 
 # -- task=maze: the level kind in the TaskSpace seat --------------------------------------
 
-MAZE = "coevo.tasks.maze.space:maze"  # as conf/task/maze.yaml names it
+MAZE = "maze"  # registered by name, as conf/task/maze.yaml names it
 
 
 def _straight_mazes(count):
@@ -409,3 +409,32 @@ def test_alp_gmm_is_refused_on_mazes_by_name(tmp_path):
     assert done.returncode == 2
     assert "curriculum.name" in done.stderr and "Maze levels" in done.stderr
     assert not run.exists()
+
+
+def test_coevo_eval_on_a_poet_maze_run_films_the_maze_and_takes_a_level_as_json(tmp_path):
+    """coevo-eval on a maze run: a GIF of the maze (one frame per move, from the start), a
+    level given as test_set.csv's JSON; the report pictures POET's root level."""
+    from cli_support import cli
+    from PIL import Image
+
+    run = tmp_path / "run"
+    args = ["task=maze", "pool=local", "curriculum=poet", "curriculum.generations=2"]
+    done = cli("coevo-run", *args, "optimizer.population=8", "seed=5", f"hydra.run.dir={run}")
+    assert done.returncode == 0, done.stderr
+    root = pd.read_csv(run / "population.csv").query("pair_id == 0")["task_id"].item()
+    assert (run / "plots" / f"task_{root}.png").is_file()
+    assert 'id="task-0"' in (run / "report.html").read_text()
+
+    level = Maze.from_json(pd.read_csv(run / "test_set.csv")["task"].iloc[-1])
+    gif = tmp_path / "maze.gif"
+    shown = cli("coevo-eval", run, f"task={level.to_json()}", "episodes=1", f"video={gif}")
+    assert shown.returncode == 0, shown.stderr
+    assert f"Maze({level.id}" in shown.stdout
+    with Image.open(gif) as film:
+        first = np.asarray(film.convert("RGB"))
+        assert film.n_frames > 1 and film.info["duration"] >= 100  # moves, not 25 fps
+    start = render_maze(level, (*level.start, level.start_dir))
+    np.testing.assert_array_equal(first, np.asarray(start))
+
+    refused = cli("coevo-eval", run, "task=walls=3", "episodes=1")
+    assert refused.returncode == 2 and "Maze levels" in refused.stderr

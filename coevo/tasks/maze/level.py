@@ -277,3 +277,14 @@ def encode(level: Maze) -> np.ndarray:
 def distance(a: Maze, b: Maze) -> float:
     """Euclidean distance of the encodings (mazes of one size)."""
     return float(np.linalg.norm(encode(a) - encode(b)))
+
+
+def as_maze(level: Any) -> Maze:
+    """A `Maze`, or its dict or JSON form, as a Maze."""
+    if isinstance(level, Maze):
+        return level
+    if isinstance(level, str):
+        return Maze.from_json(level)
+    if isinstance(level, dict):
+        return Maze.from_dict(level)
+    raise TypeError(f"expected a Maze or its dict / JSON form, got {type(level).__name__}")

@@ -23,7 +23,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from coevo.tasks.maze.level import DIRECTIONS, Maze
+from coevo.tasks.maze.level import DIRECTIONS, Maze, as_maze
 
 ACTIONS = ("left", "right", "forward")
 LEFT, RIGHT, FORWARD = range(3)
@@ -64,22 +64,12 @@ def empty_maze(size: int = 13) -> Maze:
     return Maze(tuple("." * size for _ in range(size)), (0, 0), 0, (size - 1, size - 1))
 
 
-def as_maze(level: Any) -> Maze:
-    """A `Maze`, or its dict or JSON form, as a Maze."""
-    if isinstance(level, Maze):
-        return level
-    if isinstance(level, str):
-        return Maze.from_json(level)
-    if isinstance(level, dict):
-        return Maze.from_dict(level)
-    raise TypeError(f"expected a Maze or its dict / JSON form, got {type(level).__name__}")
-
-
 class MazeEnv(gym.Env):
     """One maze, MiniGrid-style (see the module doc); the maze given to `set_task` applies
     at the next reset."""
 
-    metadata = {"render_modes": ["rgb_array"]}
+    # One frame per move: coevo-eval's GIFs keep each at this rate (coevo.replay).
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 8}
 
     def __init__(
         self,

@@ -12,8 +12,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from coevo.tasks.maze.level import DIRECTIONS, Maze
-from coevo.tasks.maze.navigation import as_maze
+from coevo.tasks.maze.level import DIRECTIONS, Maze, as_maze
 
 DEFAULT_CELL_PIXELS = 16
 COLOURS = {

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from coevo.tasks.maze.level import DIRECTIONS, Maze
+from coevo.tasks.maze.level import DIRECTIONS, Maze, as_maze
 from coevo.tasks.maze.navigation import (
     DEFAULT_MAX_STEPS,
     DEFAULT_VIEW_SIZE,
@@ -25,7 +25,6 @@ from coevo.tasks.maze.navigation import (
     LEFT,
     RIGHT,
     agent_cell,
-    as_maze,
     observation_size,
     view_offsets,
 )

@@ -1,4 +1,4 @@
-"""`task=maze`: the maze level kind in the `TaskSpace` seat.
+"""`task=maze`: the maze level kind (coevo.tasks.level_kind) in the `TaskSpace` seat.
 
 A `MazeSpace` is a `TaskSpace` without numeric parameters whose tasks are `Maze` levels: it
 draws them (`sample`, the papers' generator), edits them (`mutate`: one ACCEL edit per call,
@@ -6,7 +6,7 @@ so ACCEL's `num_edits` counts edits as in dcd), encodes them for curricula that 
 vector, and builds the env (`MazeEnv`) and the batched slots (`MazeSlots`) that play them.
 Everything that holds tasks (jobs, buffers, histories, checkpoints) holds the `Maze` itself:
 it is immutable, picklable and carries a content id, as a `Task` does. A curriculum drawing
-a task calls `space.sample(rng)` where the space has one (coevo.curricula.task_sampling).
+a task calls `space.sample(rng)`, as on every level kind.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from coevo.tasks.maze.navigation import (
 )
 from coevo.tasks.maze.render import render_maze_png
 from coevo.tasks.maze.slots import MazeSlots
+from coevo.tasks.registry import register
 from coevo.tasks.task import TaskSpace
 
 
@@ -58,6 +59,9 @@ class MazeSpace(TaskSpace):
     edits_per_mutation: int = 1
     batched: bool = True  # False: one MazeEnv per slot (GymSlots), the reference path
     level_type: ClassVar[type] = Maze  # what its tasks are (a numeric space's: Task)
+    # No point of `encode`'s cube is a maze: curricula that decode points (ALP-GMM) are
+    # refused by name (coevo.tasks.level_kind.require).
+    decode: ClassVar[None] = None  # pyright: ignore[reportIncompatibleMethodOverride]
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -149,6 +153,7 @@ class MazeSpace(TaskSpace):
         )
 
 
+@register("maze")
 def maze() -> MazeSpace:
-    """The UED papers' maze space (`task=maze`: conf/task/maze.yaml names it by this path)."""
+    """The UED papers' maze space (`task=maze`, registered in coevo.tasks.registry)."""
     return MazeSpace()
