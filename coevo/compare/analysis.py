@@ -17,6 +17,7 @@ import pandas as pd
 
 from coevo.compare import stats
 from coevo.compare.runs import ENV_STEPS, UPDATES, CompareError, Run
+from coevo.frames import column, rows
 from coevo.resume_rules import allowed_on_resume, leaf_values
 
 DEFAULT_LAST = 3
@@ -83,12 +84,6 @@ def progress(summary: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def column(frame: pd.DataFrame, name: str) -> pd.Series:
-    """frame's column `name` (pandas types a lookup by key as any of DataFrame, Series or
-    scalar)."""
-    return cast(pd.Series, frame[name])
-
-
 def within(frame: pd.DataFrame, budget: Budget) -> pd.Series:
     inside = pd.Series(True, index=frame.index)
     if budget.env_steps is not None:
@@ -108,7 +103,7 @@ def run_figure(
         )
     frame = progress(run.summary)
     inside = within(frame, budget) & np.isfinite(frame[metric])
-    scored = cast(pd.DataFrame, frame[inside]).tail(last)  # rows by a mask: a DataFrame
+    scored = rows(frame, inside).tail(last)
     if budget.updates is not None and bool(frame["updates_so_far"].isna().all()):
         raise CompareError(f"{run.path}: no {UPDATES} column, so no budget in updates")
     reached = (budget.env_steps is None or frame["steps_so_far"].max() >= budget.env_steps) and (
@@ -134,8 +129,8 @@ def task_cvar(test_scores: pd.DataFrame | None, generations: tuple[int, ...], al
     or each of several seeds' policies); NaN without test_scores.csv or scorings."""
     if test_scores is None or not generations:
         return math.nan
-    rows = test_scores[test_scores["generation"].isin(generations)]
-    per_task = cast(pd.Series, rows.groupby("test_task")["return"].mean()).dropna()
+    scorings = test_scores[test_scores["generation"].isin(generations)]
+    per_task = cast(pd.Series, scorings.groupby("test_task")["return"].mean()).dropna()
     return stats.cvar(per_task.to_numpy(), alpha) if len(per_task) else math.nan
 
 

@@ -132,6 +132,13 @@ def test_run_refuses_the_eligible_mode_and_a_refused_run_leaves_no_directory(tmp
     assert list(tmp_path.iterdir()) == []
 
 
+def test_run_eligible_refuses_a_config_without_a_pairs_file_and_leaves_no_directory(tmp_path):
+    coevolve = parse_config(RAW)  # RunConfig.check asks for a pairs file with its mode only
+    with pytest.raises(ConfigError, match="eligible.pairs_file: required by runner.run_eligible"):
+        runner.run_eligible(coevolve, tmp_path / "eligible", quiet)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_runs_warnings_reach_echo_once(tmp_path, capfd):
     """coevo's logging warnings during a run go to `echo` (a caller's log gets them), not
     a second time to the console."""
