@@ -121,6 +121,7 @@ class Maze:
         return hashlib.blake2b(self.to_json().encode(), digest_size=6).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
+        """The maze as plain values (kind, rows, start, start_dir, goal): `from_dict`'s input."""
         return {
             "kind": KIND,
             "rows": list(self.rows),
@@ -130,6 +131,7 @@ class Maze:
         }
 
     def to_json(self) -> str:
+        """`to_dict()` as compact JSON with sorted keys; the `id` is its hash."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -251,10 +253,12 @@ def shortest_path(level: Maze) -> int | None:
 
 
 def is_solvable(level: Maze) -> bool:
+    """Whether the goal can be reached from the start (`shortest_path` finds a path)."""
     return shortest_path(level) is not None
 
 
 def encoding_size(height: int = DEFAULT_SIZE, width: int = DEFAULT_SIZE) -> int:
+    """The length of `encode`'s vector: a wall flag per cell, start and goal x, y, direction."""
     return height * width + 5
 
 

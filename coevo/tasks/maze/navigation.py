@@ -32,6 +32,7 @@ DEFAULT_MAX_STEPS = 250
 
 
 def observation_size(view_size: int = DEFAULT_VIEW_SIZE) -> int:
+    """The observation's length: a (wall, goal) pair per cell of the view, then the direction."""
     return 2 * view_size * view_size + len(DIRECTIONS)
 
 
