@@ -30,6 +30,7 @@ class Budget:
     updates: float | None = None
 
     def describe(self) -> str:
+        """The budget in words, for the printed table and the page."""
         parts = []
         if self.env_steps is not None:
             parts.append(f"{self.env_steps:,.0f} training env steps")

@@ -88,14 +88,17 @@ class Maze:
 
     @property
     def height(self) -> int:
+        """Rows of cells."""
         return len(self.rows)
 
     @property
     def width(self) -> int:
+        """Cells per row."""
         return len(self.rows[0])
 
     @property
     def shape_text(self) -> str:
+        """The size in words, e.g. "13 x 13 maze"."""
         return f"{self.width} x {self.height} maze"
 
     @cached_property
@@ -107,6 +110,7 @@ class Maze:
 
     @property
     def num_walls(self) -> int:
+        """Wall cells."""
         return sum(row.count(WALL) for row in self.rows)
 
     def __getstate__(self) -> dict[str, Any]:  # the cached wall array is not part of it
@@ -136,6 +140,11 @@ class Maze:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Maze:
+        """The maze `to_dict()` gave `data`.
+
+        Raises:
+            ConfigError: `data` is another kind of level's (its `kind` is not a maze's).
+        """
         if data.get("kind", KIND) != KIND:
             raise ConfigError("maze.kind", f"expected '{KIND}', got {data.get('kind')!r}")
         return cls(
@@ -144,6 +153,7 @@ class Maze:
 
     @classmethod
     def from_json(cls, text: str) -> Maze:
+        """The maze `to_json()` gave `text`."""
         return cls.from_dict(json.loads(text))
 
     def __str__(self) -> str:
