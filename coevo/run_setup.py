@@ -9,6 +9,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import yaml
@@ -18,6 +19,7 @@ from coevo.config import RunConfig, parse_config
 from coevo.curricula.base import Curriculum
 from coevo.curricula.level_sampling import LevelSamplingCurriculum
 from coevo.errors import ConfigError, yaml_error_text
+from coevo.optimizers.ppo_config import PPOConfig
 from coevo.policies import Policy, make_policy
 from coevo.pool import Backend, EvaluationPool
 from coevo.resume_rules import check_resume_config
@@ -232,7 +234,8 @@ def minibatch_warnings(
         tasks = 1
     else:
         return []
-    streams = max(config.optimizer.n_envs, tasks)  # PPO.ask: every task gets a stream
+    n_envs = cast(PPOConfig, config.optimizer).n_envs  # is_ppo: PPO's settings
+    streams = max(n_envs, tasks)  # PPO.ask: every task gets a stream
     size = streams * n_steps
     rollout = f"a rollout of {streams} streams x optimizer.n_steps={n_steps} = {size} steps"
     if batch > size:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -83,6 +84,12 @@ def progress(summary: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def column(frame: pd.DataFrame, name: str) -> pd.Series:
+    """frame's column `name` (pandas types a lookup by key as any of DataFrame, Series or
+    scalar)."""
+    return cast(pd.Series, frame[name])
+
+
 def within(frame: pd.DataFrame, budget: Budget) -> pd.Series:
     """Which rows of `progress(summary)` lie inside the budget (every limit that is set)."""
     inside = pd.Series(True, index=frame.index)
@@ -119,8 +126,9 @@ def run_figure(
             "test_set.every > 0)"
         )
     frame = progress(run.summary)
-    scored = frame[within(frame, budget) & np.isfinite(frame[metric])].tail(last)
-    if budget.updates is not None and frame["updates_so_far"].isna().all():
+    inside = within(frame, budget) & np.isfinite(frame[metric])
+    scored = cast(pd.DataFrame, frame[inside]).tail(last)  # rows by a mask: a DataFrame
+    if budget.updates is not None and bool(frame["updates_so_far"].isna().all()):
         raise CompareError(f"{run.path}: no {UPDATES} column, so no budget in updates")
     reached = (budget.env_steps is None or frame["steps_so_far"].max() >= budget.env_steps) and (
         budget.updates is None or frame["updates_so_far"].max() >= budget.updates
@@ -129,11 +137,11 @@ def run_figure(
     return RunFigure(
         run=run,
         group=group,
-        value=float(scored[metric].mean()) if len(scored) else math.nan,
+        value=float(column(scored, metric).mean()) if len(scored) else math.nan,
         scorings=tuple(float(v) for v in scored[metric]),
         generations=generations,
-        env_steps=float(scored["steps_so_far"].iloc[-1]) if len(scored) else math.nan,
-        updates=float(scored["updates_so_far"].iloc[-1]) if len(scored) else math.nan,
+        env_steps=float(column(scored, "steps_so_far").iloc[-1]) if len(scored) else math.nan,
+        updates=float(column(scored, "updates_so_far").iloc[-1]) if len(scored) else math.nan,
         reached_budget=bool(reached),
         cvar=task_cvar(run.test_scores, generations, alpha),
     )
@@ -146,7 +154,7 @@ def task_cvar(test_scores: pd.DataFrame | None, generations: tuple[int, ...], al
     if test_scores is None or not generations:
         return math.nan
     rows = test_scores[test_scores["generation"].isin(generations)]
-    per_task = rows.groupby("test_task")["return"].mean().dropna()
+    per_task = cast(pd.Series, rows.groupby("test_task")["return"].mean()).dropna()
     return stats.cvar(per_task.to_numpy(), alpha) if len(per_task) else math.nan
 
 

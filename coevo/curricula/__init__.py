@@ -39,6 +39,14 @@ from coevo.plugins import Registry
 if TYPE_CHECKING:
     import numpy as np
 
+    # The algorithms that __getattr__ imports on first use (`_ALGORITHMS`), for type checkers.
+    from coevo.curricula.accel import ACCEL, ACCELConfig
+    from coevo.curricula.alp_gmm import ALPGMM, ALPGMMConfig
+    from coevo.curricula.dr import DomainRandomization, DRConfig
+    from coevo.curricula.dr import DomainRandomization as DR
+    from coevo.curricula.plr import PLRConfig, PrioritizedLevelReplay
+    from coevo.curricula.plr import PrioritizedLevelReplay as PLR
+    from coevo.curricula.poet import EnhancedPoet, EnhancedPoetConfig, Poet, PoetConfig
     from coevo.optimizers.base import Optimizer
     from coevo.pool import EvaluationPool
     from coevo.tasks.task import TaskSpace

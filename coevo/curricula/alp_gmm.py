@@ -200,7 +200,8 @@ class ALPGMM(LevelSamplingCurriculum):
     def student_rows(self, student: Student) -> list[dict[str, Any]]:
         return self.teachers[student.index].rows()
 
-    def curriculum_state(self) -> dict[str, Any]:
+    def curriculum_state(self) -> dict[Any, dict[str, Any]]:
+        # Keyed by student index: an int here, a str once the state has been through JSON.
         return {index: teacher.state_dict() for index, teacher in self.teachers.items()}
 
     def load_curriculum_state(self, state: dict[str, Any]) -> None:

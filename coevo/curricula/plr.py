@@ -198,8 +198,9 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         # Best mean return each student has reached on any level (return_regret's anchor).
         self.best_return: dict[int, float] = {s.index: float("-inf") for s in self.students}
         # Per student, per training stream: the level and score so far of the episode the
-        # last training step cut (carried into the next step; see `_episode_scores`).
-        self._partials: dict[int, dict[int, tuple[Task, Partial]]] = {}
+        # last training step cut (carried into the next step; see `_episode_scores`). Stream
+        # None: a job without one (a signal built by hand).
+        self._partials: dict[int, dict[int | None, tuple[Task, Partial]]] = {}
         # A warning's bookkeeping only (results never depend on it): not in the state.
         self._stalled: dict[int, int] = {s.index: 0 for s in self.students}
 

@@ -40,7 +40,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -53,6 +53,7 @@ from coevo.curricula.dr import DRConfig
 from coevo.curricula.level_buffer import Level, Pick
 from coevo.curricula.level_editor import edit_level
 from coevo.curricula.level_scores import (
+    EpisodeTrace,
     LevelScore,
     episode_parts,
     max_mc,
@@ -389,7 +390,11 @@ class PLRSampler(TaskSampler):
             )
             score = max_mc(list(episode.values), best)
             return score, f"MaxMC {score:.3g} (R_max {best:.4g})"
-        whole = SimpleNamespace(rewards=episode.rewards, values=episode.values, last_value=0.0)
+        # rewards and values are given (checked above): one whole episode's trace.
+        whole = cast(
+            EpisodeTrace,
+            SimpleNamespace(rewards=episode.rewards, values=episode.values, last_value=0.0),
+        )
         part = episode_parts(whole, continued=False)[0]
         score = part_positive_value_loss(part, self.gamma, self.gae_lambda)
         return score, f"positive value loss {score:.3g}"

@@ -71,7 +71,7 @@ class PPO(Optimizer):
         # Where the learner runs, chosen at the first update (ppo_remote.learner_place), and
         # its calls by place.
         self.learner_place: str | None = None
-        self.learner_runs = dict.fromkeys(LEARNER_PLACES, 0)
+        self.learner_runs: dict[str, int] = dict.fromkeys(LEARNER_PLACES, 0)
         self.policy: ActorCriticSpec | None = None
         if policy is not None:
             self.use_policy(policy)

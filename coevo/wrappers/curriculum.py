@@ -22,10 +22,11 @@ truncated one: every task drawn is reported once, which the shared order relies 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 
+from coevo.tasks.protocol import TaskSettableEnv
 from coevo.tasks.task import Task
 
 AUTORESETS = ("same_step", "next_step")
@@ -98,7 +99,7 @@ class CurriculumWrapper(gym.Wrapper):
             self.task = self.sampler.sample()
         else:
             self.task = self.sampler.next_task(self.env_index, self.tick)
-        self.env.unwrapped.set_task(self.space.env_task(self.task))
+        cast(TaskSettableEnv, self.env.unwrapped).set_task(self.space.env_task(self.task))
         self._return, self._length = 0.0, 0
         obs, info = self.env.reset(seed=seed, options=options)
         return obs, {**info, "task": self.task}
