@@ -221,6 +221,7 @@ class Run:
 
     @property
     def done(self) -> bool:
+        """Whether every planned generation has run."""
         return self.generation >= self.total
 
     def step(self) -> GenerationResult:

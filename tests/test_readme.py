@@ -45,7 +45,7 @@ def test_the_readme_python_quick_start_runs(capsys):
 def test_the_python_guide_examples_run(ray_session, capsys):
     page = GUIDE / "python.md"
     blocks = _blocks(None, page)
-    assert len(blocks) == 5
+    assert len(blocks) == 6
     namespace = _run(blocks, page)
     out = capsys.readouterr().out.splitlines()
     # The last example: a run directory's policy, evaluated past the run's bounds.
@@ -65,6 +65,8 @@ def test_the_python_guide_examples_run(ray_session, capsys):
     ppo_lines = [[float(x) for x in line.split()] for line in out[7:]]
     assert all(score > 0 and kl >= 0 for score, kl in ppo_lines)
     assert namespace["dr"].students[0].steps == 3
+    # coevo.Run: a Python-built DR run stepped to its end, recorded in its directory
+    assert namespace["run"].done and namespace["run"].generation == 2
 
 
 def test_the_bring_your_own_policy_example_runs(tmp_path, monkeypatch, capsys):

@@ -32,6 +32,7 @@ class Budget:
     updates: float | None = None
 
     def describe(self) -> str:
+        """The budget in words, for the printed table and the page."""
         parts = []
         if self.env_steps is not None:
             parts.append(f"{self.env_steps:,.0f} training env steps")
@@ -85,6 +86,7 @@ def progress(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def within(frame: pd.DataFrame, budget: Budget) -> pd.Series:
+    """Which rows of `progress(summary)` lie inside the budget (every limit that is set)."""
     inside = pd.Series(True, index=frame.index)
     if budget.env_steps is not None:
         inside &= frame["steps_so_far"] <= budget.env_steps
@@ -96,6 +98,23 @@ def within(frame: pd.DataFrame, budget: Budget) -> pd.Series:
 def run_figure(
     run: Run, group: str, metric: str, budget: Budget, last: int, alpha: float
 ) -> RunFigure:
+    """A run's headline figure: the mean of its last `last` finite scorings inside the budget.
+
+    Args:
+        run: the run.
+        group: the group it is counted in (`group_label`).
+        metric: a test column of summary.csv (`test_mastered`, `test_mean_return`).
+        budget: the training env steps and/or updates a scoring may have used.
+        last: how many scorings to average.
+        alpha: the α of the run's α-CVaR over test tasks.
+
+    Returns:
+        The `RunFigure`; its value is NaN when no scoring lies inside the budget.
+
+    Raises:
+        CompareError: summary.csv lacks `metric`, or a budget in updates is asked of a run
+            that records no optimizer_steps.
+    """
     if metric not in run.summary:
         raise CompareError(
             f"{run.path}: summary.csv has no {metric} column (is a test set scored? "

@@ -160,6 +160,7 @@ class TaskSampler:
         return list(self._rows)
 
     def decisions_frame(self) -> pd.DataFrame:
+        """The decision rows so far as a DataFrame, with eligibility.csv's columns."""
         return pd.DataFrame([row.as_row() for row in self._rows])
 
     def pending(self) -> int:
@@ -182,6 +183,11 @@ class TaskSampler:
         )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from `state_dict()`'s output, exactly as the sampler that gave it would.
+
+        Raises:
+            ConfigError: `state` is another kind of sampler's (a PLR state into a DR sampler).
+        """
         if state.get("sampler") != self.name:
             raise ConfigError(
                 "state", f"is a '{state.get('sampler')}' sampler's; this is '{self.name}'"
@@ -493,14 +499,27 @@ SAMPLERS: dict[str, type[TaskSampler]] = {
 
 
 def register_sampler(name: str, cls: type[TaskSampler]) -> None:
+    """Make `sampler(name, ...)` build `cls` (a `TaskSampler` subclass); replaces a name."""
     SAMPLERS[name] = cls
 
 
 def sampler(name: str, space: TaskSpace | str, seed: int = 0, **settings: Any) -> TaskSampler:
-    """A task sampler for curriculum `name` (dr, plr, accel, alp_gmm) over `space` (a
-    TaskSpace, or a registered name such as "cartpole"); `settings` are the curriculum's
-    own (`buffer_size=...`, `score=...`) plus, for plr and accel, `critic` and
-    `success_window` (see the module doc)."""
+    """A task sampler for one of coevo's level-sampling curricula.
+
+    Args:
+        name: the curriculum: `dr`, `plr`, `accel`, `alp_gmm` (or one `register_sampler` added).
+        space: a TaskSpace, or a registered space's name such as `"cartpole"`.
+        seed: the seed of the sampler's draws (a run's student 0 with this seed draws the same).
+        **settings: the curriculum's own config fields (`buffer_size=...`, `score=...`), plus,
+            for plr and accel, `critic` and `success_window` (see the module doc).
+
+    Returns:
+        A `TaskSampler`: `sample()` a task, `update(task, ...)` with its episode's outcome.
+
+    Raises:
+        ConfigError: an unknown curriculum, or a setting its config class refuses (an unknown
+            name gets a "did you mean").
+    """
     if name not in SAMPLERS:
         raise ConfigError("sampler", f"unknown '{name}'; known: {', '.join(sorted(SAMPLERS))}")
     if isinstance(space, str):

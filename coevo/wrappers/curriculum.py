@@ -33,7 +33,26 @@ AUTORESETS = ("same_step", "next_step")
 
 
 class CurriculumWrapper(gym.Wrapper):
-    """Sets each episode's task from `sampler` and reports each finished episode to it."""
+    """Sets each episode's task from `sampler` and reports each finished episode to it.
+
+    At each reset the task goes to the env through `set_task(space.env_task(task))` and into
+    `info["task"]`. When an episode ends, its return, length and success (`info["success"]`
+    or `info["is_success"]`, when present) are reported; a reset mid-episode reports the
+    episode as it stands.
+
+    Args:
+        env: an env whose unwrapped env has `set_task(task)` (coevo's task envs do).
+        sampler: a `TaskSampler`, or, with `env_index`, a `VectorSampler` (or its proxy from
+            `serve`) shared by several envs.
+        env_index: this env's index in a vector env; None for one env with its own sampler.
+        autoreset: the vector env's autoreset mode, `"same_step"` (SB3, gymnasium's
+            SAME_STEP) or `"next_step"` (gymnasium 1.x's default); a wrong one gives other
+            rows or a "no task queued" error.
+
+    Raises:
+        ValueError: an unknown `autoreset`.
+        TypeError: the env has no `set_task`.
+    """
 
     def __init__(
         self,

@@ -94,15 +94,19 @@ class VectorSampler:
 
     # -- reading and restoring (through a proxy too) ----------------------------------
     def task_space(self) -> TaskSpace:
+        """The wrapped sampler's task space (a method, so a proxy can give it)."""
         return self.sampler.space
 
     def decisions(self) -> list[Any]:
+        """The wrapped sampler's decision rows so far."""
         return self.sampler.decisions()
 
     def episodes(self) -> int:
+        """Episodes reported to the wrapped sampler so far."""
         return self.sampler.episodes
 
     def state_dict(self) -> dict[str, Any]:
+        """The sampler's state with each env's queued tasks and the episodes held back."""
         with self._lock:
             return {
                 "sampler": self.sampler.state_dict(),
@@ -111,6 +115,11 @@ class VectorSampler:
             }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from `state_dict()`'s output.
+
+        Raises:
+            ValueError: the state was taken with another number of envs.
+        """
         with self._lock:
             if len(state["queues"]) != self.num_envs:
                 raise ValueError(
@@ -144,6 +153,7 @@ class SharedSampler:
         self.close()
 
     def close(self) -> None:
+        """Stop the server process."""
         self._manager.shutdown()
 
 

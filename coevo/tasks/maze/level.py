@@ -88,14 +88,17 @@ class Maze:
 
     @property
     def height(self) -> int:
+        """Rows of cells."""
         return len(self.rows)
 
     @property
     def width(self) -> int:
+        """Cells per row."""
         return len(self.rows[0])
 
     @property
     def shape_text(self) -> str:
+        """The size in words, e.g. "13 x 13 maze"."""
         return f"{self.width} x {self.height} maze"
 
     @cached_property
@@ -107,6 +110,7 @@ class Maze:
 
     @property
     def num_walls(self) -> int:
+        """Wall cells."""
         return sum(row.count(WALL) for row in self.rows)
 
     def __getstate__(self) -> dict[str, Any]:  # the cached wall array is not part of it
@@ -121,6 +125,7 @@ class Maze:
         return hashlib.blake2b(self.to_json().encode(), digest_size=6).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
+        """The maze as plain values (kind, rows, start, start_dir, goal): `from_dict`'s input."""
         return {
             "kind": KIND,
             "rows": list(self.rows),
@@ -130,10 +135,16 @@ class Maze:
         }
 
     def to_json(self) -> str:
+        """`to_dict()` as compact JSON with sorted keys; the `id` is its hash."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Maze:
+        """The maze `to_dict()` gave `data`.
+
+        Raises:
+            ConfigError: `data` is another kind of level's (its `kind` is not a maze's).
+        """
         if data.get("kind", KIND) != KIND:
             raise ConfigError("maze.kind", f"expected '{KIND}', got {data.get('kind')!r}")
         return cls(
@@ -142,6 +153,7 @@ class Maze:
 
     @classmethod
     def from_json(cls, text: str) -> Maze:
+        """The maze `to_json()` gave `text`."""
         return cls.from_dict(json.loads(text))
 
     def __str__(self) -> str:
@@ -251,10 +263,12 @@ def shortest_path(level: Maze) -> int | None:
 
 
 def is_solvable(level: Maze) -> bool:
+    """Whether the goal can be reached from the start (`shortest_path` finds a path)."""
     return shortest_path(level) is not None
 
 
 def encoding_size(height: int = DEFAULT_SIZE, width: int = DEFAULT_SIZE) -> int:
+    """The length of `encode`'s vector: a wall flag per cell, start and goal x, y, direction."""
     return height * width + 5
 
 

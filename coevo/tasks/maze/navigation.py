@@ -32,6 +32,7 @@ DEFAULT_MAX_STEPS = 250
 
 
 def observation_size(view_size: int = DEFAULT_VIEW_SIZE) -> int:
+    """The observation's length: a (wall, goal) pair per cell of the view, then the direction."""
     return 2 * view_size * view_size + len(DIRECTIONS)
 
 
@@ -93,9 +94,11 @@ class MazeEnv(gym.Env):
         self.steps = 0
 
     def get_task(self) -> Maze:
+        """The maze of the next episode (the one set last), else the current one."""
         return self._pending if self._pending is not None else self._level
 
     def set_task(self, level: Any) -> None:
+        """Play `level` (a `Maze` or its dict / JSON form) from the next reset on."""
         self._pending = as_maze(level)
 
     def reset(
@@ -149,6 +152,7 @@ class MazeEnv(gym.Env):
         return obs
 
     def render(self) -> np.ndarray:
+        """An RGB array of the current maze with the agent drawn at its cell and direction."""
         from coevo.tasks.maze.render import render_maze
 
         agent = (*self.position, self.direction)
