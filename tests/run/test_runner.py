@@ -254,8 +254,10 @@ def test_coevo_run_ends_a_plugin_error_with_its_frames_and_the_way_back(tmp_path
     )
     assert done.returncode == 1, done.stderr[-2000:]
     lines = done.stderr.rstrip().splitlines()
+    tests = Path(__file__).resolve().parents[1]  # user_curricula's folder: the way back names it
     assert lines[-1] == (
-        f"coevo: stopped after generation 1; after fixing it, resume with: coevo-run resume={run}"
+        "coevo: stopped after generation 1; after fixing it, resume with: "
+        f"PYTHONPATH={tests} coevo-run resume={run}"
     )
     assert 'user_curricula.py", line' in done.stderr and "ValueError: my bug in step" in lines
     assert "HYDRA_FULL_ERROR" not in done.stderr
@@ -399,7 +401,8 @@ def test_coevo_run_reports_a_state_that_stops_pickling_as_the_runs_error(tmp_pat
     assert done.returncode == 1, done.stderr[-2000:]
     last = (run / "cli.log").read_text().splitlines()[-1]
     assert last.startswith("coevo-run: error: the run's state after generation 2 cannot be")
-    assert last.endswith(f"after fixing it, resume with: coevo-run resume={run}")
+    tests = Path(__file__).resolve().parents[1]  # user_curricula's folder: the way back names it
+    assert last.endswith(f"after fixing it, resume with: PYTHONPATH={tests} coevo-run resume={run}")
 
 
 def test_a_plr_subclass_wrapping_the_builtin_score_keeps_its_checks(tmp_path):
