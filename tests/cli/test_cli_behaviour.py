@@ -701,7 +701,8 @@ def test_coevo_run_help_lists_the_choices_a_user_has():
     done = cli_in_process("coevo-run", "--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("coevo-run: co-evolve tasks and policies")
-    assert "curriculum: accel, alp_gmm, dr, enhanced_poet, plr, poet, poet_paper, sfl\n" in done.stdout
+    curricula = "accel, alp_gmm, dr, enhanced_poet, plr, poet, poet_paper, sfl"
+    assert f"curriculum: {curricula}\n" in done.stdout
     assert "optimizer: ars, es, poet_es, ppo\n" in done.stdout
     assert "pool: local, ray\n" in done.stdout
     assert "_defaults" not in done.stdout and "powered by Hydra" not in done.stdout

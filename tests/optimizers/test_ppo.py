@@ -386,7 +386,7 @@ def test_learner_ray_that_runs_in_the_driver_says_why():
     from pathlib import Path
 
     done = subprocess.run(
-        [sys.executable, "-c", LEARNER_RAY_WITHOUT_RAY, *(str(p) for p in Path(__file__).parents[:2])],
+        [sys.executable, "-c", LEARNER_RAY_WITHOUT_RAY, *map(str, Path(__file__).parents[:2])],
         capture_output=True,
         text=True,
         timeout=300,
