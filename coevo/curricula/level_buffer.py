@@ -98,6 +98,7 @@ class Level:
     last_return: float = float("nan")
 
     def row(self) -> dict[str, Any]:
+        """The level as a population.csv row: ids, task parameters, score and times."""
         return {
             "level_id": self.level_id,
             "task_id": self.task.id,
@@ -127,6 +128,7 @@ class Pick:
     score: float
 
     def reason(self) -> str:
+        """Why the level was replayed, in words: score, rank, staleness and probability."""
         return (
             f"replayed level L{self.level.level_id}: score {self.score:.3g}, rank "
             f"{self.rank} of {self.size}, staleness {self.staleness}, P {self.probability:.3f}"
@@ -178,15 +180,19 @@ class LevelBuffer:
 
     @property
     def full(self) -> bool:
+        """Whether the buffer holds `capacity` levels."""
         return len(self.levels) >= self.capacity
 
     def find(self, task: Task) -> Level | None:
+        """The buffered level of `task`, or None."""
         return next((level for level in self.levels if level.task == task), None)
 
     def by_id(self, level_id: int) -> Level | None:
+        """The buffered level with id `level_id`, or None."""
         return next((level for level in self.levels if level.level_id == level_id), None)
 
     def distribution(self) -> np.ndarray:
+        """The replay probabilities of the buffered levels, in order."""
         return replay_distribution(
             [lv.score for lv in self.levels],
             [lv.last_sampled for lv in self.levels],

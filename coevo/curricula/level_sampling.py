@@ -88,6 +88,7 @@ class Student:
 
     @property
     def name(self) -> str:
+        """The student's name in reports: `policy_<index>`."""
         return f"policy_{self.index}"
 
 
@@ -263,6 +264,15 @@ class LevelSamplingCurriculum(Curriculum):
 
     @classmethod
     def check(cls, config: Any, optimizer: Any) -> None:
+        """Refuse a configuration the optimizer cannot serve.
+
+        Args:
+            config: The curriculum's configuration.
+            optimizer: The optimizer it will use.
+
+        Raises:
+            ConfigError: If `tasks_per_step` exceeds the optimizer's task capacity.
+        """
         # ES and ARS give each task whole mirrored pairs (pair i on task i mod n): more
         # tasks than pairs would leave some unplayed.
         capacity = optimizer.task_capacity()
@@ -320,6 +330,11 @@ class LevelSamplingCurriculum(Curriculum):
 
     # -- the loop ------------------------------------------------------------------------------
     def run_generation(self) -> Work[GenerationResult]:
+        """One generation: each round, plan every student's tasks, play them and update.
+
+        Returns:
+            Work that yields the pool's batches and returns the generation's result.
+        """
         decisions: list[Decision] = []
         self._generation_returns: dict[int, list[float]] = {s.index: [] for s in self.students}
         self._tasks_played = 0
@@ -485,6 +500,19 @@ class LevelSamplingCurriculum(Curriculum):
     def decision(
         self, student: Student, task: Task | None, rule: str, outcome: str, reason: str, **fields
     ) -> Decision:
+        """A level decision of this generation about `student`.
+
+        Args:
+            student: The student it concerns.
+            task: The level it concerns, if any.
+            rule: The rule that decided.
+            outcome: What was decided.
+            reason: Why, in words.
+            **fields: Further Decision fields.
+
+        Returns:
+            The decision.
+        """
         return Decision(
             generation=self.generation,
             kind="level",
@@ -499,6 +527,7 @@ class LevelSamplingCurriculum(Curriculum):
 
     # -- the protocol's remaining parts ----------------------------------------------------------
     def population_frame(self) -> pd.DataFrame:
+        """Every student's `student_rows`, as population.csv's table."""
         rows = [
             {"student": student.index, **row}
             for student in self.students
@@ -508,9 +537,11 @@ class LevelSamplingCurriculum(Curriculum):
         return pd.DataFrame(rows) if rows else pd.DataFrame({"student": []})
 
     def policies_for_testing(self) -> PoliciesForTesting:
+        """Every student's parameters, by name."""
         return PoliciesForTesting({s.name: s.theta for s in self.students}, best_of=False)
 
     def state_dict(self) -> dict[str, Any]:
+        """The curriculum's checkpoint state: generation, students, returns and own state."""
         return self.tagged_state(
             {
                 "generation": self.generation,
@@ -529,6 +560,14 @@ class LevelSamplingCurriculum(Curriculum):
         )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a state that `state_dict` returned.
+
+        Args:
+            state: The saved state.
+
+        Raises:
+            ConfigError: If the state lacks keys or holds another number of students.
+        """
         keys = ("generation", "students", "last_returns", "curriculum")
         self.check_state(state, keys)
         saved = state["students"]

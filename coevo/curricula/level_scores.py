@@ -49,30 +49,43 @@ class EpisodeTrace(Protocol):
     bootstraps the step after its last)."""
 
     @property
-    def rewards(self) -> Floats: ...
+    def rewards(self) -> Floats:
+        """The per-step rewards."""
+        ...
 
     @property
-    def values(self) -> Floats: ...
+    def values(self) -> Floats:
+        """The per-step value predictions."""
+        ...
 
 
 class StreamTrace(EpisodeTrace, Protocol):
     """A stream of steps that may hold several episodes (a PPO rollout stream)."""
 
     @property
-    def next_values(self) -> Floats: ...
+    def next_values(self) -> Floats:
+        """The value prediction of each step's next state."""
+        ...
 
     @property
-    def terminated(self) -> Flags: ...
+    def terminated(self) -> Flags:
+        """Whether each step ended its episode by termination."""
+        ...
 
     @property
-    def truncated(self) -> Flags: ...
+    def truncated(self) -> Flags:
+        """Whether each step ended its episode by truncation."""
+        ...
 
 
 def is_stream(trace: EpisodeTrace | StreamTrace) -> TypeGuard[StreamTrace]:
+    """Whether `trace` is a stream of steps (it has `next_values`)."""
     return hasattr(trace, "next_values")
 
 
 class LevelScore(StrEnum):
+    """The scores a level-sampling curriculum can rank levels by."""
+
     POSITIVE_VALUE_LOSS = "positive_value_loss"
     MAX_MC = "max_mc"
     LEARNABILITY = "learnability"
@@ -278,6 +291,7 @@ class EpisodePart:
 
     @property
     def steps(self) -> int:
+        """The number of steps in the part."""
         return len(self.rewards)
 
 

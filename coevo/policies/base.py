@@ -92,6 +92,7 @@ class ActionSpec:
 
     @property
     def stochastic(self) -> bool:
+        """Whether actions are drawn at random (mode `sample` or `gaussian`)."""
         return self.mode in ("sample", "gaussian")
 
     @functools.cached_property
@@ -127,6 +128,14 @@ class ObsNorm:
     clip: float | None = 10.0
 
     def apply(self, obs: np.ndarray) -> np.ndarray:
+        """Normalise observations as SB3's VecNormalize does.
+
+        Args:
+            obs: Raw observations.
+
+        Returns:
+            `(obs - mean) / sqrt(var + epsilon)`, clipped when `clip` is set, as float32.
+        """
         # In float64, then float32: the arithmetic SB3's VecNormalize does (elementwise, so
         # each row's bits are independent of the batch).
         mean = np.asarray(self.mean, dtype=np.float64)
@@ -184,10 +193,21 @@ class Policy(ABC):
     # -- what subclasses provide ---------------------------------------------------------------
     @property
     @abstractmethod
-    def num_network_params(self) -> int: ...
+    def num_network_params(self) -> int:
+        """The number of the network's parameters."""
+        ...
 
     @abstractmethod
-    def init_network(self, rng: np.random.Generator) -> np.ndarray: ...
+    def init_network(self, rng: np.random.Generator) -> np.ndarray:
+        """Initial network parameters.
+
+        Args:
+            rng: The generator the initialisation uses.
+
+        Returns:
+            A flat vector of `num_network_params` values.
+        """
+        ...
 
     @abstractmethod
     def network(
@@ -198,14 +218,17 @@ class Policy(ABC):
     # -- shared -------------------------------------------------------------------------------
     @property
     def num_params(self) -> int:
+        """The length of the parameter vector: the network's plus the action's extras."""
         return self.num_network_params + self.action.extra_params
 
     @property
     def noise_dim(self) -> int:
+        """The number of noise values one action draw takes."""
         return self.action.noise_dim
 
     @property
     def recurrent(self) -> bool:
+        """Whether the policy carries a state between steps."""
         return self.state_size > 0
 
     def init(self, rng: np.random.Generator) -> np.ndarray:
@@ -310,6 +333,14 @@ class Policy(ABC):
 
 
 def flat_size(shapes: Sequence[tuple[int, ...]]) -> int:
+    """The total number of elements of arrays of the given shapes.
+
+    Args:
+        shapes: The arrays' shapes.
+
+    Returns:
+        The sum of their sizes.
+    """
     return int(sum(int(np.prod(s)) for s in shapes))
 
 

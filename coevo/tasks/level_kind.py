@@ -40,9 +40,13 @@ class Level(Protocol):
     """An immutable, picklable level: equal levels share `id` (a content hash) everywhere."""
 
     @property
-    def id(self) -> str: ...
+    def id(self) -> str:
+        """The level's content hash: equal levels have equal ids."""
+        ...
 
-    def to_json(self) -> str: ...
+    def to_json(self) -> str:
+        """The level as JSON text, which the kind's `level_from_json` reads back."""
+        ...
 
 
 @runtime_checkable
@@ -53,21 +57,74 @@ class LevelKind(Protocol):
     max_episode_steps: int
 
     @property
-    def level_type(self) -> type: ...
+    def level_type(self) -> type:
+        """The class of this kind's levels."""
+        ...
 
-    def make_env(self) -> Any: ...
+    def make_env(self) -> Any:
+        """A new environment that plays this kind's levels."""
+        ...
 
-    def sample(self, rng: np.random.Generator) -> Any: ...
+    def sample(self, rng: np.random.Generator) -> Any:
+        """A level drawn from the kind's generator.
 
-    def mutate(self, level: Any, rng: np.random.Generator) -> Any: ...
+        Args:
+            rng: The generator the draw uses.
 
-    def initial_task(self) -> Any: ...
+        Returns:
+            The new level.
+        """
+        ...
 
-    def check(self, level: Any) -> None: ...
+    def mutate(self, level: Any, rng: np.random.Generator) -> Any:
+        """A child of `level`: a small random edit of it.
 
-    def level_from_json(self, text: str) -> Any: ...
+        Args:
+            level: The parent level.
+            rng: The generator the edit uses.
 
-    def distance(self, a: Any, b: Any) -> float: ...
+        Returns:
+            The child level.
+        """
+        ...
+
+    def initial_task(self) -> Any:
+        """The first level of POET and ACCEL."""
+        ...
+
+    def check(self, level: Any) -> None:
+        """Refuse a level that is not a valid level of this kind.
+
+        Args:
+            level: The level to check.
+
+        Raises:
+            ConfigError: If the level belongs to another kind or is out of bounds.
+        """
+        ...
+
+    def level_from_json(self, text: str) -> Any:
+        """The level whose `to_json()` gave `text`.
+
+        Args:
+            text: A level's JSON form.
+
+        Returns:
+            The level.
+        """
+        ...
+
+    def distance(self, a: Any, b: Any) -> float:
+        """The distance between two levels (POET's novelty metric).
+
+        Args:
+            a: One level.
+            b: The other level.
+
+        Returns:
+            A non-negative distance, 0 for equal levels.
+        """
+        ...
 
 
 # Optional hook -> what it is, for the refusal's message.

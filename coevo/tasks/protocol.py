@@ -14,13 +14,40 @@ class TaskSettableEnv(Protocol):
     `set_task` takes effect at the next `reset`, so an episode never changes task midway.
     """
 
-    def get_task(self) -> dict[str, int | float]: ...
+    def get_task(self) -> dict[str, int | float]:
+        """The task the env plays, or will play from its next reset."""
+        ...
 
-    def set_task(self, task: dict[str, int | float]) -> None: ...
+    def set_task(self, task: dict[str, int | float]) -> None:
+        """Set the task the env plays from its next reset.
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any: ...
+        Args:
+            task: Parameter name to value.
+        """
+        ...
 
-    def step(self, action: Any) -> Any: ...
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any:
+        """Start a new episode, on the task last set.
+
+        Args:
+            seed: The episode's seed, if any.
+            options: Gymnasium reset options.
+
+        Returns:
+            Gymnasium's `(observation, info)`.
+        """
+        ...
+
+    def step(self, action: Any) -> Any:
+        """Take one step.
+
+        Args:
+            action: The action.
+
+        Returns:
+            Gymnasium's `(observation, reward, terminated, truncated, info)`.
+        """
+        ...
 
 
 class PendingTaskMixin:
@@ -36,14 +63,21 @@ class PendingTaskMixin:
     _pending_task: dict[str, int | float] | None = None
 
     def get_task(self) -> dict[str, int | float]:
+        """The pending task if one is set, else the current one."""
         return dict(self._pending_task if self._pending_task is not None else self._task)
 
     def set_task(self, task: dict[str, int | float]) -> None:
+        """Store `task` to apply at the next reset (int values stay ints, others become floats).
+
+        Args:
+            task: Parameter name to value.
+        """
         # A `type: int` parameter's value stays an int (an env may index or range() with
         # it), every other value becomes a float, as in `Task`.
         self._pending_task = {k: canonical_number(v) for k, v in task.items()}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any:
+        """Apply the pending task, then reset the wrapped env."""
         self._apply_pending_task()
         return super().reset(seed=seed, options=options)  # type: ignore[misc]
 

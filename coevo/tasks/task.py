@@ -58,17 +58,28 @@ class Task:
         return (key for key, _ in self.params)
 
     def as_dict(self) -> dict[str, int | float]:
+        """The parameters as a new dict of name to value."""
         return dict(self.params)
 
     @property
     def id(self) -> str:
+        """A short content hash of the task's space and parameters."""
         return hashlib.blake2b(self.to_json().encode(), digest_size=6).hexdigest()
 
     def to_json(self) -> str:
+        """The task as JSON text with sorted keys (`from_json` reads it back)."""
         return json.dumps({"space": self.space, "params": self.as_dict()}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Task:
+        """The task whose `to_json()` gave `text`.
+
+        Args:
+            text: A task's JSON form.
+
+        Returns:
+            The task.
+        """
         data = json.loads(text)
         return cls(data["space"], tuple(data["params"].items()))
 
@@ -102,6 +113,16 @@ class Param:
     type: str = "float"
 
     def validate(self, space: str) -> None:
+        """Check that the parameter's settings are usable.
+
+        Args:
+            space: The task space's name, for the messages.
+
+        Raises:
+            ConfigError: If a bound, init or step is not finite, the type is unknown, an int
+                parameter has a fractional bound or init, low > high, init is out of bounds,
+                or step is negative.
+        """
         where = f"task.params.{self.name}"
         for key in ("low", "high", "init", "step"):
             value = getattr(self, key)
@@ -131,6 +152,14 @@ class Param:
             raise ConfigError(where, f"mutation step must be >= 0 in '{space}', got {self.step:g}")
 
     def clip(self, value: float) -> int | float:
+        """`value` rounded to `round_to`, clipped to [low, high] and cast to the type.
+
+        Args:
+            value: A raw value.
+
+        Returns:
+            An int for an int parameter, else a float.
+        """
         if self.round_to:
             # round() again to round_to's decimals: 111 * 0.1 is 11.100000000000001, and such
             # digits would reach task ids, tables and reports.
@@ -219,9 +248,21 @@ class TaskSpace:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The parameters' names, in order."""
         return tuple(p.name for p in self.params)
 
     def param(self, name: str) -> Param:
+        """The parameter named `name`.
+
+        Args:
+            name: A parameter's name.
+
+        Returns:
+            The parameter.
+
+        Raises:
+            ConfigError: If the space has no parameter of that name.
+        """
         for p in self.params:
             if p.name == name:
                 return p
@@ -288,6 +329,7 @@ class TaskSpace:
         return Task(self.name, tuple(full.items()))
 
     def initial_task(self) -> Task:
+        """The task of every parameter's `init` value."""
         return self.task()
 
     def solved(self, episode_return: float) -> bool:
@@ -307,6 +349,15 @@ class TaskSpace:
         return bool(np.isfinite(episode_return) and episode_return >= self.solved_score)
 
     def check(self, task: Task) -> None:
+        """Refuse a task that is not a valid task of this space.
+
+        Args:
+            task: The task to check.
+
+        Raises:
+            ConfigError: If the task belongs to another space, has other parameters, or a value
+                is out of bounds.
+        """
         if task.space != self.name:
             raise ConfigError("task.space", f"task of '{task.space}' given to '{self.name}'")
         if set(task) != set(self.names):
@@ -383,6 +434,15 @@ class TaskSpace:
         return out
 
     def distance(self, a: Task, b: Task) -> float:
+        """The Euclidean distance between two tasks' encodings in [0, 1].
+
+        Args:
+            a: One task.
+            b: The other task.
+
+        Returns:
+            The distance.
+        """
         return float(np.linalg.norm(self.encode(a) - self.encode(b)))
 
     def same_tasks_as(self, other: TaskSpace) -> bool:
