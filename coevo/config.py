@@ -29,6 +29,8 @@ from coevo.tasks.test_sets import TestSetConfig
 
 @dataclass(frozen=True)
 class TaskConfig(Checked):
+    """The `task` section: which task space, and overrides of its parameters."""
+
     section = "task"
 
     name: str = setting("cartpole", doc="a registered task space (coevo/tasks/registry.py)")
@@ -57,6 +59,8 @@ _ADDRESS = re.compile(r"^(auto|(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5})$")
 
 @dataclass(frozen=True)
 class PoolConfig(Checked):
+    """The `pool` section: the evaluation backend, its workers and envs per worker."""
+
     section = "pool"
 
     backend: str = setting("ray", choices=tuple(b.value for b in Backend))
@@ -75,6 +79,11 @@ class PoolConfig(Checked):
     )
 
     def check(self) -> None:
+        """Refuse a malformed Ray address.
+
+        Raises:
+            ConfigError: If `address` is neither "auto" nor HOST:PORT.
+        """
         address = self.address
         if address is not None and not _ADDRESS.match(address):
             raise ConfigError(
@@ -106,6 +115,8 @@ class EligibleConfig(Checked):
 
 @dataclass(frozen=True)
 class RunConfig(Checked):
+    """A whole run's configuration: mode, seed and every section."""
+
     mode: str = setting("coevolve", choices=("coevolve", "eligible_parents"))
     logger: str = setting("none", choices=("none", "tensorboard"), doc="summary.csv scalars")
     seed: int = setting(0, low=0)
@@ -123,6 +134,12 @@ class RunConfig(Checked):
     report_every_s: float = setting(30.0, low=0.0)
 
     def check(self) -> None:
+        """Refuse settings that contradict each other across sections.
+
+        Raises:
+            ConfigError: If the mode lacks a setting it needs or has one it cannot use, or two
+                sections disagree.
+        """
         if self.mode == "eligible_parents" and not self.eligible.pairs_file:
             raise ConfigError(
                 "eligible.pairs_file", "required with mode=eligible_parents (a YAML or CSV file)"

@@ -116,6 +116,11 @@ class ALPGMM(LevelSamplingCurriculum):
 
     @classmethod
     def check_space(cls, config: Any, space: Any) -> None:
+        """Refuse a level kind without `encode` and `decode`.
+
+        Raises:
+            ConfigError: If the space lacks either hook.
+        """
         # The teacher fits mixtures over encoded levels and draws points it decodes into
         # levels: a kind without both hooks (mazes: no point decodes to a maze) cannot run.
         require(
@@ -126,10 +131,12 @@ class ALPGMM(LevelSamplingCurriculum):
         )
 
     def begin_generation(self) -> None:
+        """Reset this generation's task, fit and ALP counts."""
         self._counts = {"random_tasks": 0, "bootstrap_tasks": 0, "gmm_tasks": 0, "fits": 0}
         self._alps: list[float] = []
 
     def plan(self, student: Student, decisions: list[Decision]) -> Plan:
+        """Train on tasks the student's teacher samples."""
         teacher = self.teachers[student.index]
         sampled = [teacher.sample(student.rng) for _ in range(self.config.tasks_per_step)]
         for s in sampled:
@@ -139,6 +146,7 @@ class ALPGMM(LevelSamplingCurriculum):
     def observe(
         self, student: Student, plan: Plan, outcome: Outcome, decisions: list[Decision]
     ) -> list[Task]:
+        """Give the teacher each played task's return, and record its decisions."""
         teacher = self.teachers[student.index]
         by_task = {signal.task: signal for signal in outcome.trained}
         sampled: list[Sampled] = plan.note
@@ -187,6 +195,7 @@ class ALPGMM(LevelSamplingCurriculum):
         return []
 
     def curriculum_summary(self) -> dict[str, Any]:
+        """Task and fit counts, mean ALP and mean number of mixture components."""
         components = [
             t.mixture.components if t.mixture is not None else 0 for t in self.teachers.values()
         ]
@@ -198,17 +207,21 @@ class ALPGMM(LevelSamplingCurriculum):
         }
 
     def student_rows(self, student: Student) -> list[dict[str, Any]]:
+        """The student's teacher's history."""
         return self.teachers[student.index].rows()
 
     def curriculum_state(self) -> dict[Any, dict[str, Any]]:
+        """Each teacher's state, by student index."""
         # Keyed by student index: an int here, a str once the state has been through JSON.
         return {index: teacher.state_dict() for index, teacher in self.teachers.items()}
 
     def load_curriculum_state(self, state: dict[str, Any]) -> None:
+        """Restore what `curriculum_state` returned."""
         for index, saved in state.items():
             self.teachers[int(index)].load_state_dict(saved)
 
     def progress_line(self, result, total: int) -> str:
+        """One console line of a generation's task sources, mixture, ALP and best score."""
         s = result.summary
         return (
             f"gen {result.generation:>3}/{total} | tasks from GMM {s['gmm_tasks']:>2} random "

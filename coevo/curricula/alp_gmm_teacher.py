@@ -50,10 +50,12 @@ class Mixture:
 
     @property
     def components(self) -> int:
+        """The number of Gaussian components."""
         return len(self.weights)
 
     @property
     def mean_alps(self) -> np.ndarray:
+        """Each component's mean ALP, in ALP units."""
         return self.means[:, -1] * self.alp_scale
 
 
@@ -68,6 +70,14 @@ class Sampled:
     probability: float = float("nan")
 
     def reason(self, random_ratio: float) -> str:
+        """Why the task was drawn, in words.
+
+        Args:
+            random_ratio: The teacher's share of uniform draws.
+
+        Returns:
+            The reason.
+        """
         if self.origin == "bootstrap":
             return "uniform task: bootstrap (no mixture fitted yet)"
         if self.origin == "random":
@@ -144,6 +154,11 @@ class ALPGMMTeacher:
         return alp
 
     def fit(self) -> Mixture:
+        """Fit Gaussian mixtures to the recent window of (encoded task, ALP) points.
+
+        Returns:
+            The mixture of the best fit.
+        """
         from sklearn.mixture import GaussianMixture  # optional dependency: the curricula extra
 
         window = slice(-self.fit_rate, None)
@@ -208,6 +223,7 @@ class ALPGMMTeacher:
         )
 
     def rows(self) -> list[dict[str, Any]]:
+        """The teacher's history, one row per task: task, return and ALP."""
         return [
             {
                 "index": i,
@@ -223,8 +239,10 @@ class ALPGMMTeacher:
     _STATE = ("tasks", "points", "returns", "alps", "mixture", "gmm_seed")
 
     def state_dict(self) -> dict[str, Any]:
+        """The teacher's state for checkpoints."""
         return {name: getattr(self, name) for name in self._STATE}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what `state_dict` returned."""
         for name in self._STATE:
             setattr(self, name, state[name])

@@ -56,15 +56,18 @@ class DomainRandomization(LevelSamplingCurriculum):
         }
 
     def begin_generation(self) -> None:
+        """Reset this generation's task count."""
         self._tasks_now = 0
 
     def plan(self, student: Student, decisions: list[Decision]) -> Plan:
+        """Train on `tasks_per_step` uniformly drawn tasks."""
         tasks = [uniform_task(self.space, student.rng) for _ in range(self.config.tasks_per_step)]
         return Plan(train=tasks)
 
     def observe(
         self, student: Student, plan: Plan, outcome: Outcome, decisions: list[Decision]
     ) -> list[Task]:
+        """Record each task trained on and its return."""
         history = self.history[student.index]
         for signal in outcome.trained:
             history.append((self.generation, signal.task, signal.mean_return))
@@ -85,9 +88,11 @@ class DomainRandomization(LevelSamplingCurriculum):
         return []
 
     def curriculum_summary(self) -> dict[str, Any]:
+        """The number of tasks trained on this generation."""
         return {"tasks_trained": self._tasks_now}
 
     def student_rows(self, student: Student) -> list[dict[str, Any]]:
+        """The student's task history: generation, task and return."""
         return [
             {
                 "generation": g,
@@ -99,7 +104,9 @@ class DomainRandomization(LevelSamplingCurriculum):
         ]
 
     def curriculum_state(self) -> dict[str, Any]:
+        """The students' task histories."""
         return {"history": {k: list(v) for k, v in self.history.items()}}
 
     def load_curriculum_state(self, state: dict[str, Any]) -> None:
+        """Restore what `curriculum_state` returned."""
         self.history = {int(k): list(v) for k, v in state["history"].items()}

@@ -234,6 +234,12 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
 
     @classmethod
     def check(cls, config: Any, optimizer: Any) -> None:
+        """Refuse a configuration PLR cannot run.
+
+        Raises:
+            ConfigError: If the optimizer cannot serve `tasks_per_step`, a value score is asked
+                of an optimizer without values, or the discount is set twice.
+        """
         super().check(config, optimizer)
         if cls.score_name is None:  # the built-in score may be used: checked
             _score_used(config, optimizer, warn=False)  # a value score without values: refused
@@ -241,6 +247,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
 
     @classmethod
     def check_space(cls, config: Any, space: Any) -> None:
+        """Refuse a space that cannot say which returns solve a level, when the score needs it.
+
+        Raises:
+            ConfigError: If the configured score needs success and the space has no threshold.
+        """
         super().check_space(config, space)
         # A success-based score named in config, on a space that cannot say what success is:
         # refused before the pool starts (as a fallback, it is refused when built).
@@ -249,9 +260,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
 
     # -- planning --------------------------------------------------------------------------
     def begin_generation(self) -> None:
+        """Reset this generation's replay and level counts."""
         self._counts = {"replays": 0, "new_batches": 0, "levels_added": 0, "levels_rejected": 0}
 
     def new_level(self, student: Student) -> Task:
+        """A new level for `student`, from its generator (ACCEL overrides the source)."""
         return self.new_level_from(student.rng)
 
     def new_level_from(self, rng: np.random.Generator) -> Task:
@@ -262,6 +275,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         return base_edits(self.config)
 
     def plan(self, student: Student, decisions: list[Decision]) -> Plan:
+        """Replay buffered levels for training, or score a batch of new ones."""
         buffer = self.buffers[student.index]
         replay, why = buffer.decide_replay(student.rng)
         if replay:
@@ -274,6 +288,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
     def observe(
         self, student: Student, plan: Plan, outcome: Outcome, decisions: list[Decision]
     ) -> list[Task]:
+        """Add scored new levels to the buffer, or rescore the replayed ones."""
         kind, why, picks = plan.note
         buffer = self.buffers[student.index]
         if kind == "new":
@@ -500,6 +515,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
 
     # -- tables and state ------------------------------------------------------------------
     def curriculum_summary(self) -> dict[str, Any]:
+        """Replay and level counts, mean buffer size and score."""
         sizes = [len(b) for b in self.buffers.values()]
         scores = [lv.score for b in self.buffers.values() for lv in b.levels]
         return {
@@ -510,9 +526,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         }
 
     def student_rows(self, student: Student) -> list[dict[str, Any]]:
+        """The student's buffered levels."""
         return self.buffers[student.index].rows()
 
     def curriculum_state(self) -> dict[str, Any]:
+        """The buffers, best returns and partial episode scores."""
         return {
             "buffers": self.buffers,
             "best_return": dict(self.best_return),
@@ -520,6 +538,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         }
 
     def load_curriculum_state(self, state: dict[str, Any]) -> None:
+        """Restore what `curriculum_state` returned."""
         self.buffers = state["buffers"]
         for buffer in self.buffers.values():
             # Derived from the config and space, as when the run started (a checkpoint
@@ -532,6 +551,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         self._partials = {int(i): dict(held) for i, held in state.get("partials", {}).items()}
 
     def progress_line(self, result, total: int) -> str:
+        """One console line of a generation's replays, new levels, buffer and best score."""
         s = result.summary
         return (
             f"gen {result.generation:>3}/{total} | replays {s['replays']:>2} new "

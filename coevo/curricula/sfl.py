@@ -52,6 +52,8 @@ from coevo.tasks.task import Task
 
 @dataclass(frozen=True)
 class SFLConfig(LevelSamplingConfig):
+    """Settings of Sampling For Learnability (`curriculum.name: sfl`)."""
+
     name: str = setting("sfl", doc="registry name or package.module:Class")
     levels_sampled: int = setting(
         100,
@@ -109,6 +111,11 @@ class Scored:
 
 
 class SampleForLearnability(LevelSamplingCurriculum):
+    """Sampling For Learnability: each student trains on a buffer of the most learnable
+    levels of a fresh sample, refreshed every `refresh_every` optimizer steps, mixed with
+    fresh uniform levels.
+    """
+
     config_class = SFLConfig
     config: SFLConfig
 
@@ -121,6 +128,12 @@ class SampleForLearnability(LevelSamplingCurriculum):
 
     @classmethod
     def check(cls, config: Any, optimizer: Any) -> None:
+        """Refuse a configuration SFL cannot run.
+
+        Raises:
+            ConfigError: If the optimizer cannot serve `tasks_per_step`, or `buffer_size`
+                exceeds `levels_sampled`.
+        """
         super().check(config, optimizer)
         if config.buffer_size > config.levels_sampled:  # the reference's top-K of its sample
             raise ConfigError(
@@ -131,6 +144,11 @@ class SampleForLearnability(LevelSamplingCurriculum):
 
     @classmethod
     def check_space(cls, config: Any, space: Any) -> None:
+        """Refuse a task space that cannot say which returns solve a level.
+
+        Raises:
+            ConfigError: If the space has no success threshold.
+        """
         super().check_space(config, space)
         space.solved(0.0)  # learnability needs success: refused before the pool starts
 
@@ -140,14 +158,17 @@ class SampleForLearnability(LevelSamplingCurriculum):
         return int(self.config.buffer_share * self.config.tasks_per_step + 0.5)
 
     def due(self, student: Student) -> bool:
+        """Whether `student`'s buffer is due for a refresh: never filled, or `refresh_every` old."""
         last = self.refreshed_at[student.index]
         return last is None or student.steps - last >= self.config.refresh_every
 
     # -- planning --------------------------------------------------------------------------
     def begin_generation(self) -> None:
+        """Reset this generation's refresh and task counts."""
         self._counts = {"refreshes": 0, "buffer_tasks": 0, "fresh_tasks": 0}
 
     def plan(self, student: Student, decisions: list[Decision]) -> Plan:
+        """Score a fresh sample when a refresh is due, else train on buffer and fresh levels."""
         if self.due(student):
             tasks = [
                 uniform_task(self.space, student.rng) for _ in range(self.config.levels_sampled)
@@ -175,6 +196,7 @@ class SampleForLearnability(LevelSamplingCurriculum):
     def observe(
         self, student: Student, plan: Plan, outcome: Outcome, decisions: list[Decision]
     ) -> list[Task]:
+        """Refill the buffer from a scored sample, or record the levels trained on."""
         kind, picks = plan.note
         if kind == "refresh":
             decisions.extend(self.refresh(student, outcome.scored))
@@ -300,6 +322,7 @@ class SampleForLearnability(LevelSamplingCurriculum):
 
     # -- tables and state ------------------------------------------------------------------
     def curriculum_summary(self) -> dict[str, Any]:
+        """Refresh and task counts, mean buffer size and learnability."""
         sizes = [len(b) for b in self.buffers.values()]
         scores = [lv.learnability for b in self.buffers.values() for lv in b]
         return {
@@ -310,6 +333,7 @@ class SampleForLearnability(LevelSamplingCurriculum):
         }
 
     def student_rows(self, student: Student) -> list[dict[str, Any]]:
+        """The student's buffered levels, ranked by learnability."""
         return [
             {
                 "rank": level.rank,
@@ -324,6 +348,7 @@ class SampleForLearnability(LevelSamplingCurriculum):
         ]
 
     def curriculum_state(self) -> dict[str, Any]:
+        """The buffers, refresh counts and refresh times."""
         return {
             "buffers": {i: list(b) for i, b in self.buffers.items()},
             "refreshes": dict(self.refreshes),
@@ -331,11 +356,13 @@ class SampleForLearnability(LevelSamplingCurriculum):
         }
 
     def load_curriculum_state(self, state: dict[str, Any]) -> None:
+        """Restore what `curriculum_state` returned."""
         self.buffers = {int(i): list(b) for i, b in state["buffers"].items()}
         self.refreshes = {int(i): n for i, n in state["refreshes"].items()}
         self.refreshed_at = {int(i): n for i, n in state["refreshed_at"].items()}
 
     def progress_line(self, result, total: int) -> str:
+        """One console line of a generation's refreshes, tasks, buffer and best score."""
         s = result.summary
         return (
             f"gen {result.generation:>3}/{total} | refreshes {s['refreshes']:>2} | tasks "

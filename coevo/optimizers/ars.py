@@ -42,6 +42,11 @@ class ARSConfig(OptimizerConfig):
     episodes: int = setting(1, low=1, doc="episodes per perturbation")
 
     def check(self) -> None:
+        """Refuse `top` larger than `directions`.
+
+        Raises:
+            ConfigError: If `top` > `directions`.
+        """
         if self.top > self.directions:
             raise ConfigError(
                 "optimizer.top",
@@ -51,6 +56,8 @@ class ARSConfig(OptimizerConfig):
 
 @dataclass(frozen=True)
 class ARSState:
+    """ARS's state between steps: the number of steps taken."""
+
     t: int = 0  # steps taken
 
 
@@ -66,6 +73,7 @@ class AugmentedRandomSearch(Optimizer):
     config: ARSConfig
 
     def init_state(self, theta: np.ndarray, rng: np.random.Generator) -> ARSState:
+        """A fresh state (ARS keeps no state but its step count)."""
         return ARSState()
 
     def ask(
@@ -76,6 +84,18 @@ class AugmentedRandomSearch(Optimizer):
         rng: np.random.Generator,
         register: Register,
     ) -> Asked:
+        """The mirrored episodes of one step: `directions` noise seeds, each played with + and -.
+
+        Args:
+            theta: The policy's parameters.
+            state: The optimizer's state.
+            tasks: The tasks to play; direction i plays task i mod len(tasks).
+            rng: The generator of noise and episode seeds.
+            register: Stores `theta` in the pool and returns its key.
+
+        Returns:
+            The jobs to play and what `tell` needs.
+        """
         cfg = self.config
         key = register(theta)
         noise_seeds = rng.integers(0, 2**31 - 1, size=cfg.directions)
@@ -91,9 +111,21 @@ class AugmentedRandomSearch(Optimizer):
         return Asked(jobs, noise_seeds)
 
     def task_capacity(self) -> tuple[int, str]:
+        """At most one task per direction: `(directions, "optimizer.directions")`."""
         return self.config.directions, "optimizer.directions"  # whole mirrored pairs per task
 
     def tell(self, theta: np.ndarray, state: ARSState, asked: Asked, results: Sequence) -> Told:
+        """Update `theta` along the best `top` directions, scaled by their returns' spread.
+
+        Args:
+            theta: The policy's parameters.
+            state: The optimizer's state.
+            asked: What `ask` returned.
+            results: The jobs' episode results, in order.
+
+        Returns:
+            The new parameters and state, and the step's statistics.
+        """
         cfg = self.config
         returns = episode_returns(results).reshape(cfg.directions, 2, cfg.episodes).mean(axis=2)
         ok = np.isfinite(returns).all(axis=1)  # a direction with a failed rollout is dropped

@@ -72,6 +72,12 @@ class PoetConfig(CurriculumConfig):
     solved_threshold: float | None = setting(None, doc="null: the task space's solved score")
 
     def check(self) -> None:
+        """Refuse inconsistent POET settings.
+
+        Raises:
+            ConfigError: If `initial_pairs` exceeds `max_active`, `mc_lower` exceeds `mc_upper`,
+                or another setting contradicts its counterpart.
+        """
         if self.initial_pairs > self.max_active:  # they would all stay active until archived
             raise ConfigError(
                 "curriculum.initial_pairs",
@@ -187,6 +193,12 @@ class Poet(Curriculum):
 
     # -- one generation --------------------------------------------------------------------
     def run_generation(self) -> Work[GenerationResult]:
+        """One POET generation: optimise the active pairs, and when due, create children and
+        try transfers.
+
+        Returns:
+            Work that yields the pool's batches and returns the generation's result.
+        """
         gen, cfg = self.generation, self.config
         solved_before = self.population.annecs()
         decisions: list[Decision] = []
@@ -584,6 +596,7 @@ class Poet(Curriculum):
 
     # -- checkpointing ---------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
+        """The checkpoint state: generation, generator state and population."""
         return self.tagged_state(
             {
                 "generation": self.generation,
@@ -593,6 +606,12 @@ class Poet(Curriculum):
         )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a state that `state_dict` returned.
+
+        Raises:
+            ConfigError: If the state lacks keys or its pairs do not fit this run's policy or
+                task space.
+        """
         self.check_state(state, ("generation", "rng", "population"))
         pairs = list(state["population"].all_pairs())
         self.check_state(
@@ -604,6 +623,7 @@ class Poet(Curriculum):
 
     # -- tables and tests --------------------------------------------------------------------
     def population_frame(self) -> pd.DataFrame:
+        """The population as population.csv's table."""
         return self.population.to_frame()
 
     def policies_for_testing(self) -> PoliciesForTesting:
@@ -614,6 +634,7 @@ class Poet(Curriculum):
         )
 
     def progress_line(self, result: GenerationResult, total: int) -> str:
+        """One console line of a generation's pairs, children, transfers, ANNECS and scores."""
         s = result.summary
         return (
             f"gen {result.generation:>3}/{total} | active {s['active']:>2} archived "

@@ -31,11 +31,20 @@ class Pair:
     steps: int = 0  # optimizer steps of the current policy on this task (0 after a transfer)
 
     def recent_best(self, history: int) -> float:
+        """The best finite score of the pair's last `history` evaluations.
+
+        Args:
+            history: How many recent scores to look at.
+
+        Returns:
+            The best of them, or -inf if none is finite.
+        """
         finite = [s for s in self.scores[-history:] if np.isfinite(s)]
         return max(finite) if finite else float("-inf")
 
     @property
     def score(self) -> float:
+        """The pair's latest score, or NaN before its first."""
         return self.scores[-1] if self.scores else float("nan")
 
     def __repr__(self) -> str:
@@ -69,12 +78,30 @@ class Population:
         parent_id: int | None,
         generation: int,
     ) -> Pair:
+        """Add a new active pair (its parameters copied).
+
+        Args:
+            task: The pair's level.
+            theta: The policy's parameters.
+            state: The optimizer's state.
+            parent_id: The parent pair's id, or None for an initial pair.
+            generation: The generation it is created in.
+
+        Returns:
+            The new pair.
+        """
         pair = Pair(self.next_id, task, theta.copy(), state, parent_id, generation)
         self.next_id += 1
         self.active.append(pair)
         return pair
 
     def move_to_archive(self, pair: Pair, generation: int) -> None:
+        """Move an active pair to the archive.
+
+        Args:
+            pair: An active pair.
+            generation: The generation it is archived in.
+        """
         self.active.remove(pair)
         pair.archived_at = generation
         self.archive.append(pair)
@@ -87,12 +114,19 @@ class Population:
         return "\n".join([head, *(f"  {pair!r}" for pair in self.active)])
 
     def all_pairs(self) -> list[Pair]:
+        """The active pairs, then the archived ones."""
         return [*self.active, *self.archive]
 
     def tasks(self) -> list[Task]:
+        """The levels of all pairs, active and archived."""
         return [pair.task for pair in self.all_pairs()]
 
     def get(self, pair_id: int) -> Pair:
+        """The pair with id `pair_id`, active or archived.
+
+        Raises:
+            KeyError: If no pair has that id.
+        """
         for pair in self.all_pairs():
             if pair.pair_id == pair_id:
                 return pair
@@ -109,6 +143,7 @@ class Population:
         return sum(1 for p in self.all_pairs() if p.admitted_by_mc and p.mc_vs_archive)
 
     def to_frame(self) -> pd.DataFrame:
+        """All pairs as population.csv's table, one row per pair."""
         rows = []
         for pair in self.all_pairs():
             rows.append(

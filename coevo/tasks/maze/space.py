@@ -75,18 +75,23 @@ class MazeSpace(TaskSpace):
 
     # -- the level kind -------------------------------------------------------------------
     def sample(self, rng: np.random.Generator) -> Maze:
+        """A random maze of this space's size with at most `max_walls` walls."""
         return levels.sample(rng, self.height, self.width, self.max_walls)
 
     def mutate(self, task: Maze, rng: np.random.Generator) -> Maze:
+        """A child of `task` with `edits_per_mutation` random edits."""
         return levels.mutate(task, rng, self.edits_per_mutation)
 
     def encode(self, task: Maze) -> np.ndarray:
+        """The maze as a fixed-length vector in [0, 1]."""
         return levels.encode(task)
 
     def distance(self, a: Maze, b: Maze) -> float:
+        """The distance between two mazes' encodings."""
         return levels.distance(a, b)
 
     def level_from_json(self, text: str) -> Maze:
+        """The maze whose `to_json()` gave `text`."""
         return Maze.from_json(text)
 
     def test_tasks(self, size: int, seed: int) -> list[Maze]:
@@ -113,6 +118,11 @@ class MazeSpace(TaskSpace):
         return level
 
     def task(self, **values: Any) -> Maze:
+        """The initial maze (a maze space has no numeric parameters).
+
+        Raises:
+            ConfigError: If any parameter value is given.
+        """
         if values:
             raise ConfigError(
                 f"task.{next(iter(values))}", "a maze space has no numeric parameters"
@@ -120,6 +130,11 @@ class MazeSpace(TaskSpace):
         return self.initial_task()
 
     def check(self, task: Any) -> None:
+        """Refuse a level that is not a maze of this space's size.
+
+        Raises:
+            ConfigError: If `task` is not a Maze, or has another size.
+        """
         if not isinstance(task, Maze):
             raise ConfigError("task", f"a maze space takes Maze levels, got {type(task).__name__}")
         if (task.height, task.width) != (self.height, self.width):
@@ -128,9 +143,15 @@ class MazeSpace(TaskSpace):
             )
 
     def env_task(self, task: Maze) -> Maze:
+        """The maze itself: the env takes the level as its task."""
         return task
 
     def with_overrides(self, overrides: Mapping[str, Mapping[str, Any]] | None) -> MazeSpace:
+        """This space: a maze space has no parameters to override.
+
+        Raises:
+            ConfigError: If any override is given.
+        """
         if overrides:
             raise ConfigError(
                 f"task.params.{next(iter(overrides))}", "a maze space has no numeric parameters"
@@ -138,11 +159,13 @@ class MazeSpace(TaskSpace):
         return self
 
     def same_tasks_as(self, other: TaskSpace) -> bool:
+        """Whether `other` is a maze space of the same size."""
         return self is other or (
             isinstance(other, MazeSpace) and self.difference_from(other) is None
         )
 
     def difference_from(self, other: TaskSpace) -> tuple[str, str] | None:
+        """None if `other` has this space's size, else both sizes in words."""
         mine, theirs = self._shape_text(), getattr(other, "_shape_text", lambda: other.name)()
         return None if mine == theirs else (mine, theirs)
 
