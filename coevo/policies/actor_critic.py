@@ -68,10 +68,12 @@ class Segment:
 
     @property
     def size(self) -> int:
+        """The number of parameters in the segment."""
         return int(np.prod(self.shape))
 
     @property
     def stop(self) -> int:
+        """The index just past the segment in the flat parameter vector."""
         return self.start + self.size
 
 
@@ -131,6 +133,7 @@ class ActorCriticSpec(Policy):
 
     @functools.cached_property
     def action(self) -> ActionSpec:
+        """How actions are chosen: argmax for discrete actions, else the clipped mean."""
         mode = "argmax" if self.discrete else "deterministic"
         return ActionSpec(self.discrete, self.act_dim, mode, "clip", self.act_low, self.act_high)
 
@@ -150,6 +153,25 @@ class ActorCriticSpec(Policy):
         full_std: bool = True,
         use_expln: bool = False,
     ) -> ActorCriticSpec:
+        """The spec of an actor-critic for the given observation and action spaces.
+
+        Args:
+            observation_space: The env's observation space.
+            action_space: The env's action space (Discrete or Box).
+            hidden: The hidden layers' widths.
+            activation: The hidden layers' activation.
+            shared: Whether actor and critic share their hidden layers.
+            log_std_init: The initial log standard deviation of continuous actions.
+            normalize_obs: Whether observations are normalised.
+            obs_clip: The bound of normalised observations.
+            use_sde: Whether exploration uses state-dependent noise (gSDE).
+            sde_sample_freq: How often gSDE redraws its noise (-1: once per rollout).
+            full_std: Whether gSDE has one std per hidden unit and action.
+            use_expln: Whether gSDE uses expln instead of exp for the std.
+
+        Returns:
+            The spec.
+        """
         obs_dim = obs_dim_of(observation_space)
         options: dict[str, Any] = dict(
             hidden=tuple(int(h) for h in hidden),
@@ -174,6 +196,7 @@ class ActorCriticSpec(Policy):
     # -- layout ---------------------------------------------------------------------------
     @functools.cached_property
     def segments(self) -> dict[str, Segment]:
+        """The named slices of the flat parameter vector, in order."""
         segments: dict[str, Segment] = {}
         offset = 0
 
@@ -203,20 +226,24 @@ class ActorCriticSpec(Policy):
 
     @property
     def log_std_shape(self) -> tuple[int, ...]:
+        """The shape of the log std: per action, or per hidden unit and action with gSDE."""
         if not self.use_sde:
             return (self.act_dim,)
         return (self.hidden[-1], self.act_dim if self.full_std else 1)
 
     @property
     def num_params(self) -> int:
+        """The length of the flat parameter vector."""
         last = list(self.segments.values())[-1]
         return last.stop
 
     @property
     def num_network_params(self) -> int:
+        """The length of the flat parameter vector (all of it is the network's)."""
         return self.num_params
 
     def init_network(self, rng: np.random.Generator) -> np.ndarray:
+        """Initial parameters, as `init` draws them."""
         return self.init(rng)
 
     @functools.cached_property
@@ -307,6 +334,7 @@ class ActorCriticSpec(Policy):
         return out, self._linear(params, vf, "value")[:, 0], pi
 
     def network(self, params, obs, state):
+        """The actor's outputs and the critic's values for `obs`; the state passes through."""
         out, values = self.forward(params, obs)
         return out, state, values
 

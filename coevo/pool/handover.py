@@ -117,16 +117,23 @@ class HandoverWorkers:
 
     @property
     def current(self) -> Any:
+        """The Ray workers once ready, else the local worker.
+
+        Raises:
+            Exception: The error Ray's start raised, if it failed (raised once).
+        """
         self._raise_start_error()
         return self.ray if self.ready else self.local
 
     # -- the backend interface -------------------------------------------------------------
     @property
     def workers(self) -> list[Any]:
+        """The current side's workers."""
         return self.current.workers
 
     @property
     def pids(self) -> list[int]:
+        """The process ids of the side that served the last call."""
         # The process ids of the side that served the last call: the pool compares that
         # call's answers with them, and Ray may have become ready while the call ran here
         # (Ray's pids then would read as a restart of every worker that answered).
@@ -134,17 +141,21 @@ class HandoverWorkers:
 
     @property
     def nodes(self) -> list[str]:
+        """The current side's nodes."""
         return self.current.nodes
 
     @property
     def restarts(self) -> int:
+        """The current side's count of worker restarts."""
         return self.current.restarts
 
     def put(self, block: np.ndarray) -> Any:
+        """Store a block of parameters on the current side."""
         # Blocks put before the handover stay numpy arrays; Ray workers take those too.
         return self.current.put(block)
 
     def info(self) -> list[dict[str, Any]]:
+        """The current side's worker descriptions."""
         return self.current.info()
 
     def run(
@@ -155,6 +166,7 @@ class HandoverWorkers:
         on_done: Callable[[Any, int], None],
         prefer: Sequence[int | None] | None = None,
     ) -> list[tuple[int, str, Any]]:
+        """Run chunks of jobs on the current side (before the handover: locally, one thread)."""
         # A preferred worker only lets a chunk reuse what that worker kept (never changes a
         # result): before the handover, the one local worker takes every chunk.
         backend = self.current
@@ -165,6 +177,7 @@ class HandoverWorkers:
             return backend.run(chunks, sources_for, method, on_done, prefer)
 
     def close(self) -> None:
+        """Wait for Ray's start to end, shut Ray down and stop the handover thread."""
         self._started.wait()  # a Ray still starting is shut down, not left behind
         try:
             if self.ray is not None:

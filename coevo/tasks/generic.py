@@ -64,19 +64,23 @@ class GymTaskEnv(gym.Env):
 
     @property
     def render_mode(self) -> str | None:
+        """The render mode, passed on to the env that renders."""
         return self._render_mode
 
     @render_mode.setter
     def render_mode(self, mode: str | None) -> None:
+        """The render mode, passed on to the env that renders."""
         # Set after construction (e.g. to record a GIF): passed on to the env that renders.
         self._render_mode = mode
         if getattr(self, "env", None) is not None:
             self.env.unwrapped.render_mode = mode
 
     def get_task(self) -> dict[str, float]:
+        """The pending task if one is set, else the current one."""
         return dict(self._pending if self._pending is not None else self._task)
 
     def set_task(self, task: Mapping[str, float]) -> None:
+        """Store `task` to apply at the next reset."""
         self._pending = dict(task)  # int parameters stay ints
 
     def _apply(self, task: Mapping[str, float]) -> None:
@@ -97,6 +101,7 @@ class GymTaskEnv(gym.Env):
             _set_path(self.env.unwrapped, path, task[name])
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Apply the pending task, then reset the env."""
         if self._pending is not None:
             self._task, self._pending = self._pending, None
             self._apply(self._task)
@@ -108,12 +113,15 @@ class GymTaskEnv(gym.Env):
         return reset
 
     def step(self, action: Any):
+        """Step the env."""
         return self.env.step(action)
 
     def render(self):
+        """The env's rendering."""
         return self.env.render()
 
     def close(self) -> None:
+        """Close the env."""
         self.env.close()
 
 

@@ -36,30 +36,38 @@ class MaskedObsEnv(gym.Env):
 
     @property
     def render_mode(self) -> str | None:
+        """The wrapped env's render mode."""
         return self.env.render_mode
 
     @render_mode.setter
     def render_mode(self, mode: str | None) -> None:
+        """The wrapped env's render mode."""
         self.env.render_mode = mode
 
     def get_task(self) -> Any:
+        """The wrapped env's task."""
         return self.env.get_task()
 
     def set_task(self, task: Any) -> None:
+        """Set the wrapped env's task."""
         self.env.set_task(task)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Reset the wrapped env; the observation keeps only the unmasked entries."""
         obs, info = self.env.reset(seed=seed, options=options)
         return np.asarray(obs)[self.keep], info
 
     def step(self, action: Any):
+        """Step the wrapped env; the observation keeps only the unmasked entries."""
         obs, reward, terminated, truncated, info = self.env.step(action)
         return np.asarray(obs)[self.keep], reward, terminated, truncated, info
 
     def render(self):
+        """The wrapped env's rendering."""
         return self.env.render()
 
     def close(self) -> None:
+        """Close the wrapped env."""
         self.env.close()
 
 
@@ -81,9 +89,11 @@ class MaskedSlots:
         self.keep = np.asarray(keep)
 
     def reset_slot(self, slot: int, task: Task, seed: int) -> np.ndarray:
+        """Reset a slot of the wrapped slots; the observation keeps only the unmasked entries."""
         return self.slots.reset_slot(slot, task, seed)[self.keep]
 
     def step_slots(self, slots: np.ndarray, actions: np.ndarray):
+        """Step the wrapped slots; the observations keep only the unmasked entries."""
         obs, rewards, done, errors = self.slots.step_slots(slots, actions)
         return obs[:, self.keep], rewards, done, errors
 
