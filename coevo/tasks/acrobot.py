@@ -59,6 +59,7 @@ class AcrobotSlots(BatchedSlots):
     max_vel_2 = 9 * math.pi
 
     def constants(self, task: Mapping[str, float]) -> tuple[float, ...]:
+        """The parameter-only terms of the Acrobot's equations, in `dynamics`' order."""
         # Each is a parameter-only subexpression of AcrobotEnv._dsdt, in its evaluation order.
         m1, m2 = task["link_mass_1"], task["link_mass_2"]
         l1 = task["link_length_1"]
@@ -82,15 +83,18 @@ class AcrobotSlots(BatchedSlots):
         )
 
     def initial_state(self, rng: np.random.Generator) -> np.ndarray:
+        """Four angles and velocities drawn in [-0.1, 0.1], as gymnasium draws them."""
         return rng.uniform(low=-0.1, high=0.1, size=(4,)).astype(np.float32)
 
     def observe(self, state: np.ndarray) -> np.ndarray:
+        """The states as (cos, sin) of both angles and both velocities."""
         s0, s1, s2, s3 = state
         return np.stack([np.cos(s0), np.sin(s0), np.cos(s1), np.sin(s1), s2, s3], axis=1).astype(
             np.float32
         )
 
     def initial_observation(self, state: np.ndarray) -> np.ndarray:
+        """The first observation, from the float32 reset state as gymnasium computes it."""
         # gymnasium's reset state is float32, so its first cos/sin are float32 ones.
         return self.observe(state.astype(np.float32))
 
@@ -117,6 +121,7 @@ class AcrobotSlots(BatchedSlots):
     def dynamics(
         self, state: np.ndarray, consts: np.ndarray, actions: np.ndarray, slots: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One RK4 step of every given slot: new states, rewards and terminations."""
         torque_mag = consts[13]
         torque = np.where(actions == 0, -torque_mag, np.where(actions == 2, torque_mag, 0.0))
         # One RK4 step over [0, dt]; the torque is constant over the step.
@@ -148,6 +153,7 @@ def _wrap(x: np.ndarray, low: float, high: float) -> np.ndarray:
 
 @register("acrobot")
 def acrobot() -> TaskSpace:
+    """The task space of Acrobot: link lengths, masses and torque."""
     return TaskSpace(
         name="acrobot",
         params=(

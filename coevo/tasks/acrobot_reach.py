@@ -48,11 +48,13 @@ class AcrobotReachSlots(AcrobotSlots):
     num_consts = AcrobotSlots.num_consts + 1
 
     def constants(self, task: Mapping[str, float]) -> tuple[float, ...]:
+        """Acrobot's constants, then the goal height."""
         return (*super().constants(task), task["goal_height"])
 
     def dynamics(
         self, state: np.ndarray, consts: np.ndarray, actions: np.ndarray, slots: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Acrobot's step, ending when the tip rises above the goal height (reward -1 per step)."""
         new, _, _ = super().dynamics(state, consts[:-1], actions, slots)
         terminated = -np.cos(new[0]) - np.cos(new[1] + new[0]) > consts[-1]
         return new, np.where(terminated, 0.0, -1.0), terminated
@@ -60,6 +62,7 @@ class AcrobotReachSlots(AcrobotSlots):
 
 @register("acrobot_reach")
 def acrobot_reach() -> TaskSpace:
+    """The task space of AcrobotReach: Acrobot's parameters and the goal height."""
     base = acrobot()
     return TaskSpace(
         name="acrobot_reach",

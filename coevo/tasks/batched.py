@@ -77,6 +77,19 @@ class BatchedSlots:
 
     # -- EnvSlots ----------------------------------------------------------------------------
     def reset_slot(self, slot: int, task: Task, seed: int) -> np.ndarray:
+        """Put `task` in `slot` and start its episode.
+
+        Args:
+            slot: The slot's index.
+            task: The task it plays.
+            seed: The episode's seed.
+
+        Returns:
+            The slot's first observation.
+
+        Raises:
+            KeyError: If the task lacks a parameter the slots need.
+        """
         if self._tasks[slot] != task:
             values = task.as_dict()
             missing = [name for name in self.param_names if name not in values]
@@ -106,6 +119,15 @@ class BatchedSlots:
     def step_slots(
         self, slots: np.ndarray, actions: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
+        """Step the given slots together.
+
+        Args:
+            slots: The slots' indices.
+            actions: One action per slot.
+
+        Returns:
+            Observations, rewards, done flags, and error messages by slot.
+        """
         slots = np.asarray(slots)
         actions = np.asarray(actions)
         if len(slots) == self.num_slots:

@@ -95,6 +95,7 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
         pass  # the terrain is built from self._task at every reset
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Reset, generating the terrain from `seed`."""
         self._terrain_seed = seed  # the terrain is generated inside BipedalWalker.reset
         return super().reset(seed=seed, options=options)
 

@@ -53,20 +53,24 @@ class CartPoleSlots(BatchedSlots):
     theta_threshold = 12 * 2 * math.pi / 360
 
     def constants(self, task: Mapping[str, float]) -> tuple[float, ...]:
+        """The task's constants, in the order `dynamics` reads them."""
         length, masspole, masscart = task["pole_length"], task["pole_mass"], task["cart_mass"]
         total_mass = masspole + masscart  # as TaskCartPole._apply_task computes them
         force = task["force_mag"]
         return (length, masspole, total_mass, masspole * length, force, -force, task["gravity"])
 
     def initial_state(self, rng: np.random.Generator) -> np.ndarray:
+        """Four state values drawn in [-0.05, 0.05], as gymnasium draws them."""
         return rng.uniform(low=-0.05, high=0.05, size=(4,))
 
     def observe(self, state: np.ndarray) -> np.ndarray:
+        """The states as float32 observations."""
         return state.T.astype(np.float32)
 
     def dynamics(
         self, state: np.ndarray, consts: np.ndarray, actions: np.ndarray, slots: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One step of every given slot: new states, rewards and terminations."""
         # Fewer, larger numpy calls where the bits allow it: numpy's per-call cost is what
         # a small batch pays for.
         x_dot, theta, theta_dot = state[1], state[2], state[3]
@@ -90,6 +94,7 @@ class CartPoleSlots(BatchedSlots):
 
 @register("cartpole")
 def cartpole() -> TaskSpace:
+    """The task space of CartPole: pole length and mass, cart mass, force and gravity."""
     return TaskSpace(
         name="cartpole",
         params=(

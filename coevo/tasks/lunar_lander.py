@@ -38,6 +38,7 @@ class TaskLunarLander(PendingTaskMixin, LunarLander):
 
 @register("lunar_lander")
 def lunar_lander() -> TaskSpace:
+    """The task space of LunarLander: gravity, wind and turbulence."""
     return TaskSpace(
         name="lunar_lander",
         params=(

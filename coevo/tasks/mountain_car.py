@@ -55,20 +55,25 @@ class MountainCarContinuousSlots(BatchedSlots):
         self.first_step = np.zeros(num_slots, dtype=bool)
 
     def constants(self, task: Mapping[str, float]) -> tuple[float, ...]:
+        """The task's power, max speed and goal position."""
         return (task["power"], task["max_speed"], task["goal_position"])
 
     def initial_state(self, rng: np.random.Generator) -> np.ndarray:
+        """A start position in [-0.6, -0.4] at rest, as gymnasium draws it."""
         return np.array([rng.uniform(low=-0.6, high=-0.4), 0.0])
 
     def on_reset(self, slot: int) -> None:
+        """Mark the slot's next step as its episode's first."""
         self.first_step[slot] = True
 
     def observe(self, state: np.ndarray) -> np.ndarray:
+        """The states as float32 observations."""
         return state.T.astype(np.float32)
 
     def dynamics(
         self, state: np.ndarray, consts: np.ndarray, actions: np.ndarray, slots: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One step of every given slot: new states, rewards and terminations."""
         power, max_speed, goal_position = consts
         force = np.clip(actions[:, 0].astype(np.float32), -1.0, 1.0)
         push = force * power.astype(np.float32)  # float32 * Python float stays float32
@@ -114,6 +119,7 @@ class MountainCarContinuousSlots(BatchedSlots):
 
 @register("mountain_car_continuous")
 def mountain_car_continuous() -> TaskSpace:
+    """The task space of MountainCarContinuous: power, max speed and goal position."""
     return TaskSpace(
         name="mountain_car_continuous",
         params=(

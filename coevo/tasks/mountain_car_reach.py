@@ -54,10 +54,12 @@ class TaskMountainCarReach(TaskMountainCarContinuous):
         self.goal_position = task["goal_position"]
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Reset; the observation is the state scaled to [-1, 1]."""
         _, info = super().reset(seed=seed, options=options)
         return scaled_observation(self.state), info
 
     def step(self, action):
+        """Step; the observation is scaled and every step's reward is -1."""
         _, _, terminated, truncated, info = super().step(action)
         return scaled_observation(self.state), -1.0, terminated, truncated, info
 
@@ -69,20 +71,24 @@ class MountainCarReachSlots(MountainCarContinuousSlots):
     param_names = ("power", "goal_position")
 
     def constants(self, task: Mapping[str, float]) -> tuple[float, ...]:
+        """The task's power, the max speed and the goal position."""
         return (task["power"], MAX_SPEED, task["goal_position"])
 
     def observe(self, state: np.ndarray) -> np.ndarray:
+        """The states scaled to [-1, 1]."""
         return scaled_observation(state)
 
     def dynamics(
         self, state: np.ndarray, consts: np.ndarray, actions: np.ndarray, slots: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The continuous car's step with a reward of -1 per step."""
         new, _, terminated = super().dynamics(state, consts, actions, slots)
         return new, np.full(terminated.shape, -1.0), terminated
 
 
 @register("mountain_car_reach")
 def mountain_car_reach() -> TaskSpace:
+    """The task space of MountainCarReach: engine power and goal position."""
     return TaskSpace(
         name="mountain_car_reach",
         params=(

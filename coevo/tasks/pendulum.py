@@ -44,20 +44,24 @@ class PendulumSlots(BatchedSlots):
     dt = 0.05
 
     def constants(self, task: Mapping[str, float]) -> tuple[float, ...]:
+        """The gravity term and torque coefficient of the task."""
         g, m, length = task["gravity"], task["mass"], task["length"]
         return (3 * g / (2 * length), 3.0 / (m * length**2))
 
     def initial_state(self, rng: np.random.Generator) -> np.ndarray:
+        """An angle in [-pi, pi] and velocity in [-1, 1], as gymnasium draws them."""
         high = np.array([np.pi, 1.0])
         return rng.uniform(low=-high, high=high)
 
     def observe(self, state: np.ndarray) -> np.ndarray:
+        """The states as (cos, sin, angular velocity)."""
         th, thdot = state
         return np.stack([np.cos(th), np.sin(th), thdot], axis=1).astype(np.float32)
 
     def dynamics(
         self, state: np.ndarray, consts: np.ndarray, actions: np.ndarray, slots: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One step of every given slot: new states, rewards and terminations."""
         th, thdot = state
         gravity_term, torque_coef = consts
         u = np.clip(actions[:, 0].astype(np.float32), -self.max_torque, self.max_torque)
@@ -72,6 +76,7 @@ class PendulumSlots(BatchedSlots):
 
 @register("pendulum")
 def pendulum() -> TaskSpace:
+    """The task space of Pendulum: gravity, mass and length."""
     return TaskSpace(
         name="pendulum",
         params=(

@@ -51,6 +51,7 @@ def _load_builtins() -> None:
 
 
 def names() -> list[str]:
+    """The registered task spaces' names, sorted."""
     _load_builtins()
     return sorted(_FACTORIES)
 

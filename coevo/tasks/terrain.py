@@ -50,6 +50,8 @@ _TERRAIN_STREAM = 0x7E3A1
 
 @dataclass(frozen=True)
 class Obstacle:
+    """One obstacle of a terrain: a pit, a stump or stairs."""
+
     kind: str  # "pit", "stump" or "stairs"
     x: float  # where it starts (m)
     width: float  # along x (m)
@@ -58,6 +60,8 @@ class Obstacle:
 
 @dataclass(frozen=True)
 class Terrain:
+    """A generated terrain: its ground polyline and its obstacles."""
+
     points: np.ndarray  # [K, 2] ground polyline, x non-decreasing from 0 to COURSE_END
     obstacles: tuple[Obstacle, ...]
 

@@ -104,6 +104,7 @@ class MazeEnv(gym.Env):
     def reset(
         self, *, seed: int | None = None, options: dict | None = None
     ) -> tuple[np.ndarray, dict]:
+        """Start an episode at the level's start (a pending level takes effect first)."""
         super().reset(seed=seed)  # a maze episode draws nothing: the level fixes it
         if self._pending is not None:
             self._level, self._pending = self._pending, None
@@ -113,6 +114,11 @@ class MazeEnv(gym.Env):
         return self._observe(), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """Turn left, turn right or move forward; reaching the goal ends the episode.
+
+        Raises:
+            ValueError: If the action is not one of the maze's actions.
+        """
         action = int(action)
         if not 0 <= action < len(ACTIONS):
             raise ValueError(f"unknown action {action}; actions are 0..{len(ACTIONS) - 1}")

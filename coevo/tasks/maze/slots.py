@@ -122,6 +122,11 @@ class MazeSlots:
     def step_slots(
         self, slots: np.ndarray, actions: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
+        """Step every given slot's agent: turn left, turn right or move forward.
+
+        Raises:
+            ValueError: If an action is not one of the maze's actions.
+        """
         actions = np.asarray(actions).astype(np.int64, copy=False)
         if actions.min() < 0 or actions.max() > FORWARD:
             raise ValueError(f"unknown action in {actions.tolist()}; actions are 0..{FORWARD}")
@@ -153,6 +158,7 @@ class MazeSlots:
         return level, (x, y), int(self.direction[slot]), int(self.steps[slot])
 
     def load_slot(self, slot: int, snapshot: tuple[Maze | None, Any, int, int]) -> None:
+        """Restore a slot from a snapshot: its level (if given), position, direction and steps."""
         level, (x, y), direction, steps = snapshot
         if level is not None:
             self.reset_slot(slot, level, 0)
