@@ -23,10 +23,13 @@ _MAGIC = b"coevo-checkpoint 2 sha256 "
 
 
 class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be saved or read."""
+
     pass
 
 
 def checkpoint_path(directory: Path, generation: int) -> Path:
+    """The path of generation `generation`'s checkpoint in `directory`."""
     return Path(directory) / f"gen_{generation:06d}.pkl"
 
 
@@ -79,6 +82,7 @@ def _unpicklable_part(value: Any, path: str) -> str:
 
 
 def list_checkpoints(directory: Path) -> list[Path]:
+    """The checkpoint files in `directory`, sorted by generation (none if it is missing)."""
     directory = Path(directory)
     if not directory.is_dir():
         return []

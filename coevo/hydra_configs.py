@@ -25,6 +25,7 @@ _GROUPS = ("task", "policy", "pool", "optimizer", "curriculum")
 
 
 def register() -> None:
+    """Store the run's defaults and every plug-in's config defaults in Hydra's ConfigStore."""
     store = ConfigStore.instance()
     run = {k: v for k, v in defaults_of(RunConfig).items() if k not in _GROUPS}
     store.store(name="run_defaults", node=run)

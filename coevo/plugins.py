@@ -22,18 +22,34 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
+    """Named plug-in classes of one kind, each a class or a "package.module:Class" path."""
+
     def __init__(self, kind: str, base: type, builtins: dict[str, str]):
         self.kind = kind  # "optimizer": the config section and the word in messages
         self.base = base
         self._entries: dict[str, type | str] = dict(builtins)
 
     def register(self, name: str, target: type | str) -> None:
+        """Register `target` (a class or its import path) under `name`."""
         self._entries[name] = target
 
     def names(self) -> list[str]:
+        """The registered names, sorted."""
         return sorted(self._entries)
 
     def get(self, name: str) -> type[T]:
+        """The class registered as `name`, or imported from a "package.module:Class" name.
+
+        Args:
+            name: A registered name or an import path.
+
+        Returns:
+            The class.
+
+        Raises:
+            ConfigError: If `name` is not a non-empty string, is unknown, cannot be imported, or is
+                not a subclass of the registry's base.
+        """
         field = f"{self.kind}.name"
         allowed = f"allowed: {', '.join(self.names())}, or package.module:Class"
         if not isinstance(name, str) or not name:

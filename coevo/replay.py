@@ -166,6 +166,19 @@ def _level_from_text(space: TaskSpace, text: str) -> Any:
 def episode_returns(
     space: TaskSpace, policy_spec, theta: np.ndarray, task: Task, episodes: int, seed: int
 ) -> np.ndarray:
+    """The returns of `theta` on `task`, played locally in this process.
+
+    Args:
+        space: The task space.
+        policy_spec: The policy's spec.
+        theta: The policy's parameters.
+        task: The task to play.
+        episodes: How many episodes.
+        seed: The first episode's seed.
+
+    Returns:
+        One return per episode.
+    """
     with EvaluationPool(space, policy_spec, "local", 1) as pool:
         return pool.evaluate([(theta, task)], episodes, seed)[0]
 

@@ -68,6 +68,7 @@ def describe_pool(pool: EvaluationPool) -> str:
 
 
 def config_to_dict(config: RunConfig) -> dict:
+    """The config as plain JSON-compatible dicts and lists."""
     return json.loads(json.dumps(dataclasses.asdict(config)))
 
 
@@ -328,6 +329,7 @@ def run_test_set(
 
 
 def write_config(run_dir: Path, config: RunConfig) -> None:
+    """Write the config as YAML into the run folder."""
     (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
 
 

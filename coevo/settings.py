@@ -35,6 +35,7 @@ class Rule:
     doc: str = ""
 
     def range_text(self) -> str:
+        """The allowed range in words, e.g. " in [0, 1)" (empty when unbounded)."""
         low, high = self.low, self.high
         if low is not None and high is not None:
             left, right = "(" if self.open_low else "[", ")" if self.open_high else "]"
@@ -46,6 +47,7 @@ class Rule:
         return ""
 
     def in_range(self, value: float) -> bool:
+        """Whether `value` lies in the allowed range."""
         below = self.low is not None and (value <= self.low if self.open_low else value < self.low)
         above = self.high is not None and (
             value >= self.high if self.open_high else value > self.high
@@ -76,6 +78,7 @@ def setting(
 
 
 def rule_of(field: dataclasses.Field) -> Rule:
+    """The rule stored on a dataclass field (an empty one if none)."""
     return field.metadata.get(_KEY, Rule())
 
 

@@ -226,6 +226,16 @@ def choice_error(text: str) -> str:
 
 
 def compose(config_name: str, overrides: list[str], hydra_config: bool = False) -> Any:
+    """Compose a Hydra config from coevo's config directory and overrides.
+
+    Args:
+        config_name: The primary config's name.
+        overrides: Hydra overrides.
+        hydra_config: Also return Hydra's own section, as an unresolved DictConfig.
+
+    Returns:
+        The config as a plain dict (unresolved), or the DictConfig when `hydra_config` is set.
+    """
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

@@ -37,6 +37,7 @@ INSPECT_FLAGS = ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", 
 
 
 def is_multirun(args: list[str]) -> bool:
+    """Whether the arguments ask Hydra for a multirun."""
     return any(arg in ("-m", "--multirun") or arg == "hydra.mode=MULTIRUN" for arg in args)
 
 
@@ -85,6 +86,7 @@ def each_choice(choices: list[str]) -> list[list[str]]:
 
 
 def value_at(node: Any, key: str) -> Any:
+    """The value at a dotted `key` in nested dicts, or None where a part is missing."""
     for part in key.split("."):
         node = node.get(part) if isinstance(node, dict) else None
     return node
@@ -105,10 +107,12 @@ def sweep_jobs(args: list[str]) -> int | None:
 
 
 def groups_in(search_dirs: list[Path]) -> set[str]:
+    """The names of the config groups (subfolders) in the search folders."""
     return {d.name for base in search_dirs if base.is_dir() for d in base.iterdir() if d.is_dir()}
 
 
 def leaf_keys(node: Any, prefix: str = "") -> set[str]:
+    """Every dotted key of nested dicts, inner nodes included."""
     keys = set()
     if isinstance(node, dict):
         for key, value in node.items():

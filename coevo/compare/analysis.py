@@ -72,6 +72,7 @@ class GroupStats:
 
     @property
     def values(self) -> np.ndarray:
+        """The finite values of the group's runs."""
         return np.array([r.value for r in self.runs if np.isfinite(r.value)])
 
 

@@ -56,6 +56,7 @@ class Run:
 
     @property
     def seed(self) -> Any:
+        """The run's seed from its config, or None."""
         return self.config.get("seed")
 
 

@@ -72,10 +72,17 @@ def get(name: str) -> type[Curriculum]:
 
 
 def register(name: str, target: type[Curriculum] | str) -> None:
+    """Register a curriculum under `name`.
+
+    Args:
+        name: The name `curriculum.name` selects it by.
+        target: The Curriculum subclass, or its "package.module:Class" path.
+    """
     REGISTRY.register(name, target)
 
 
 def names() -> list[str]:
+    """The registered curricula's names, sorted."""
     return REGISTRY.names()
 
 

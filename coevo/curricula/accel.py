@@ -57,12 +57,14 @@ class ACCEL(PrioritizedLevelReplay):
         self._parents: dict[int, dict[Task, Level]] = {s.index: {} for s in self.students}
 
     def begin_generation(self) -> None:
+        """PLR's counts, and a count of the edits tried."""
         super().begin_generation()
         self._counts["edits_tried"] = 0
 
     def after_replay(
         self, student: Student, picks: list[Pick], decisions: list[Decision]
     ) -> list[Task]:
+        """Edit each replayed level once; the children are scored next."""
         parents: dict[Task, Level] = {}
         for pick in picks:
             if any(level is pick.level for level in parents.values()):
@@ -75,6 +77,7 @@ class ACCEL(PrioritizedLevelReplay):
     def observe_followup(
         self, student: Student, plan: Plan, signals: list[Signal], decisions: list[Decision]
     ) -> None:
+        """Score the edited levels and add those that qualify to the buffer."""
         buffer = self.buffers[student.index]
         parents = self._parents.pop(student.index)
         self._note_returns(student, signals)

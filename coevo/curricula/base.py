@@ -148,6 +148,7 @@ class Decision:
     error: str = ""  # why an evaluation failed, when one did
 
     def as_row(self) -> dict:
+        """The decision as a decisions.csv row."""
         return asdict(self)
 
 
@@ -477,7 +478,9 @@ class Curriculum(metaclass=_BuiltFromPool):
         """population.csv: one row per pair or level the curriculum keeps."""
 
     @abstractmethod
-    def policies_for_testing(self) -> PoliciesForTesting: ...
+    def policies_for_testing(self) -> PoliciesForTesting:
+        """The policies to score on a held-out test set."""
+        ...
 
     # -- defaults --------------------------------------------------------------------------
     def progress_line(self, result: GenerationResult, total: int) -> str:

@@ -46,10 +46,17 @@ def is_ppo(optimizer_class: type) -> bool:
 
 
 def register(name: str, target: type[Optimizer] | str) -> None:
+    """Register an optimizer under `name`.
+
+    Args:
+        name: The name `optimizer.name` selects it by.
+        target: The Optimizer subclass, or its "package.module:Class" path.
+    """
     REGISTRY.register(name, target)
 
 
 def names() -> list[str]:
+    """The registered optimizers' names, sorted."""
     return REGISTRY.names()
 
 

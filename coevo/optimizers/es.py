@@ -67,6 +67,15 @@ class ESState:
 
     @classmethod
     def fresh(cls, num_params: int, config: ESConfig) -> ESState:
+        """A fresh state: zero Adam moments, the configured learning rate and sigma.
+
+        Args:
+            num_params: The length of the parameter vector.
+            config: The ES configuration.
+
+        Returns:
+            The state.
+        """
         zeros = np.zeros(num_params, dtype=np.float32)
         return cls(zeros.copy(), zeros.copy(), config.lr, config.sigma)
 
@@ -113,6 +122,7 @@ class EvolutionStrategy(Optimizer):
     config: ESConfig
 
     def init_state(self, theta: np.ndarray, rng: np.random.Generator) -> ESState:
+        """A fresh state for parameters of `theta`'s size."""
         return ESState.fresh(np.size(theta), self.config)
 
     def ask(
@@ -123,6 +133,18 @@ class EvolutionStrategy(Optimizer):
         rng: np.random.Generator,
         register: Register,
     ) -> Asked:
+        """The mirrored episodes of one step: `population` noise seeds, each played with + and -.
+
+        Args:
+            theta: The policy's parameters.
+            state: The optimizer's state.
+            tasks: The tasks to play; pair i plays task i mod len(tasks).
+            rng: The generator of noise and episode seeds.
+            register: Stores `theta` in the pool and returns its key.
+
+        Returns:
+            The jobs to play and what `tell` needs.
+        """
         n, k = self.config.population, self.config.episodes
         key = register(theta)
         noise_seeds = rng.integers(0, 2**31 - 1, size=n)
@@ -140,9 +162,21 @@ class EvolutionStrategy(Optimizer):
         return Asked(jobs, noise_seeds)
 
     def task_capacity(self) -> tuple[int, str]:
+        """At most one task per mirrored pair: `(population, "optimizer.population")`."""
         return self.config.population, "optimizer.population"  # whole mirrored pairs per task
 
     def tell(self, theta: np.ndarray, state: ESState, asked: Asked, results: Sequence) -> Told:
+        """Step `theta` along the centred-rank-weighted noise with Adam and L2 decay.
+
+        Args:
+            theta: The policy's parameters.
+            state: The optimizer's state.
+            asked: What `ask` returned.
+            results: The jobs' episode results, in order.
+
+        Returns:
+            The new parameters and state, and the step's statistics.
+        """
         cfg = self.config
         n, k = cfg.population, cfg.episodes
         fitness = episode_returns(results).reshape(n, 2, k).mean(axis=2)  # [n, 2]

@@ -99,6 +99,7 @@ class PPO(Optimizer):
         return self.policy
 
     def init_state(self, theta: np.ndarray, rng: np.random.Generator) -> PPOState:
+        """A fresh PPO state with no streams yet."""
         return StreamingPPOState.fresh(self._spec(), int(rng.integers(0, 2**31 - 1)))
 
     def ask(
@@ -109,6 +110,18 @@ class PPO(Optimizer):
         rng: np.random.Generator,
         register: Register,
     ) -> Asked:
+        """The rollout streams of one step, cycling through the tasks.
+
+        Args:
+            theta: The policy's parameters.
+            state: The optimizer's state.
+            tasks: The tasks to play; each gets at least one stream.
+            rng: The generator of the streams' seeds.
+            register: Stores `theta` in the pool and returns its key.
+
+        Returns:
+            The stream jobs and what `tell` needs.
+        """
         key = register(theta)
         seed = int(rng.integers(0, 2**31 - 1))
         cfg = self.config
@@ -128,6 +141,7 @@ class PPO(Optimizer):
     def tell(
         self, theta: np.ndarray, state: PPOState, asked: Asked, results: Sequence[Stream]
     ) -> Told:
+        """PPO's update on the streams' steps (`tell_many` for one student)."""
         return self.tell_many([(theta, state, asked, results)])[0]
 
     def tell_many(

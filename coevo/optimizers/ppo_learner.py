@@ -62,6 +62,7 @@ class Rollout:
 
     @property
     def num_steps(self) -> int:
+        """The number of steps in the rollout."""
         return int(self.rewards.size)
 
 
@@ -81,6 +82,15 @@ class PPOState:
 
     @classmethod
     def fresh(cls, spec: ActorCriticSpec, seed: int) -> PPOState:
+        """A fresh state: zero Adam moments, no updates yet, a generator seeded by `seed`.
+
+        Args:
+            spec: The actor-critic's spec.
+            seed: The seed of the state's generator.
+
+        Returns:
+            The state.
+        """
         trainable = int(spec.trainable_mask.sum())
         return cls(
             adam_m=np.zeros(trainable, dtype=np.float32),
@@ -94,6 +104,7 @@ class PPOState:
         )
 
     def copy(self) -> PPOState:
+        """A deep copy of the state."""
         return PPOState(
             self.adam_m.copy(),
             self.adam_v.copy(),

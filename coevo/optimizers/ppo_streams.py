@@ -36,6 +36,7 @@ class StreamingPPOState(PPOState):
     streams: tuple[StreamEnd, ...] = ()
 
     def copy(self) -> StreamingPPOState:
+        """A copy of the state with its own arrays; the (immutable) streams are shared."""
         base = PPOState.copy(self)
         return StreamingPPOState(
             **{f.name: getattr(base, f.name) for f in fields(PPOState)}, streams=self.streams

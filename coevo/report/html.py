@@ -266,6 +266,7 @@ class ParamFormat:
                     self.decimals[p.name] = _decimals(p.round_to)
 
     def param(self, name: str, value: object) -> str:
+        """A task parameter's value, with that parameter's decimals."""
         if not _finite(value):
             return _missing(value)
         decimals = self.decimals.get(name)
@@ -274,6 +275,7 @@ class ParamFormat:
         return f"{float(value):.{decimals}f}"
 
     def column(self, column: str) -> Callable[[object], str]:
+        """The formatter of a table column's values."""
         if column.startswith("task."):
             name = column.removeprefix("task.")
             return lambda v: self.param(name, v)

@@ -22,6 +22,7 @@ class GenerationProgress:
         self._started = 0.0
 
     def start(self, generation: int, total: int) -> None:
+        """Open the progress bar of a generation (when enabled)."""
         if not self.enabled:
             return
         self._steps, self._started = 0.0, time.perf_counter()
@@ -35,11 +36,13 @@ class GenerationProgress:
         )
 
     def planned(self, episodes: int) -> None:
+        """Add `episodes` to the bar's total."""
         if self._bar is not None:
             self._bar.total += episodes
             self._bar.refresh()
 
     def done(self, episodes: int, env_steps: float) -> None:
+        """Count finished episodes and their steps, and show the steps per second."""
         if self._bar is None:
             return
         self._steps += env_steps
@@ -48,6 +51,7 @@ class GenerationProgress:
         self._bar.update(episodes)
 
     def finish(self) -> None:
+        """Close the bar."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None

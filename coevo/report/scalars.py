@@ -18,6 +18,7 @@ class ScalarLogger:
             self._writer = SummaryWriter(log_dir=str(Path(run_dir) / "tensorboard"))
 
     def log(self, summary: dict[str, Any]) -> None:
+        """Write a summary row's finite numbers as scalars at its generation (when enabled)."""
         if self._writer is None:
             return
         step = int(summary["generation"])
@@ -27,5 +28,6 @@ class ScalarLogger:
         self._writer.flush()
 
     def close(self) -> None:
+        """Close the writer."""
         if self._writer is not None:
             self._writer.close()

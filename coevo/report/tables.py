@@ -73,6 +73,7 @@ class RunRecorder:
         integer_ids(population).to_csv(self.run_dir / POPULATION, index=False)
 
     def state_dict(self) -> dict[str, Any]:
+        """The rows recorded so far, for checkpoints."""
         return {
             "summary": list(self.summary_rows),
             "eligibility": list(self.eligibility_rows),

@@ -89,6 +89,7 @@ class CurriculumWrapper(gym.Wrapper):
         return cls(env, sampler, **kwargs)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any:
+        """Report a cut-short episode, draw the next task from the sampler, set it and reset."""
         if self._just_ended and self.autoreset == "next_step":
             self.tick += 1  # this vector step resets the env instead of stepping it
         self._just_ended = False
@@ -105,6 +106,7 @@ class CurriculumWrapper(gym.Wrapper):
         return obs, {**info, "task": self.task}
 
     def step(self, action: Any) -> Any:
+        """Step, and report the task's return and length when the episode ends."""
         self.tick += 1
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._return += float(reward)

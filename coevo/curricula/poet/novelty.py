@@ -22,6 +22,8 @@ from coevo.tasks.task import Task, TaskSpace
 
 
 class Characterization(StrEnum):
+    """How POET characterises a level for novelty: by its parameters or by PATA-EC."""
+
     PARAMS = "params"
     PATA_EC = "pata_ec"
 

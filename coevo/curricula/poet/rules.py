@@ -64,6 +64,16 @@ def admission_order(novelty: Sequence[float]) -> list[int]:
 
 
 def admission(rank: int, max_admitted: int, novelty: float) -> tuple[bool, str]:
+    """Whether a child of novelty rank `rank` is admitted, and why.
+
+    Args:
+        rank: The child's rank by novelty (1: most novel).
+        max_admitted: The most children admitted per generation.
+        novelty: The child's novelty, for the reason.
+
+    Returns:
+        Whether it is admitted, and the reason in words.
+    """
     if rank <= max_admitted:
         return True, f"admitted: novelty rank {rank} ≤ max_admitted {max_admitted} " + (
             f"(novelty {novelty:.3f})"
