@@ -51,6 +51,11 @@ class PolicyConfig(Checked):
     )
 
     def check(self) -> None:
+        """Refuse two sources of starting weights.
+
+        Raises:
+            ConfigError: If both `file` and `start_from` are set.
+        """
         if self.file and self.start_from:  # both say where the weights come from
             raise ConfigError(
                 "policy.start_from",

@@ -62,6 +62,18 @@ def load_state_dict_into(module: torch.nn.Module, file: str | Path, field: str) 
 
 
 def load_torchscript(file: str | Path, field: str) -> torch.nn.Module:
+    """Load a TorchScript module onto the CPU.
+
+    Args:
+        file: The module's file.
+        field: The config key named in errors.
+
+    Returns:
+        The module.
+
+    Raises:
+        ConfigError: If the file is missing or is not TorchScript.
+    """
     path = Path(file)
     if not path.is_file():
         raise ConfigError(field, f"{file} not found")

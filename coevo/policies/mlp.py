@@ -70,6 +70,7 @@ class MLPPolicy(Policy):
 
     @functools.cached_property
     def action(self) -> ActionSpec:
+        """How actions are chosen: `action_mode`, else argmax (discrete) or the raw output."""
         default = "argmax" if self.discrete else "deterministic"
         return ActionSpec(
             self.discrete,
@@ -99,10 +100,12 @@ class MLPPolicy(Policy):
 
     @property
     def layer_sizes(self) -> tuple[int, ...]:
+        """The layers' widths: observation, hidden layers, action."""
         return (self.obs_dim, *self.hidden, self.act_dim)
 
     @property
     def num_network_params(self) -> int:
+        """The number of weights and biases of all layers."""
         sizes = self.layer_sizes
         return sum(o * i + o for i, o in zip(sizes[:-1], sizes[1:], strict=True))
 
@@ -165,6 +168,7 @@ class MLPPolicy(Policy):
         return state
 
     def network(self, params, obs, state):
+        """The MLP's outputs for `obs`; no state, no values."""
         return self.forward(params, obs), state, None
 
     def to_torch(self, theta: np.ndarray) -> torch.nn.Sequential:

@@ -39,6 +39,7 @@ class GRUNet(nn.Module):
         self.state_size = size
 
     def forward(self, obs: torch.Tensor, state: torch.Tensor):
+        """One GRU step: the outputs and the new hidden state."""
         x = self.encoder(obs)
         xr, xz, xn = self.x2h(x).chunk(3, dim=-1)
         hr, hz, hn = self.h2h(state).chunk(3, dim=-1)
@@ -66,6 +67,7 @@ class LSTMNet(nn.Module):
         self.state_size = 2 * size
 
     def forward(self, obs: torch.Tensor, state: torch.Tensor):
+        """One LSTM step: the outputs and the new state (h and c, concatenated)."""
         h, c = state[..., : self.size], state[..., self.size :]
         gates = self.x2h(self.encoder(obs)) + self.h2h(h)
         i, f, g, o = gates.chunk(4, dim=-1)

@@ -35,6 +35,7 @@ def register(name: str, builder: Builder) -> None:
 
 
 def names() -> tuple[str, ...]:
+    """The names of the built-in policy kinds."""
     return tuple(_BUILDERS)
 
 

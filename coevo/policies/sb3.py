@@ -50,6 +50,7 @@ class SB3Actor(nn.Module):
         self.head = head
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """The action head's output for `obs`."""
         return self.head(self.latent(obs))
 
 

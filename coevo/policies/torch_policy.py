@@ -98,6 +98,7 @@ class TorchPolicy(Policy):
     # -- flat <-> module ------------------------------------------------------------------------
     @property
     def num_network_params(self) -> int:
+        """The number of the module's parameters."""
         return int(sum(self._sizes))
 
     def unflatten(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -256,6 +257,7 @@ class TorchPolicy(Policy):
         return values[-1] if values else obs, np.zeros((batch, 0), dtype=np.float32), None
 
     def network(self, params, obs, state):
+        """The module's outputs, states and values for `obs`, each row with its own parameters."""
         if self._chain is not None:
             return self._network_chain(self._chain, params, obs)
         if self.scripted:

@@ -31,6 +31,15 @@ class EpisodeResult:
 
 
 def run_episode_jobs(pool: EvaluationPool, jobs: list[EpisodeJob]) -> list[EpisodeResult]:
+    """Play episode jobs on the pool.
+
+    Args:
+        pool: The evaluation pool.
+        jobs: The jobs, already checked by `EvaluationPool.dispatch`.
+
+    Returns:
+        One result per job, in order: return, length and error message (empty if none).
+    """
     result = pool.run_checked(jobs)  # `EvaluationPool.dispatch` checked them, by their place
     return [
         EpisodeResult(float(ret), int(length), result.errors.get(index, ""))

@@ -54,9 +54,18 @@ class WorkerLimits(Checked):
 
     @property
     def any(self) -> bool:
+        """Whether any limit is set."""
         return self.episode_timeout_s is not None or self.worker_memory_mb is not None
 
     def check_backend(self, backend: str) -> None:
+        """Refuse limits the backend cannot enforce.
+
+        Args:
+            backend: The pool's backend.
+
+        Raises:
+            ConfigError: If a limit is set with the local backend.
+        """
         if backend != "local":
             return
         for name in _NAMES:
@@ -70,6 +79,7 @@ class WorkerLimits(Checked):
 
 
 def timeout_message(limit_s: float, job: EpisodeJob) -> str:
+    """The error message of an episode that ran past `limit_s`."""
     return (
         f"timed out after {limit_s:g} s on task {job.task!r} (reset seed {job.seed}); "
         "its worker was replaced"
@@ -113,6 +123,7 @@ class CallWatch:
         self._last: dict[int, float] = {}
 
     def ask(self, busy: Iterable[int], handles: list[Any]) -> None:
+        """Ask each busy worker which call it runs (one question out each, `interval` apart)."""
         now = time.monotonic()
         waiting = {worker for worker, _ in self.asked.values()}
         for worker in busy:
@@ -139,6 +150,7 @@ class CallWatch:
         return sorted({w for w, sent in self.asked.values() if now - sent > self.silence_s})
 
     def forget(self, worker: int) -> None:
+        """Drop a worker's outstanding questions and its last-asked time."""
         for ref, (owner, _) in list(self.asked.items()):
             if owner == worker:
                 del self.asked[ref]

@@ -13,6 +13,8 @@ from coevo.tasks.task import TaskSpace
 
 
 class LocalWorkers:
+    """Workers in this process, for the local backend."""
+
     def __init__(self, space: TaskSpace, policy: Policy, num_workers: int, envs_per_worker: int):
         self.num_workers = num_workers
         self.workers = [Worker(space, policy, envs_per_worker) for _ in range(num_workers)]
@@ -21,6 +23,7 @@ class LocalWorkers:
         self.restarts = 0
 
     def put(self, block: np.ndarray) -> Any:
+        """A copy of `block`: the workers read it in this process."""
         return block.copy()
 
     def run(
@@ -46,7 +49,9 @@ class LocalWorkers:
         return results
 
     def info(self) -> list[dict[str, Any]]:
+        """Each worker's description."""
         return [worker.info() for worker in self.workers]
 
     def close(self) -> None:
+        """Drop the workers."""
         self.workers = []

@@ -37,6 +37,8 @@ CLOSED = "EvaluationPool is closed; create a new one (a pool closes when its `wi
 
 
 class Backend(StrEnum):
+    """Where the pool's workers run: in this process, or as Ray actors."""
+
     LOCAL = "local"
     RAY = "ray"
 
@@ -44,9 +46,13 @@ class Backend(StrEnum):
 class ProgressListener(Protocol):
     """Told how many episodes a call plans and, chunk by chunk, how many are done."""
 
-    def planned(self, episodes: int) -> None: ...
+    def planned(self, episodes: int) -> None:
+        """Add `episodes` to those the call plans."""
+        ...
 
-    def done(self, episodes: int, env_steps: float) -> None: ...
+    def done(self, episodes: int, env_steps: float) -> None:
+        """Count `episodes` finished, with their `env_steps`."""
+        ...
 
 
 class EvaluationPool:
@@ -193,6 +199,7 @@ class EvaluationPool:
 
     @property
     def closed(self) -> bool:
+        """Whether the pool has been closed."""
         return self._closed
 
     def __repr__(self) -> str:

@@ -217,6 +217,8 @@ def _connect_failure(address: str, error: ConnectionError) -> str:
 
 
 class RayWorkers:
+    """Workers as Ray actors, on an embedded Ray or an existing cluster."""
+
     def __init__(
         self,
         space: TaskSpace,
@@ -274,11 +276,13 @@ class RayWorkers:
         return self._actor.remote(self.space, self.policy, self.envs_per_worker, self.limits)
 
     def put(self, block: np.ndarray) -> Any:
+        """Put `block` in Ray's object store and return its reference."""
         import ray
 
         return ray.put(block)
 
     def info(self) -> list[dict[str, Any]]:
+        """Each worker's description (only the pid, None, for a worker still starting)."""
         import ray
 
         ready = [w for w in range(self.num_workers) if w not in self.starting]
@@ -287,6 +291,7 @@ class RayWorkers:
         return [infos.get(w, {"pid": None}) for w in range(self.num_workers)]
 
     def close(self) -> None:
+        """Kill the workers, and shut Ray down if the pool started it."""
         import ray
 
         for worker in self.workers:

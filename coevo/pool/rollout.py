@@ -66,12 +66,14 @@ class Chunk:
 
     @property
     def done(self) -> bool:
+        """Whether every job of the chunk has a result."""
         # Counted from results, not from `next_job` and `running`: a caller waiting on
         # another thread may look while the driving thread is inside `_start` (its job
         # taken, not yet running), and must not see the chunk done then.
         return self.finished >= len(self.jobs)
 
     def result(self, pid: int) -> ChunkResult:
+        """The chunk's returns, lengths, errors and counters, stamped with `pid`."""
         stats = self.counters
         stats["episodes"] = float(len(self.jobs))
         stats["env_steps"] = float(self.lengths.sum())
@@ -125,9 +127,11 @@ class Rollouts:
 
     @property
     def idle(self) -> bool:
+        """Whether no chunk runs or waits."""
         return self.running == 0 and not self.queue
 
     def add(self, chunk: Chunk) -> None:
+        """Queue a chunk (an empty one is skipped)."""
         if chunk.jobs:
             self.queue.append(chunk)
 

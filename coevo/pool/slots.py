@@ -106,6 +106,8 @@ class CallClock:
         self.started = 0.0
 
     def wrap(self, slot: int, call: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """`call`, timed: the clock records `slot` and the start while it runs."""
+
         def timed(action: Any) -> Any:
             self.started = time.monotonic()
             self.slot = slot
@@ -162,6 +164,7 @@ class GymSlots:
         return self.clock
 
     def reset_slot(self, slot: int, task: Task, seed: int) -> np.ndarray:
+        """Reset the slot's env on `task`, and keep its `step` (timed when watched)."""
         clock = self.clock
         if clock is None:
             obs = self._reset(slot, task, seed)
@@ -203,6 +206,7 @@ class GymSlots:
     def step_slots(
         self, slots: np.ndarray, actions: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
+        """Step the given slots' envs; an env that raises ends its episode with an error."""
         # Once per env step, so only list work here: observations, rewards and flags are
         # gathered in lists and turned into arrays once per call (a numpy row assignment per
         # slot cost more than the list appends and one conversion).

@@ -26,6 +26,8 @@ Source = tuple[str, Any, int]
 
 
 class WeightStore:
+    """Parameter vectors by content key, shipped to the workers in blocks (LRU, `capacity` kept)."""
+
     def __init__(self, num_params: int, put: Callable[[np.ndarray], Any], capacity: int = 4096):
         self.num_params = num_params
         self._put = put  # ray.put on the Ray backend, a copy in-process
@@ -83,11 +85,13 @@ class WeightStore:
         return {key: self._entries[key] for key in keys}
 
     def evict(self) -> None:
+        """Drop the least recently used vectors beyond `capacity`."""
         # After a call, never during one: a call may use more versions than the bound.
         while len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
 
     def clear(self) -> None:
+        """Forget every vector, stored or staged."""
         self._entries.clear()
         self._pending.clear()
         self._pending_keys.clear()

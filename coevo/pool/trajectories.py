@@ -115,9 +115,11 @@ class StreamCache:
         self.entries: OrderedDict[tuple[Task, str], tuple[Any, np.ndarray]] = OrderedDict()
 
     def take(self, key: tuple[Task, str]) -> tuple[Any, np.ndarray] | None:
+        """Remove and return the entry of `key`, or None."""
         return self.entries.pop(key, None)
 
     def put(self, key: tuple[Task, str], snapshot: Any, obs: np.ndarray) -> None:
+        """Keep a snapshot and observation under `key`, dropping the oldest beyond `capacity`."""
         self.entries[key] = (snapshot, obs)
         self.entries.move_to_end(key)
         while len(self.entries) > self.capacity:
@@ -155,6 +157,7 @@ class TrajectoryChunk:
 
     @property
     def nbytes(self) -> int:
+        """The bytes of the chunk's arrays."""
         return int(sum(getattr(self, name).nbytes for name in ARRAY_NAMES))
 
     def __len__(self) -> int:
