@@ -508,7 +508,7 @@ class LevelSamplingCurriculum(Curriculum):
             rule: The rule that decided.
             outcome: What was decided.
             reason: Why, in words.
-            **fields: Further Decision fields.
+            **fields (Any): Further Decision fields.
 
         Returns:
             The decision.

@@ -264,7 +264,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         self._counts = {"replays": 0, "new_batches": 0, "levels_added": 0, "levels_rejected": 0}
 
     def new_level(self, student: Student) -> Task:
-        """A new level for `student`, from its generator (ACCEL overrides the source)."""
+        """A new level from the level generator, drawn with `student`'s generator."""
         return self.new_level_from(student.rng)
 
     def new_level_from(self, rng: np.random.Generator) -> Task:

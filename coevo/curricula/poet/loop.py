@@ -193,8 +193,8 @@ class Poet(Curriculum):
 
     # -- one generation --------------------------------------------------------------------
     def run_generation(self) -> Work[GenerationResult]:
-        """One POET generation: optimise the active pairs, and when due, create children and
-        try transfers.
+        """One POET generation: optimise the active pairs; when due, create children
+        (archiving pairs beyond `max_active`) and try transfers.
 
         Returns:
             Work that yields the pool's batches and returns the generation's result.
