@@ -67,11 +67,19 @@ def _one(job: tuple[str, int, int, int]) -> dict:
 
 
 def run_all(seeds: tuple[int, ...], episodes: int, every: int, jobs: int) -> list[dict]:
+    """Every (seed, arm) run, in a fixed order; a line per finished run (progress)."""
     work = [(arm, seed, episodes, every) for seed in seeds for arm in ARMS]
-    if jobs <= 1:
-        return [_one(job) for job in work]
-    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-        return pool.map(_one, work, chunksize=1)
+    done = []
+    with multiprocessing.get_context("spawn").Pool(max(jobs, 1)) as pool:
+        for result in pool.imap_unordered(_one, work, chunksize=1):
+            done.append(result)
+            print(
+                f"{result['arm']} seed {result['seed']}: {result['curve'][-1]:.0f} % mastered "
+                f"({result['wall_s']:.0f} s)",
+                flush=True,
+            )
+    order = {(arm, seed): i for i, (arm, seed, _, _) in enumerate(work)}
+    return sorted(done, key=lambda r: order[(r["arm"], r["seed"])])
 
 
 def interval(values: np.ndarray) -> tuple[float, float, float]:
