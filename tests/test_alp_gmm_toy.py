@@ -51,7 +51,15 @@ def test_the_oracle_wastes_no_episode_and_runs_repeat():
 def test_quick_run_writes_parseable_results(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run(
-        [sys.executable, str(TOY_DIR / "run.py"), "--quick", "--out", str(tmp_path)],
+        [
+            sys.executable,
+            str(TOY_DIR / "run.py"),
+            "--quick",
+            "--out",
+            str(tmp_path),
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
         check=True,
         env=env,
         capture_output=True,

@@ -59,16 +59,28 @@ MODES = {
 }
 
 
-def _one(job: tuple[str, int, int, int]) -> dict:
-    arm, seed, episodes, every = job
+def _one(job: tuple[str, int, int, int, Path]) -> dict:
+    """One run, or its saved result: runs are deterministic, so a stopped study resumes."""
+    arm, seed, episodes, every, cache = job
+    saved = cache / f"{arm}_{seed}_{episodes}_{every}.npz"
+    if saved.exists():
+        data = np.load(saved)
+        return {"arm": arm, "seed": seed, "curve": data["curve"], "wall_s": float(data["wall_s"])}
     start = time.perf_counter()
     curve = mastery_curve(arm, seed, episodes, every)
-    return {"arm": arm, "seed": seed, "curve": curve, "wall_s": time.perf_counter() - start}
+    wall_s = time.perf_counter() - start
+    np.savez(saved, curve=curve, wall_s=wall_s)
+    return {"arm": arm, "seed": seed, "curve": curve, "wall_s": wall_s}
 
 
-def run_all(seeds: tuple[int, ...], episodes: int, every: int, jobs: int) -> list[dict]:
+def run_all(
+    seeds: tuple[int, ...], episodes: int, every: int, jobs: int, cache: Path
+) -> list[dict]:
     """Every (seed, arm) run, in a fixed order; a line per finished run (progress)."""
-    work = [(arm, seed, episodes, every) for seed in seeds for arm in ARMS]
+    cache.mkdir(parents=True, exist_ok=True)
+    # ALP-GMM's runs first: they take minutes, the others seconds.
+    arms = sorted(ARMS, key=lambda arm: arm != "alp_gmm")
+    work = [(arm, seed, episodes, every, cache) for arm in arms for seed in seeds]
     done = []
     with multiprocessing.get_context("spawn").Pool(max(jobs, 1)) as pool:
         for result in pool.imap_unordered(_one, work, chunksize=1):
@@ -78,7 +90,7 @@ def run_all(seeds: tuple[int, ...], episodes: int, every: int, jobs: int) -> lis
                 f"({result['wall_s']:.0f} s)",
                 flush=True,
             )
-    order = {(arm, seed): i for i, (arm, seed, _, _) in enumerate(work)}
+    order = {(arm, seed): i for i, (arm, seed) in enumerate((a, s) for s in seeds for a in ARMS)}
     return sorted(done, key=lambda r: order[(r["arm"], r["seed"])])
 
 
@@ -187,12 +199,18 @@ def main(argv: list[str] | None = None) -> None:
     mode.add_argument("--full", action="store_true", help="20,000 episodes, seeds 0..9")
     parser.add_argument("--jobs", type=int, default=1, help="processes (the machine is shared)")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "alp_gmm_toy_runs",
+        help="finished runs are kept here, so a stopped study resumes",
+    )
     args = parser.parse_args(argv)
     name = "full" if args.full else "quick"
     episodes, every, seeds = MODES[name]
     out = args.out or (HERE / "results" if args.full else Path(tempfile.mkdtemp("alp_gmm_toy")))
     start = time.perf_counter()
-    results = run_all(seeds, episodes, every, args.jobs)
+    results = run_all(seeds, episodes, every, args.jobs, args.cache / name)
     write(results, episodes, every, time.perf_counter() - start, out)
     print((out / "table.md").read_text())
     print(f"wrote {out}")
