@@ -99,8 +99,19 @@ def interval(values: np.ndarray) -> tuple[float, float, float]:
     return iqm(values), low, high
 
 
-def verdict(final: dict[str, np.ndarray]) -> tuple[str, list[str]]:
-    """'confirmed' when every declared check holds, else 'not confirmed'; with each check."""
+def cached_runs(seeds: tuple[int, ...], episodes: int, every: int, cache: Path) -> list[dict]:
+    """The finished runs in the cache only (a partial write while a study is under way)."""
+    jobs = [(arm, seed, episodes, every, cache) for seed in seeds for arm in ARMS]
+    return [
+        _one(job) for job in jobs if (cache / f"{job[0]}_{job[1]}_{episodes}_{every}.npz").exists()
+    ]
+
+
+def verdict(final: dict[str, np.ndarray], seeds: int) -> tuple[str, list[str]]:
+    """'confirmed' when every declared check holds, else 'not confirmed'; with each check.
+    Fewer runs than the declared seeds in any arm: 'inconclusive (partial)'."""
+    if min(len(v) for v in final.values()) == 0:
+        return "inconclusive (partial: an arm has no finished run)", []
     alp, alp_low, _ = interval(final["alp_gmm"])
     rnd, _, rnd_high = interval(final["random"])
     checks = {
@@ -109,30 +120,38 @@ def verdict(final: dict[str, np.ndarray]) -> tuple[str, list[str]]:
         f"ALP-GMM's IQM >= {ALP_GMM_AT_LEAST:g} % ({alp:.1f})": alp >= ALP_GMM_AT_LEAST,
     }
     lines = [f"- {'holds' if ok else 'fails'}: {name}" for name, ok in checks.items()]
+    if min(len(v) for v in final.values()) < seeds:
+        counts = ", ".join(f"{arm} {len(v)}" for arm, v in final.items())
+        return f"inconclusive (partial: runs per arm {counts} of {seeds})", lines
     return ("confirmed" if all(checks.values()) else "not confirmed"), lines
 
 
-def table(results: list[dict], episodes: int, every: int, wall_s: float) -> str:
+def table(
+    results: list[dict], episodes: int, every: int, wall_s: float, declared_seeds: int
+) -> str:
     marks = sorted({episodes // 4, episodes // 2, episodes})
     seeds = sorted({r["seed"] for r in results})
     lines = [
         "# ALP-GMM toy: % of cells mastered (IQM [95 % stratified bootstrap CI] over seeds)",
         "",
         f"Budget: {episodes:,} episodes per run (the paper: {PAPER_EPISODES:,}); "
-        f"{len(seeds)} seeds per arm ({seeds[0]}..{seeds[-1]}); wall time {wall_s:.0f} s "
+        f"seeds {seeds[0]}..{seeds[-1]} ({len(results)} runs); wall time {wall_s:.0f} s "
         f"(all runs, {sum(r['wall_s'] for r in results):.0f} s summed over runs).",
         f"ALP-GMM settings (coevo's ALPGMMTeacher): {PAPER_ALP_GMM}.",
         "",
         "| arm | " + " | ".join(f"{m:,} episodes" for m in marks) + " |",
         "|---|" + "---|" * len(marks),
     ]
-    final = {}
+    final = {arm: np.array([]) for arm in ARMS}
     for arm in ARMS:
+        if not any(r["arm"] == arm for r in results):
+            lines.append(f"| {arm} | " + " | ".join("no run yet" for _ in marks) + " |")
+            continue
         curves = np.stack([r["curve"] for r in results if r["arm"] == arm])
         final[arm] = curves[:, -1]
         cells = ["{:.1f} [{:.1f}, {:.1f}]".format(*interval(curves[:, m // every])) for m in marks]
         lines.append(f"| {arm} | " + " | ".join(cells) + " |")
-    outcome, checks = verdict(final)
+    outcome, checks = verdict(final, declared_seeds)
     lines += ["", f"Expectation (declared before the run): {EXPECTATION}", "", *checks]
     lines += ["", f"Verdict: **{outcome}**", ""]
     return "\n".join(lines)
@@ -146,6 +165,8 @@ def figure(results: list[dict], every: int, path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for arm in ARMS:
+        if not any(r["arm"] == arm for r in results):
+            continue
         curves = np.stack([r["curve"] for r in results if r["arm"] == arm])
         x = np.arange(curves.shape[1]) * every
         low, median, high = np.percentile(curves, [25, 50, 75], axis=0)
@@ -161,7 +182,9 @@ def figure(results: list[dict], every: int, path: Path) -> None:
     plt.close(fig)
 
 
-def write(results: list[dict], episodes: int, every: int, wall_s: float, out: Path) -> None:
+def write(
+    results: list[dict], episodes: int, every: int, wall_s: float, seeds: int, out: Path
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
@@ -188,7 +211,7 @@ def write(results: list[dict], episodes: int, every: int, wall_s: float, out: Pa
         ]
     )
     curves.to_csv(out / "curves.csv", index=False)
-    (out / "table.md").write_text(table(results, episodes, every, wall_s))
+    (out / "table.md").write_text(table(results, episodes, every, wall_s, seeds))
     figure(results, every, out / "mastery.png")
 
 
@@ -205,13 +228,19 @@ def main(argv: list[str] | None = None) -> None:
         default=Path(tempfile.gettempdir()) / "alp_gmm_toy_runs",
         help="finished runs are kept here, so a stopped study resumes",
     )
+    parser.add_argument(
+        "--cached-only", action="store_true", help="write what the cache holds; run nothing"
+    )
     args = parser.parse_args(argv)
     name = "full" if args.full else "quick"
     episodes, every, seeds = MODES[name]
     out = args.out or (HERE / "results" if args.full else Path(tempfile.mkdtemp("alp_gmm_toy")))
     start = time.perf_counter()
-    results = run_all(seeds, episodes, every, args.jobs, args.cache / name)
-    write(results, episodes, every, time.perf_counter() - start, out)
+    if args.cached_only:
+        results = cached_runs(seeds, episodes, every, args.cache / name)
+    else:
+        results = run_all(seeds, episodes, every, args.jobs, args.cache / name)
+    write(results, episodes, every, time.perf_counter() - start, len(seeds), out)
     print((out / "table.md").read_text())
     print(f"wrote {out}")
 
