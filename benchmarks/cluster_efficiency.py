@@ -6,7 +6,7 @@ The same calls (ES-sized batches of walker episodes: `--pairs` random MLP polici
   one node     an embedded Ray with `--workers` CPUs, the pool's workers on it;
   two nodes    `tests/cluster_support.LocalCluster`: a head and a second raylet on this
                machine, `--workers` / 2 CPUs each, the pool connected by address (the
-               two-node test cluster of `tests/test_cluster.py`), so every chunk crosses
+               two-node test cluster of `tests/pool/test_cluster.py`), so every chunk crosses
                node boundaries through the object store and the GCS as on a real cluster.
 
 Per configuration and repeat it prints env steps per wall second, the workers' busy share

@@ -41,6 +41,7 @@ _EXPORTS = {
     "Policy": "coevo.policies",
     "Population": "coevo.curricula.poet",
     "PrioritizedLevelReplay": "coevo.curricula.plr",
+    "Run": "coevo.run",
     "make_policy": "coevo.policies",
     "tasks": "coevo.tasks",
 }
@@ -75,6 +76,7 @@ __all__ = [
     "Policy",
     "Population",
     "PrioritizedLevelReplay",
+    "Run",
     "make_policy",
     "tasks",
 ]
@@ -118,3 +120,4 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from coevo.optimizers.ppo_config import PPOConfig
     from coevo.policies import MLPPolicy, Policy, make_policy
     from coevo.pool import EvaluationPool
+    from coevo.run import Run

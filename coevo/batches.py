@@ -24,9 +24,13 @@ class AskTell(Protocol[T_co]):
     """`ask()` gives the next batch of jobs; `tell(results)` takes one result per job and
     returns the outcome once the work is done (None while more batches are to come)."""
 
-    def ask(self) -> list[Any]: ...
+    def ask(self) -> list[Any]:
+        """The next batch of jobs (the same batch until it is told)."""
+        ...
 
-    def tell(self, results: Sequence[Any]) -> T_co | None: ...
+    def tell(self, results: Sequence[Any]) -> T_co | None:
+        """One result per job of the last `ask()`, in its order; the outcome at the end."""
+        ...
 
 
 class JobBatches(Generic[T]):
@@ -46,6 +50,11 @@ class JobBatches(Generic[T]):
         return self._done
 
     def ask(self) -> list[Any]:
+        """The next batch of jobs; asking again before `tell` gives the same batch.
+
+        Raises:
+            RuntimeError: the work is done (`tell` returned its outcome).
+        """
         if self._pending is None:
             if self._done:
                 raise RuntimeError("the work is done: its outcome was returned by tell()")
@@ -53,6 +62,15 @@ class JobBatches(Generic[T]):
         return self._pending
 
     def tell(self, results: Sequence[Any]) -> T | None:
+        """Give the results of the last `ask()`'s jobs, one per job in its order.
+
+        Returns:
+            The work's outcome once it is done; None while more batches are to come.
+
+        Raises:
+            RuntimeError: `tell` before `ask`.
+            ValueError: not one result per job.
+        """
         jobs = self._pending
         if jobs is None:
             raise RuntimeError("tell() before ask(): ask for the batch of jobs first")

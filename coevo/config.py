@@ -188,14 +188,12 @@ _BASE_CONFIGS = {"optimizer": optimizers.OptimizerConfig, "curriculum": curricul
 
 
 def _plugin_config(raw: Any, kind: str, get: Any) -> type:
-    default = (
-        dataclasses.fields(RunConfig)[[f.name for f in dataclasses.fields(RunConfig)].index(kind)]
-        .default_factory()
-        .name
-    )
+    section = {f.name: f for f in dataclasses.fields(RunConfig)}[kind]
+    assert section.default_factory is not dataclasses.MISSING  # every plug-in section has one
+    default = section.default_factory().name
     name = raw.get("name", default) if isinstance(raw, Mapping) else default
     plugin = get(name)
-    config_class = plugin.config_class
+    config_class: type = plugin.config_class
     if not (dataclasses.is_dataclass(config_class) and "name" in config_class.__dataclass_fields__):
         raise ConfigError(f"{kind}.name", f"{name}'s config_class must be a dataclass with `name`")
     base = _BASE_CONFIGS[kind]
@@ -288,7 +286,7 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
     for name, value in raw.items():
         path = f"{prefix}{name}"
         hint = hints[name]
-        if dataclasses.is_dataclass(hint):
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             values[name] = _build(hint, value, f"{path}.")
         else:
             values[name] = checked_value(path, value, hint, rule_of(fields[name]))

@@ -31,7 +31,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -151,11 +151,12 @@ def _csv_entries(path: Path, space: TaskSpace) -> list[dict[str, Any]]:
         )
     entries = []
     for index, row in frame.iterrows():
-        line = int(index) + 2  # the file's own line: the header is line 1, blank lines count
+        # The file's own line: the header is line 1, blank lines count (a RangeIndex label).
+        line = int(cast(int, index)) + 2
         policy: Any = row["policy"]
-        if "pair" in frame and pd.notna(row.get("pair")):
+        if "pair" in frame and bool(pd.notna(row.get("pair"))):
             policy = {"checkpoint": policy, "pair": row["pair"]}
-        task = {k: row[k] for k in space.names if k in frame and pd.notna(row[k])}
+        task = {k: row[k] for k in space.names if k in frame and bool(pd.notna(row[k]))}
         name = row.get("name", None)
         name = None if name is None or pd.isna(name) else str(name)
         entries.append({"name": name, "policy": policy, "task": task, "line": line})
@@ -176,8 +177,8 @@ def _load_policy(
         spec = {"sb3": spec}
     elif isinstance(spec, str) and spec.endswith(".pt"):
         spec = {"torchscript": spec}
-    forms = [k for k in POLICY_FORMS if isinstance(spec, Mapping) and k in spec]
-    if len(forms) != 1:
+    forms = [k for k in POLICY_FORMS if k in spec] if isinstance(spec, Mapping) else []
+    if not isinstance(spec, Mapping) or len(forms) != 1:
         raise ConfigError(
             field,
             "must be a .npy file or a mapping with one of "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -17,11 +18,21 @@ from coevo.pool import EvaluationPool
 from coevo.pool.slots import observation_flattener
 from coevo.run_files import CONFIG_FILE
 from coevo.runner import load_run_config, prepare
+from coevo.tasks.level_kind import is_numeric
 from coevo.tasks.task import Task, TaskSpace
+
+# An env that renders at most this many frames per second (gymnasium's `render_fps`) moves in
+# whole steps (a maze): its GIF keeps every step's frame, at that rate. Faster envs keep every
+# other frame, at 25 frames per second.
+STEPWISE_FPS = 10
 
 
 @dataclass
 class SavedRun:
+    """A run read back from its newest checkpoint: its directory, config and generation,
+    POET's population (None for single-policy curricula) and every policy's parameters by name.
+    """
+
     run_dir: Path
     config: RunConfig
     generation: int
@@ -109,6 +120,8 @@ def parse_task(
         return space, default
     if text.strip().isdigit():
         return space, pick_pair(population, int(text)).task
+    if not is_numeric(space):
+        return space, _level_from_text(space, text)
     values = {}
     for item in text.split(","):
         name, sep, value = item.partition("=")
@@ -132,6 +145,22 @@ def parse_task(
                 )
     space = space.with_overrides(wider)
     return space, space.task(**{**default.as_dict(), **values})
+
+
+def _level_from_text(space: TaskSpace, text: str) -> Any:
+    """A level of a kind without named numbers (a maze) from its JSON, as the tables'
+    `task` column holds it (test_set.csv, eligibility.csv)."""
+    try:
+        level = space.level_from_json(text)
+        space.check(level)
+    except (ValueError, KeyError, TypeError, ConfigError) as error:
+        raise ConfigError(
+            "task",
+            f"task space '{space.name}' holds {space.level_type.__name__} levels: give a pair "
+            "id or a level's JSON, as the `task` column of test_set.csv or eligibility.csv "
+            f"holds it ({error})",
+        ) from None
+    return level
 
 
 def episode_returns(
@@ -189,9 +218,14 @@ def record_gif(
         if terminated or truncated:
             break
     env.close()
-    images = [Image.fromarray(np.asarray(frame)) for frame in frames[::2]]  # 25 fps of 50
+    fps = env.metadata.get("render_fps")
+    if fps is not None and fps <= STEPWISE_FPS:
+        kept, duration = frames, round(1000 / fps)
+    else:
+        kept, duration = frames[::2], 40  # 25 fps of 50
+    images = [Image.fromarray(np.asarray(frame)) for frame in kept]
     path = Path(path)
-    images[0].save(path, save_all=True, append_images=images[1:], duration=40, loop=0)
+    images[0].save(path, save_all=True, append_images=images[1:], duration=duration, loop=0)
     return path
 
 
@@ -213,7 +247,7 @@ def replay(
         space, task = parse_task(space, saved.population, task_text, pair.task, on_skip)
     else:
         pair = pick_policy(saved, pair_id, space)
-        if task_text is not None and "=" not in task_text:
+        if task_text is not None and "=" not in task_text and is_numeric(space):
             if len(space.names) != 1:
                 raise ConfigError(
                     "task",

@@ -1,4 +1,9 @@
-"""Shared fixtures: one embedded Ray instance for the whole session (starting Ray is slow)."""
+"""Shared fixtures: one embedded Ray instance for the whole session (starting Ray is slow).
+
+Under pytest-xdist (`make test`: -n 2 --dist loadgroup) each worker process is a session of
+its own, with its own Ray; a module whose tests share one expensive module-scoped fixture (a
+run that several tests read) says `pytestmark = pytest.mark.xdist_group(...)`, which keeps it
+on one worker, so that fixture is made once."""
 
 from __future__ import annotations
 
@@ -14,9 +19,25 @@ def ray_session():
     import ray
 
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+        # A Ray of this process's own ("local": never a `ray start` cluster on this machine,
+        # such as tests/pool/test_cluster.py's), with its CPUs stated: each xdist worker
+        # starts one.
+        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
     yield ray
     ray.shutdown()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest work first: the slow tests, then the modules kept on one worker. Under
+    xdist the other worker meanwhile takes the short tests, and no long one is left to end
+    the run alone."""
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("slow"):
+            return 0
+        return 1 if item.get_closest_marker("xdist_group") else 2
+
+    items.sort(key=rank)  # stable: the order within each rank is kept
 
 
 @pytest.fixture(scope="session")

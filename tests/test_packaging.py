@@ -65,7 +65,7 @@ def test_the_wheel_installs_and_its_commands_run_from_any_directory(tmp_path):
         [
             bin_dir / "python",
             "-c",
-            "import coevo, coevo.cli; print(coevo.__file__, coevo.cli.CONF_DIR)",
+            "import coevo, coevo.cli.conf; print(coevo.__file__, coevo.cli.conf.CONF_DIR)",
         ],
         cwd=work,
         **clean_env,

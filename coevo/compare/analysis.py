@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,7 @@ class Budget:
     updates: float | None = None
 
     def describe(self) -> str:
+        """The budget in words, for the printed table and the page."""
         parts = []
         if self.env_steps is not None:
             parts.append(f"{self.env_steps:,.0f} training env steps")
@@ -82,7 +84,14 @@ def progress(summary: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def column(frame: pd.DataFrame, name: str) -> pd.Series:
+    """frame's column `name` (pandas types a lookup by key as any of DataFrame, Series or
+    scalar)."""
+    return cast(pd.Series, frame[name])
+
+
 def within(frame: pd.DataFrame, budget: Budget) -> pd.Series:
+    """Which rows of `progress(summary)` lie inside the budget (every limit that is set)."""
     inside = pd.Series(True, index=frame.index)
     if budget.env_steps is not None:
         inside &= frame["steps_so_far"] <= budget.env_steps
@@ -94,14 +103,32 @@ def within(frame: pd.DataFrame, budget: Budget) -> pd.Series:
 def run_figure(
     run: Run, group: str, metric: str, budget: Budget, last: int, alpha: float
 ) -> RunFigure:
+    """A run's headline figure: the mean of its last `last` finite scorings inside the budget.
+
+    Args:
+        run: the run.
+        group: the group it is counted in (`group_label`).
+        metric: a test column of summary.csv (`test_mastered`, `test_mean_return`).
+        budget: the training env steps and/or updates a scoring may have used.
+        last: how many scorings to average.
+        alpha: the α of the run's α-CVaR over test tasks.
+
+    Returns:
+        The `RunFigure`; its value is NaN when no scoring lies inside the budget.
+
+    Raises:
+        CompareError: summary.csv lacks `metric`, or a budget in updates is asked of a run
+            that records no optimizer_steps.
+    """
     if metric not in run.summary:
         raise CompareError(
             f"{run.path}: summary.csv has no {metric} column (is a test set scored? "
             "test_set.every > 0)"
         )
     frame = progress(run.summary)
-    scored = frame[within(frame, budget) & np.isfinite(frame[metric])].tail(last)
-    if budget.updates is not None and frame["updates_so_far"].isna().all():
+    inside = within(frame, budget) & np.isfinite(frame[metric])
+    scored = cast(pd.DataFrame, frame[inside]).tail(last)  # rows by a mask: a DataFrame
+    if budget.updates is not None and bool(frame["updates_so_far"].isna().all()):
         raise CompareError(f"{run.path}: no {UPDATES} column, so no budget in updates")
     reached = (budget.env_steps is None or frame["steps_so_far"].max() >= budget.env_steps) and (
         budget.updates is None or frame["updates_so_far"].max() >= budget.updates
@@ -110,11 +137,11 @@ def run_figure(
     return RunFigure(
         run=run,
         group=group,
-        value=float(scored[metric].mean()) if len(scored) else math.nan,
+        value=float(column(scored, metric).mean()) if len(scored) else math.nan,
         scorings=tuple(float(v) for v in scored[metric]),
         generations=generations,
-        env_steps=float(scored["steps_so_far"].iloc[-1]) if len(scored) else math.nan,
-        updates=float(scored["updates_so_far"].iloc[-1]) if len(scored) else math.nan,
+        env_steps=float(column(scored, "steps_so_far").iloc[-1]) if len(scored) else math.nan,
+        updates=float(column(scored, "updates_so_far").iloc[-1]) if len(scored) else math.nan,
         reached_budget=bool(reached),
         cvar=task_cvar(run.test_scores, generations, alpha),
     )
@@ -127,7 +154,7 @@ def task_cvar(test_scores: pd.DataFrame | None, generations: tuple[int, ...], al
     if test_scores is None or not generations:
         return math.nan
     rows = test_scores[test_scores["generation"].isin(generations)]
-    per_task = rows.groupby("test_task")["return"].mean().dropna()
+    per_task = cast(pd.Series, rows.groupby("test_task")["return"].mean()).dropna()
     return stats.cvar(per_task.to_numpy(), alpha) if len(per_task) else math.nan
 
 

@@ -32,6 +32,7 @@ DEFAULT_BY = "curriculum.name"
 
 
 def parser() -> argparse.ArgumentParser:
+    """coevo-compare's command line (`coevo-compare --help` prints it)."""
     p = argparse.ArgumentParser(
         prog="coevo-compare",
         description=__doc__,
@@ -64,6 +65,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def group_label(run: Run, keys: list[str]) -> str:
+    """The group a run belongs to: its config's values at `keys`, joined with ','.
+
+    Raises:
+        CompareError: the run's config.yaml lacks one of the keys.
+    """
     try:
         return ",".join(str(run.value(key)) for key in keys)
     except KeyError as missing:
@@ -111,6 +117,11 @@ def compare(args: argparse.Namespace) -> list[GroupStats]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The `coevo-compare` entry point: exits 2 with a one-line message on a `CompareError`.
+
+    Args:
+        argv: the arguments (default: the process's command line).
+    """
     args = parser().parse_args(argv)
     try:
         compare(args)

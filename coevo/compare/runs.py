@@ -60,6 +60,7 @@ class Run:
 
 
 def is_run_dir(path: Path) -> bool:
+    """Whether `path` holds a coevo run (both config.yaml and summary.csv)."""
     return (path / CONFIG_FILE).is_file() and (path / SUMMARY).is_file()
 
 
@@ -94,6 +95,14 @@ def _natural_key(path: Path) -> tuple:
 
 
 def load_run(path: Path) -> Run:
+    """A run directory's config.yaml, summary.csv and, where scored, test_scores.csv.
+
+    Args:
+        path: a directory for which `is_run_dir` holds.
+
+    Returns:
+        The `Run`; an empty summary.csv gives an empty frame, a missing test_scores.csv None.
+    """
     config = yaml.safe_load((path / CONFIG_FILE).read_text()) or {}
     try:
         summary = pd.read_csv(path / SUMMARY)

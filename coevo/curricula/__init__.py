@@ -7,7 +7,10 @@ From Python, each is built from the pool, settings as keywords, e.g. `Poet(pool,
 optimizer=ES(population=16), max_active=8, seed=0)`, `PLR(pool, buffer_size=64)`; the
 classes and the bases a curriculum of one's own extends (`Curriculum`, `CurriculumConfig`,
 `LevelSamplingCurriculum`, `Plan`, `Student`, `Outcome`, `Signal`, `Decision`, ...) are
-importable from here. The algorithms are imported on first use.
+importable from here. The algorithms are imported on first use, except through
+`sampler(name, space, seed=0, **settings)`: the curricula as task samplers for any trainer
+(`coevo/curricula/sampler.py`; the function shadows the module's name here, so import the
+module's other names with `from coevo.curricula.sampler import ...`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,14 @@ from coevo.plugins import Registry
 if TYPE_CHECKING:
     import numpy as np
 
+    # The algorithms that __getattr__ imports on first use (`_ALGORITHMS`), for type checkers.
+    from coevo.curricula.accel import ACCEL, ACCELConfig
+    from coevo.curricula.alp_gmm import ALPGMM, ALPGMMConfig
+    from coevo.curricula.dr import DomainRandomization, DRConfig
+    from coevo.curricula.dr import DomainRandomization as DR
+    from coevo.curricula.plr import PLRConfig, PrioritizedLevelReplay
+    from coevo.curricula.plr import PrioritizedLevelReplay as PLR
+    from coevo.curricula.poet import EnhancedPoet, EnhancedPoetConfig, Poet, PoetConfig
     from coevo.optimizers.base import Optimizer
     from coevo.pool import EvaluationPool
     from coevo.tasks.task import TaskSpace
@@ -139,4 +150,8 @@ __all__ = [
     "get",
     "names",
     "register",
+    "sampler",
 ]
+
+# Last: the sampler module imports the algorithms, which import this package's bases.
+from coevo.curricula.sampler import sampler  # noqa: E402

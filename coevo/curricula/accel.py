@@ -25,6 +25,8 @@ from coevo.tasks.task import Task
 
 @dataclass(frozen=True)
 class ACCELConfig(PLRConfig):
+    """ACCEL settings: PLR⊥'s plus how often to replay and how to edit replayed levels."""
+
     name: str = setting("accel", doc="registry name or package.module:Class")
     replay_prob: float = setting(
         0.8, low=0.0, high=1.0, doc="P(replay) once warm (dcd ACCEL MiniGrid config: 0.8)"
@@ -41,6 +43,12 @@ class ACCELConfig(PLRConfig):
 
 
 class ACCEL(PrioritizedLevelReplay):
+    """ACCEL (Parker-Holder et al. 2022): PLR⊥ that also edits the levels it replays with the
+    space's mutation, so complexity grows from easy levels.
+
+    Takes the same arguments as `DomainRandomization`, with an `ACCELConfig`.
+    """
+
     config_class = ACCELConfig
     config: ACCELConfig
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from coevo.curricula.alp_gmm_teacher import ALP_SCALES, CRITERIA, ALPGMMTeacher, Sampled
+from coevo.curricula.alp_gmm_teacher import ALP_SCALES, CRITERIA, ALPGMMTeacher, Mixture, Sampled
 from coevo.curricula.base import Decision
 from coevo.curricula.level_sampling import (
     LevelSamplingConfig,
@@ -28,6 +28,7 @@ from coevo.curricula.level_sampling import (
 )
 from coevo.errors import ConfigError
 from coevo.settings import setting
+from coevo.tasks.level_kind import require
 from coevo.tasks.task import Task
 
 # Sources: TeachMyAgent `ALPGMM.__init__` defaults (teachers/algos/alp_gmm.py), which are the
@@ -47,6 +48,8 @@ TEACHER_FIELDS = (
 
 @dataclass(frozen=True)
 class ALPGMMConfig(LevelSamplingConfig):
+    """ALP-GMM settings, defaulted as in flowersteam/TeachMyAgent."""
+
     name: str = setting("alp_gmm", doc="registry name or package.module:Class")
     fit_rate: int = setting(250, low=2, doc="tasks between two fits (TeachMyAgent: 250)")
     bootstrap: int = setting(
@@ -90,27 +93,36 @@ class ALPGMMConfig(LevelSamplingConfig):
 
 
 class ALPGMM(LevelSamplingCurriculum):
+    """ALP-GMM (Portelas et al. 2019): fits Gaussian mixtures over (task, absolute learning
+    progress) and samples tasks where progress is high, with some uniform exploration.
+
+    Takes the same arguments as `DomainRandomization`, with an `ALPGMMConfig`. Needs
+    scikit-learn (`pip install 'coevo[curricula]'`).
+    """
+
     config_class = ALPGMMConfig
     config: ALPGMMConfig
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
-        settings = {name: getattr(config, name) for name in TEACHER_FIELDS}
-        try:
-            self.teachers = {
-                s.index: ALPGMMTeacher(
-                    self.space, **settings, gmm_seed=int(s.rng.integers(0, 2**31 - 1))
-                )
-                for s in self.students
-            }
-        except ValueError as error:
-            raise ConfigError("curriculum", str(error)) from None
+        self.teachers = {s.index: new_teacher(self.space, config, s.rng) for s in self.students}
         warn_if_run_too_short(
             config,
             config.bootstrap,
             "the teacher samples uniformly (as DR does) until its first mixture, fitted after "
             "curriculum.bootstrap tasks",
             "Lower curriculum.bootstrap and curriculum.fit_rate",
+        )
+
+    @classmethod
+    def check_space(cls, config: Any, space: Any) -> None:
+        # The teacher fits mixtures over encoded levels and draws points it decodes into
+        # levels: a kind without both hooks (mazes: no point decodes to a maze) cannot run.
+        require(
+            space,
+            ("encode", "decode"),
+            "alp_gmm",
+            "draws tasks as points of a fixed-length encoding and decodes them",
         )
 
     def begin_generation(self) -> None:
@@ -156,16 +168,9 @@ class ALPGMM(LevelSamplingCurriculum):
                     self._alps.append(alp)
                 refit = teacher.mixture is not fitted_before
                 self._counts["fits"] += int(refit)
-                reason = (
-                    f"{_origin(s, self.config.random_ratio)}; training return "
-                    f"{episode_return:.4g}, ALP {alp:.3g}"
+                reason = record_reason(
+                    s, self.config, episode_return, alp, teacher.mixture if refit else None
                 )
-                if refit:
-                    m = teacher.mixture
-                    reason += (
-                        f"; refit: {m.components} components by {m.criterion.upper()} over "
-                        f"the last {self.config.fit_rate} tasks"
-                    )
                 if outcome.training_outcome != "trained":
                     reason += "; not trained: the step kept the weights"
                 decisions.append(
@@ -195,7 +200,8 @@ class ALPGMM(LevelSamplingCurriculum):
     def student_rows(self, student: Student) -> list[dict[str, Any]]:
         return self.teachers[student.index].rows()
 
-    def curriculum_state(self) -> dict[str, Any]:
+    def curriculum_state(self) -> dict[Any, dict[str, Any]]:
+        # Keyed by student index: an int here, a str once the state has been through JSON.
         return {index: teacher.state_dict() for index, teacher in self.teachers.items()}
 
     def load_curriculum_state(self, state: dict[str, Any]) -> None:
@@ -210,6 +216,36 @@ class ALPGMM(LevelSamplingCurriculum):
             f"components {s['gmm_components']:4.3g} | "
             f"ALP {s['mean_alp']:7.3g} | best {s['best_score']:7.1f} | {s['wall_s']:5.1f}s"
         )
+
+
+# -- the rules both faces use: coevo's runs (above) and coevo.curricula.sampler -----------
+def new_teacher(space: Any, config: ALPGMMConfig, rng: np.random.Generator) -> ALPGMMTeacher:
+    """A student's teacher as `config` sets it; its fits' seed is drawn from `rng`."""
+    settings = {name: getattr(config, name) for name in TEACHER_FIELDS}
+    try:
+        return ALPGMMTeacher(space, **settings, gmm_seed=int(rng.integers(0, 2**31 - 1)))
+    except ValueError as error:
+        raise ConfigError("curriculum", str(error)) from None
+
+
+def record_reason(
+    s: Sampled | None,
+    config: ALPGMMConfig,
+    episode_return: float,
+    alp: float,
+    refit: Mixture | None,
+) -> str:
+    """A recorded episode's row reason: where its task came from, its ALP, and the
+    mixture fitted after it (`refit`), if one was."""
+    reason = (
+        f"{_origin(s, config.random_ratio)}; training return {episode_return:.4g}, ALP {alp:.3g}"
+    )
+    if refit is not None:
+        reason += (
+            f"; refit: {refit.components} components by {refit.criterion.upper()} over "
+            f"the last {config.fit_rate} tasks"
+        )
+    return reason
 
 
 def _points(signal: Signal) -> list[float]:

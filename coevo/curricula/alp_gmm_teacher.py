@@ -25,7 +25,7 @@ raw ALP as TeachMyAgent does. As in TeachMyAgent every fit uses one fixed `rando
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -152,7 +152,8 @@ class ALPGMMTeacher:
         if self.alp_scale == "window_max" and alps.size and alps.max() > 0:
             scale = float(alps.max())
         data = np.column_stack([np.stack(self.points[window]), alps / scale])
-        best, values = None, {}
+        best: GaussianMixture | None = None
+        values: dict[int, float] = {}
         # More components than distinct points (a few int levels) fit nothing more: sklearn
         # warns and collapses them. Tried up to the distinct points, never below the minimum.
         distinct = len(np.unique(data, axis=0))
@@ -167,10 +168,12 @@ class ALPGMMTeacher:
             values[k] = float(model.aic(data) if self.criterion == "aic" else model.bic(data))
             if best is None or values[k] < values[best.n_components]:
                 best = model
+        assert best is not None  # the range of component counts holds min_components at least
         self.mixture = Mixture(
-            best.means_.copy(),
-            best.covariances_.copy(),
-            best.weights_.copy(),
+            # Arrays once fitted (sklearn's inferred types also allow the unset init values).
+            cast(np.ndarray, best.means_).copy(),
+            cast(np.ndarray, best.covariances_).copy(),
+            cast(np.ndarray, best.weights_).copy(),
             self.criterion,
             values,
             scale,

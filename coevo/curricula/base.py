@@ -153,6 +153,10 @@ class Decision:
 
 @dataclass
 class GenerationResult:
+    """What one generation produced: its number, its `summary.csv` row, its decisions
+    (`eligibility.csv` rows) and any extra tables (file stem -> rows).
+    """
+
     generation: int
     summary: dict[str, Any]  # one row of summary.csv
     decisions: list[Decision] = field(default_factory=list)

@@ -26,11 +26,25 @@ from coevo.tasks.task import Task
 
 @dataclass(frozen=True)
 class DRConfig(LevelSamplingConfig):
+    """Domain randomisation settings: those every single-policy curriculum shares, plus the
+    length of the task history kept for `population.csv`.
+    """
+
     name: str = setting("dr", doc="registry name or package.module:Class")
     history: int = setting(1000, low=0, doc="tasks kept per student for population.csv (0: all)")
 
 
 class DomainRandomization(LevelSamplingCurriculum):
+    """Domain randomisation (Tobin et al. 2017): every step trains on `tasks_per_step` tasks
+    drawn uniformly within the space's bounds. The baseline for every other curriculum.
+
+    Built as `DR(pool, optimizer=ES(...), seed=0, **settings)`, the settings being
+    `DRConfig`'s fields, or as `DomainRandomization(config, space=, pool=, optimizer=,
+    seed=0, initial_theta=None)`: the space is the pool's; `initial_theta` is what every
+    policy starts from (default: the policy's init). A bad setting raises `ConfigError`.
+    Arguments of the wrong kind raise `TypeError`.
+    """
+
     config_class = DRConfig
     config: DRConfig
 

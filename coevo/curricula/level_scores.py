@@ -26,6 +26,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol, TypeGuard
 
 import numpy as np
 
@@ -36,6 +37,39 @@ RETURN_REGRET_WARNING = (
     "return so far: it favours unsolvable levels (lowest return first), whose regret is not "
     "learnable; curriculum.score=learnability (p(1 - p) of the success rate) does not"
 )
+
+
+# Per-step values as a list or an array.
+Floats = Sequence[float] | np.ndarray
+Flags = Sequence[bool] | np.ndarray
+
+
+class EpisodeTrace(Protocol):
+    """An episode's result as the value scores read it (its `last_value`, when it has one,
+    bootstraps the step after its last)."""
+
+    @property
+    def rewards(self) -> Floats: ...
+
+    @property
+    def values(self) -> Floats: ...
+
+
+class StreamTrace(EpisodeTrace, Protocol):
+    """A stream of steps that may hold several episodes (a PPO rollout stream)."""
+
+    @property
+    def next_values(self) -> Floats: ...
+
+    @property
+    def terminated(self) -> Flags: ...
+
+    @property
+    def truncated(self) -> Flags: ...
+
+
+def is_stream(trace: EpisodeTrace | StreamTrace) -> TypeGuard[StreamTrace]:
+    return hasattr(trace, "next_values")
 
 
 class LevelScore(StrEnum):
@@ -56,8 +90,8 @@ class LevelScore(StrEnum):
 
 
 def gae_advantages(
-    rewards: Sequence[float],
-    values: Sequence[float],
+    rewards: Floats,
+    values: Floats,
     last_value: float,
     gamma: float,
     gae_lambda: float,
@@ -79,8 +113,8 @@ def gae_advantages(
 
 
 def positive_value_loss(
-    rewards: Sequence[float],
-    values: Sequence[float],
+    rewards: Floats,
+    values: Floats,
     last_value: float,
     gamma: float,
     gae_lambda: float,
@@ -97,11 +131,11 @@ def positive_value_loss(
 
 
 def stream_advantages(
-    rewards: Sequence[float],
-    values: Sequence[float],
-    next_values: Sequence[float],
-    terminated: Sequence[bool],
-    truncated: Sequence[bool],
+    rewards: Floats,
+    values: Floats,
+    next_values: Floats,
+    terminated: Flags,
+    truncated: Flags,
     gamma: float,
     gae_lambda: float,
 ) -> np.ndarray:
@@ -132,12 +166,14 @@ def stream_advantages(
     return advantages
 
 
-def trajectory_positive_value_loss(trajectory: object, gamma: float, gae_lambda: float) -> float:
+def trajectory_positive_value_loss(
+    trajectory: EpisodeTrace | StreamTrace, gamma: float, gae_lambda: float
+) -> float:
     """`positive_value_loss` of an episode (`rewards`, `values`, optional `last_value`) or of
     a stream (`rewards`, `values`, `next_values`, `terminated`, `truncated`)."""
     if len(trajectory.rewards) == 0:
         return float("nan")
-    if hasattr(trajectory, "next_values"):
+    if is_stream(trajectory):
         advantages = stream_advantages(
             trajectory.rewards,
             trajectory.values,
@@ -157,7 +193,7 @@ def trajectory_positive_value_loss(trajectory: object, gamma: float, gae_lambda:
     )
 
 
-def max_mc(values: Sequence[float], max_return: float) -> float:
+def max_mc(values: Floats, max_return: float) -> float:
     """(1/T) Σ_t (R_max - V(s_t)), R_max the highest return ever reached on this level.
 
     Source: Jiang et al. 2021 ("MaxMC"); dcd `_average_grounded_signed_value_loss`, whose
@@ -245,14 +281,14 @@ class EpisodePart:
         return len(self.rewards)
 
 
-def episode_parts(result: object, continued: bool) -> list[EpisodePart]:
+def episode_parts(result: EpisodeTrace | StreamTrace, continued: bool) -> list[EpisodePart]:
     """A result's episodes, split where one terminated or was truncated: an episode result
     (`rewards`, `values`, optional `last_value`) is one finished episode; a stream's last
     part is unfinished unless its last step ended an episode. `continued`: the stream went
     on with an episode of an earlier rollout (its first part)."""
     rewards = np.asarray(result.rewards, dtype=float)
     values = np.asarray(result.values, dtype=float)
-    if not hasattr(result, "next_values"):  # one whole episode
+    if not is_stream(result):  # one whole episode
         following = np.append(values[1:], float(getattr(result, "last_value", 0.0)))
         going_on = np.zeros(len(rewards), bool)  # its last step bootstraps `last_value`
         return [EpisodePart(rewards, values, following, going_on, going_on, True, False)]

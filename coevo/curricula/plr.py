@@ -69,6 +69,10 @@ PARTIAL_EPISODES = ("carry", "commit")
 
 @dataclass(frozen=True)
 class PLRConfig(LevelSamplingConfig):
+    """PLR⊥ settings, named and defaulted as in facebookresearch/dcd, with a smaller buffer
+    (64) so that replay starts within a short run.
+    """
+
     name: str = setting("plr", doc="registry name or package.module:Class")
     # dcd's MiniGrid runs keep 4000 levels (level_replay_seed_buffer_size) over tens of
     # thousands of updates; with min_fill 0.5 nothing is replayed, so nothing trained, before
@@ -139,6 +143,14 @@ class PLRConfig(LevelSamplingConfig):
 
 
 class PrioritizedLevelReplay(LevelSamplingCurriculum):
+    """PLR⊥ (Jiang et al. 2021): trains only on replayed levels, picked by estimated regret
+    and staleness; new levels are scored without training and enter the buffer.
+
+    Takes the same arguments as `DomainRandomization`, with a `PLRConfig`. Value-based
+    scores need an optimizer with value predictions (PPO); with ES or ARS it falls back to
+    `return_regret` and says so.
+    """
+
     config_class = PLRConfig
     config: PLRConfig
     # A subclass with a level score of its own overrides `level_score` and names its score
@@ -170,17 +182,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             log.warning("%s: %s", config.name, RETURN_REGRET_WARNING)
         self.fill_cap = fill_cap = self._fill_cap()
         self.buffers: dict[int, LevelBuffer] = {
-            s.index: LevelBuffer(
-                config.buffer_size,
-                config.temperature,
-                config.staleness_coef,
-                config.replay_prob,
-                config.min_fill,
-                fill_cap=fill_cap,
-                eviction=config.eviction,
-                staleness_clock=config.staleness_clock,
-            )
-            for s in self.students
+            s.index: new_buffer(config, fill_cap) for s in self.students
         }
         fill = (
             f"the {fill_cap} distinct new levels (capped, above)"
@@ -196,8 +198,9 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         # Best mean return each student has reached on any level (return_regret's anchor).
         self.best_return: dict[int, float] = {s.index: float("-inf") for s in self.students}
         # Per student, per training stream: the level and score so far of the episode the
-        # last training step cut (carried into the next step; see `_episode_scores`).
-        self._partials: dict[int, dict[int, tuple[Task, Partial]]] = {}
+        # last training step cut (carried into the next step; see `_episode_scores`). Stream
+        # None: a job without one (a signal built by hand).
+        self._partials: dict[int, dict[int | None, tuple[Task, Partial]]] = {}
         # A warning's bookkeeping only (results never depend on it): not in the state.
         self._stalled: dict[int, int] = {s.index: 0 for s in self.students}
 
@@ -207,17 +210,11 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         distinct levels as many draws as that fill reach; else None. Replay then starts once
         the buffer holds them, instead of never (dcd keeps a small level set whole). Counted
         on draws from a generator of its own: the students' draws stay as they are."""
+        counted = count_new_levels(self.new_level_from, self.config)
+        if counted is None:
+            return None
+        within_need, reachable = counted
         need = levels_for_replay(self.config.min_fill, self.config.buffer_size)
-        rng = np.random.default_rng(0)
-        drawn = [self.new_level_from(rng) for _ in range(need)]
-        within_need = len(set(drawn))
-        if within_need >= need:
-            return None  # all distinct: continuous, or levels enough
-        reachable = set(drawn)
-        for _ in range(max(2000, 20 * need) - need):
-            reachable.add(self.new_level_from(rng))
-            if len(reachable) >= need:
-                return None  # the fill can be reached, if slowly: min_fill stands
         # Not the whole reachable set: its rare levels can take thousands of draws to come.
         log.warning(
             "%s: new levels (new_levels=%s) reach only %d distinct tasks of task space "
@@ -225,7 +222,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             "starts once the buffer holds %d, the distinct levels %d draws give here",
             self.config.name,
             self.config.new_levels,
-            len(reachable),
+            reachable,
             self.space.name,
             need,
             self.config.min_fill,
@@ -259,17 +256,10 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
 
     def new_level_from(self, rng: np.random.Generator) -> Task:
         """A new level from the level generator (`new_levels`), drawn with `rng`."""
-        if self.config.new_levels == "easy":
-            from coevo.curricula.level_editor import edit_level
-
-            return edit_level(self.space, self.space.initial_task(), self._base_edits(), rng)
-        return uniform_task(self.space, rng)
+        return new_level(self.space, self.config, rng)
 
     def _base_edits(self) -> int:
-        """Edits a new level holds: easy ones are the initial task edited num_edits times."""
-        if self.config.new_levels != "easy":
-            return 0
-        return max(1, getattr(self.config, "num_edits", 1))
+        return base_edits(self.config)
 
     def plan(self, student: Student, decisions: list[Decision]) -> Plan:
         buffer = self.buffers[student.index]
@@ -464,18 +454,9 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             )
             return score, f"MaxMC {score:.3g} (R_max {best:.4g}), {episodes}"
         if name == LevelScore.LEARNABILITY:
-            returns = signal.episode_returns
-            solved = [self.space.solved(r) for r in returns]
-            score = learnability(solved)
-            return score, (
-                f"learnability {score:.3g}: solved {sum(solved)} of {len(solved)} finished "
-                f"episodes (return >= {self.space.solved_score:g})"
-            )
-        best = self.best_return[student.index]
-        score = return_regret(signal.mean_return, best)
-        return score, (
-            f"return regret {score:.3g} = best return {best:.4g} - return {signal.mean_return:.4g}"
-        )
+            solved = [self.space.solved(r) for r in signal.episode_returns]
+            return learnability_score(solved, f"return >= {self.space.solved_score:g}")
+        return return_regret_score(signal.mean_return, self.best_return[student.index])
 
     def _episode_scores(
         self,
@@ -557,6 +538,73 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             f"{s['new_batches']:>2} | buffer {s['buffer_size']:6.0f} added "
             f"{s['levels_added']:>2} | best {s['best_score']:7.1f} | {s['wall_s']:5.1f}s"
         )
+
+
+# -- the rules both faces use: coevo's runs (above) and coevo.curricula.sampler -----------
+def new_buffer(config: PLRConfig, fill_cap: int | None) -> LevelBuffer:
+    """A student's level buffer, as `config` sets it."""
+    return LevelBuffer(
+        config.buffer_size,
+        config.temperature,
+        config.staleness_coef,
+        config.replay_prob,
+        config.min_fill,
+        fill_cap=fill_cap,
+        eviction=config.eviction,
+        staleness_clock=config.staleness_clock,
+    )
+
+
+def new_level(space: Any, config: PLRConfig, rng: np.random.Generator) -> Task:
+    """A new level from the level generator (`config.new_levels`), drawn with `rng`."""
+    if config.new_levels == "easy":
+        from coevo.curricula.level_editor import edit_level
+
+        return edit_level(space, space.initial_task(), base_edits(config), rng)
+    return uniform_task(space, rng)
+
+
+def base_edits(config: PLRConfig) -> int:
+    """Edits a new level holds: easy ones are the initial task edited num_edits times."""
+    if config.new_levels != "easy":
+        return 0
+    return max(1, getattr(config, "num_edits", 1))
+
+
+def count_new_levels(
+    draw: Callable[[np.random.Generator], Task], config: PLRConfig
+) -> tuple[int, int] | None:
+    """None when `draw` (the level generator) reaches the replay fill (min_fill x
+    buffer_size distinct levels); else (distinct levels within that many draws, distinct
+    levels reached in all draws tried). Drawn from a generator of its own."""
+    need = levels_for_replay(config.min_fill, config.buffer_size)
+    rng = np.random.default_rng(0)
+    drawn = [draw(rng) for _ in range(need)]
+    within_need = len(set(drawn))
+    if within_need >= need:
+        return None  # all distinct: continuous, or levels enough
+    reachable = set(drawn)
+    for _ in range(max(2000, 20 * need) - need):
+        reachable.add(draw(rng))
+        if len(reachable) >= need:
+            return None  # the fill can be reached, if slowly: min_fill stands
+    return within_need, len(reachable)
+
+
+def learnability_score(solved: list[bool], success: str) -> tuple[float, str]:
+    """Learnability of a level's finished episodes (solved or not), and its account;
+    `success` says what counted as solved."""
+    score = learnability(solved)
+    return score, (
+        f"learnability {score:.3g}: solved {sum(solved)} of {len(solved)} finished "
+        f"episodes ({success})"
+    )
+
+
+def return_regret_score(level_return: float, best: float) -> tuple[float, str]:
+    """return_regret against the best return reached, and its account."""
+    score = return_regret(level_return, best)
+    return score, f"return regret {score:.3g} = best return {best:.4g} - return {level_return:.4g}"
 
 
 def value_discount(config: PLRConfig, optimizer: Any) -> tuple[float, float]:

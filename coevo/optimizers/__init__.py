@@ -9,13 +9,16 @@ From Python, settings as keywords: `ES(population=16)`, `ARS(directions=8)`, `PP
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coevo.optimizers.ars import ARSConfig, AugmentedRandomSearch
 from coevo.optimizers.base import Asked, Optimizer, OptimizerConfig, StepRecord, Told
 from coevo.optimizers.es import ESConfig, EvolutionStrategy
 from coevo.optimizers.ppo_config import PPOConfig
 from coevo.plugins import Registry
+
+if TYPE_CHECKING:
+    from coevo.optimizers.ppo import PPO  # imported on first use by __getattr__
 
 ES = EvolutionStrategy
 ARS = AugmentedRandomSearch

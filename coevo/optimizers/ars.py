@@ -25,6 +25,13 @@ from coevo.tasks.task import Task
 
 @dataclass(frozen=True)
 class ARSConfig(OptimizerConfig):
+    """Augmented Random Search settings (Mania et al. 2018, V1-t): `directions` noise
+    directions per step, the `top` best used in the update.
+
+    Raises:
+        ConfigError: when built with a bad value, or `top` > `directions`.
+    """
+
     # Defaults: those of the authors' reference code (n_directions 8, deltas_used 8,
     # step_size 0.02, delta_std 0.03); the paper tunes them per environment (its Table 9).
     name: str = setting("ars", doc="registry name or package.module:Class")
@@ -48,6 +55,13 @@ class ARSState:
 
 
 class AugmentedRandomSearch(Optimizer):
+    """ARS V1-t: steps along the best directions, scaled by their returns' standard deviation.
+
+    Args:
+        config: an `ARSConfig`.
+        num_params: the size of the policy's parameter vector.
+    """
+
     config_class = ARSConfig
     config: ARSConfig
 

@@ -20,6 +20,13 @@ from coevo.tasks.task import Task
 
 @dataclass(frozen=True)
 class ESConfig(OptimizerConfig):
+    """OpenAI-ES settings (Salimans et al. 2017): mirrored Gaussian perturbations, centred
+    ranks and an Adam step, with decaying noise (`sigma`) and learning rate (`lr`).
+
+    Every field is checked when the config is built; a bad value raises `ConfigError`
+    naming the field, e.g. `optimizer.population: must be an integer >= 1, got -3`.
+    """
+
     name: str = setting("es", doc="registry name or package.module:Class")
     population: int = setting(16, low=1, doc="mirrored pairs per step (2x perturbations)")
     episodes: int = setting(1, low=1, doc="episodes per perturbation")
@@ -92,6 +99,16 @@ def episode_returns(results: Sequence) -> np.ndarray:
 
 
 class EvolutionStrategy(Optimizer):
+    """OpenAI-ES as an optimizer: one step perturbs the weights `population` times each way.
+
+    Args:
+        config: an `ESConfig`.
+        num_params: the size of the policy's parameter vector (`policy.num_params`).
+
+    Its jobs carry seeds, not weights: each perturbation is rebuilt on the worker. The
+    perturbations are spread over the step's tasks, so `task_capacity()` is `population`.
+    """
+
     config_class = ESConfig
     config: ESConfig
 

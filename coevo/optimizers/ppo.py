@@ -42,6 +42,18 @@ log = logging.getLogger(__name__)
 
 
 class PPO(Optimizer):
+    """PPO as an optimizer: one step is one rollout of `n_envs` streams x `n_steps` on the pool
+    and one update, with Stable-Baselines3's settings and losses.
+
+    Args:
+        config: a `PPOConfig`.
+        num_params: the size of the actor-critic's parameter vector.
+        policy: the actor-critic policy; a curriculum hands over the pool's when omitted.
+
+    It needs coevo's actor-critic (`policy=actor_critic`). A failed rollout or a non-finite
+    update keeps the weights and is recorded as `step_failed`.
+    """
+
     config_class = PPOConfig
     config: PPOConfig
     # Its results (trajectory streams) carry per-step rewards and value predictions: PLR
@@ -59,7 +71,7 @@ class PPO(Optimizer):
         # Where the learner runs, chosen at the first update (ppo_remote.learner_place), and
         # its calls by place.
         self.learner_place: str | None = None
-        self.learner_runs = dict.fromkeys(LEARNER_PLACES, 0)
+        self.learner_runs: dict[str, int] = dict.fromkeys(LEARNER_PLACES, 0)
         self.policy: ActorCriticSpec | None = None
         if policy is not None:
             self.use_policy(policy)

@@ -87,7 +87,7 @@ class PPOState:
             adam_v=np.zeros(trainable, dtype=np.float32),
             adam_step=0,
             updates=0,
-            rng_state=np.random.default_rng(seed).bit_generator.state,
+            rng_state=dict(np.random.default_rng(seed).bit_generator.state),
             obs_mean=np.zeros(spec.obs_dim, dtype=np.float64),
             obs_var=np.ones(spec.obs_dim, dtype=np.float64),
             obs_count=RUNNING_COUNT_INIT,
@@ -381,6 +381,7 @@ def _update_group(
             params.grad = None
             loss.sum().backward()  # each pair's loss reaches only its own row
             grad = params.grad
+            assert grad is not None  # backward() just filled it
             norms = torch.linalg.vector_norm(grad, dim=1)
             finite = torch.isfinite(norms).numpy()
             _refuse(active, finite, errors, epochs, "non-finite gradient norm")

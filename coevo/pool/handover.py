@@ -3,7 +3,7 @@ actors take over once they answer.
 
 Starting an embedded Ray takes 3.5 s on an idle 2-core machine and 5 to 9 s under load
 (GCS, raylet, agents and prestarted workers are processes of their own;
-benchmarks/README.md). A pool that starts Ray itself (no address, Ray not running, no
+docs/benchmarks-history.md). A pool that starts Ray itself (no address, Ray not running, no
 worker limits) therefore starts it in a background thread and runs calls on one in-process
 `Worker` until Ray's workers are ready; each call runs wholly on one side. Results are a
 function of the jobs, whatever the backend and number of workers (tested), so the handover

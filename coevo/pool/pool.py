@@ -445,7 +445,8 @@ class EvaluationPool:
 
     def _check_task(self, label: str, task: Any) -> None:
         # A dict task failed each of its episodes with "'dict' object has no attribute".
-        if not isinstance(task, Task):
+        # A level kind's space says what its tasks are (a MazeSpace's: Maze levels).
+        if not isinstance(task, getattr(self.space, "level_type", Task)):
             example = "name=value, ..."
             if isinstance(task, Mapping) and task and all(isinstance(k, str) for k in task):
                 example = ", ".join(f"{name}={value!r}" for name, value in task.items())

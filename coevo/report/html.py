@@ -8,31 +8,20 @@ from __future__ import annotations
 
 import ctypes
 import html
-import io
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from coevo.errors import ConfigError
 from coevo.report import plots
-from coevo.run_files import (
-    CONFIG_FILE,
-    CROSS_SCORES,
-    ELIGIBILITY,
-    POPULATION,
-    REPORT,
-    RETURNS,
-    STOPPED,
-    SUMMARY,
-    TEST_SET,
-)
+from coevo.report.data import ReportError, RunData, levels_played, load_run
+from coevo.run_files import REPORT
 from coevo.tasks.task import TaskSpace
-from coevo.tasks.test_sets import bounds_text
+
+__all__ = ["REPORT", "ParamFormat", "ReportError", "TaskRenderer", "write_report"]
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }
@@ -81,47 +70,45 @@ def write_report(
     `space` (the run's task space) gives each task parameter its rounding; without it the
     space is rebuilt from the run's config.yaml when possible.
     """
-    run_dir = Path(run_dir)
-    plot_dir = run_dir / "plots"
+    data = load_run(run_dir, space)
+    plot_dir = data.run_dir / "plots"
     plot_dir.mkdir(exist_ok=True)
-    summary = _read(run_dir / SUMMARY)
-    eligibility = _read(run_dir / ELIGIBILITY)
-    population = _read(run_dir / POPULATION)
-    cross = _read(run_dir / CROSS_SCORES)
-    config_text = _config_text(run_dir)
-    if space is None:
-        space = _space_of(config_text)
-    fmt = ParamFormat(space)
-    labels = _task_labels(population, fmt)
-    parts = [f"<h1>coevo run: {html.escape(run_dir.name)}</h1>"]
-    stopped = run_dir / STOPPED
-    if stopped.is_file():  # a run that ended before its last generation says why first
-        reason = stopped.read_text(encoding="utf-8", errors="replace").strip()
-        parts.append(f'<p class="stopped"><strong>{html.escape(reason)}</strong></p>')
+    page = _page(data, plot_dir, render_task)
+    path = data.run_dir / REPORT
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(path)
+    _return_freed_memory()
+    return path
+
+
+def _page(data: RunData, plot_dir: Path, render_task: TaskRenderer | None) -> str:
+    """The page's body: headline, figures, task pictures, tables and config."""
+    fmt = ParamFormat(data.space)
+    summary, population, eligibility = data.summary, data.population, data.eligibility
+    parts = [f"<h1>coevo run: {html.escape(data.run_dir.name)}</h1>"]
+    if data.stopped is not None:  # a run that ended before its last generation says why first
+        parts.append(f'<p class="stopped"><strong>{html.escape(data.stopped)}</strong></p>')
     if summary.empty:
         parts.append("<p>No generation has finished yet.</p>")
     else:
-        parts.append(_headline(summary, _planned_generations(config_text), stopped.is_file()))
-        test_set = _read(run_dir / TEST_SET)
-        returns = _read(run_dir / RETURNS)
-        parts.append(
-            "".join(
-                _figure(run_dir, *f)
-                for f in _figures(
-                    summary,
-                    population,
-                    cross,
-                    labels,
-                    plot_dir,
-                    eligibility,
-                    test_set,
-                    returns,
-                    _test_bounds(config_text, space),
-                )
-            )
+        stopped = data.stopped is not None
+        parts.append(_headline(summary, data.planned_generations, stopped))
+        labels = _task_labels(population, fmt)
+        figures = _figures(
+            summary,
+            population,
+            data.cross,
+            labels,
+            plot_dir,
+            eligibility,
+            data.test_set,
+            data.returns,
+            data.test_bounds,
         )
+        parts.append("".join(_figure(data.run_dir, *f) for f in figures))
     if render_task is not None and not population.empty:
-        parts.append(_task_pictures(run_dir, population, render_task))
+        parts.append(_task_pictures(data.run_dir, population, render_task, eligibility))
     if not summary.empty:
         parts.append("<h2>Summary per generation</h2>")
         parts.append(_table(summary, fmt, "summary"))
@@ -131,22 +118,16 @@ def write_report(
     if not eligibility.empty:
         parts.append("<h2>Eligibility and rule outcomes</h2>")
         parts.append(_eligibility_table(eligibility))
-    if config_text:
+    if data.config_text:
         parts.append(
             "<h2>Configuration</h2><p>The run's resolved config.yaml:</p>"
-            f'<pre class="config" id="config">{html.escape(config_text)}</pre>'
+            f'<pre class="config" id="config">{html.escape(data.config_text)}</pre>'
         )
-    page = (
+    return (
         "<!doctype html><html><head><meta charset='utf-8'><title>coevo report</title>"
         f"<style>{_STYLE}</style><script>{_FILTER_SCRIPT}</script></head>"
         f"<body>{''.join(parts)}</body></html>"
     )
-    path = run_dir / REPORT
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(path)
-    _return_freed_memory()
-    return path
 
 
 def _figures(
@@ -232,7 +213,7 @@ def _figures(
             )
         )
     played = (
-        plots.levels_played(eligibility)
+        levels_played(eligibility)
         if {"kind", "task", "rule"} <= set(eligibility.columns)
         else pd.DataFrame()
     )
@@ -367,26 +348,6 @@ def _task_labels(population: pd.DataFrame, fmt: ParamFormat) -> dict[int, str]:
     return labels
 
 
-def _config_text(run_dir: Path) -> str:
-    path = run_dir / CONFIG_FILE
-    return path.read_text(encoding="utf-8") if path.exists() else ""
-
-
-def _space_of(config_text: str) -> TaskSpace | None:
-    """The run's task space from its config, or None when it cannot be rebuilt here."""
-    if not config_text:
-        return None
-    try:
-        from coevo.tasks.generic import space_from_config
-
-        task = yaml.safe_load(config_text).get("task") or {}
-        fields = ("name", "params", "max_episode_steps", "env_id", "entry_point")
-        fields += ("env_kwargs", "env_config")
-        return space_from_config(SimpleNamespace(**{f: task.get(f) for f in fields}))
-    except Exception:  # noqa: BLE001 - a report without rounding beats no report
-        return None
-
-
 def _return_freed_memory() -> None:
     """Hand the page's freed buffers back to the OS: glibc keeps them otherwise, and a long
     run's driver then grows by the size of its largest report (measured by benchmarks/soak.py)."""
@@ -394,27 +355,6 @@ def _return_freed_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to do
         pass
-
-
-def _test_bounds(config_text: str, space: TaskSpace | None) -> str:
-    """Where the test tasks come from: test_set.params' bounds (as drawn in `space`, the
-    run's), or the training space's."""
-    try:
-        bounds = (yaml.safe_load(config_text) or {}).get("test_set", {}).get("params") or {}
-    except (yaml.YAMLError, AttributeError):
-        bounds = {}
-    if not bounds:
-        return "the task space's bounds, the ones the curriculum trains within"
-    try:  # as the run drew them (a bound left out is the space's)
-        given = bounds_text(space, bounds) if space is not None else None
-    except ConfigError:
-        given = None
-    if given is None:  # the space cannot be rebuilt here: the config's words
-        given = "; ".join(
-            f"{name} {', '.join(f'{k} {v}' for k, v in fields.items())}"
-            for name, fields in bounds.items()
-        )
-    return f"test_set.params' bounds ({given}), the task space's for the other parameters"
 
 
 def _mastery_caption(
@@ -436,15 +376,6 @@ def _mastery_caption(
         f"episode{'s' if episodes != 1 else ''}. The returns counted, per task: "
         "test_scores.csv."
     )
-
-
-def _planned_generations(config_text: str) -> int | None:
-    """curriculum.generations of the run's config, or None."""
-    try:
-        planned = (yaml.safe_load(config_text) or {}).get("curriculum", {}).get("generations")
-    except (yaml.YAMLError, AttributeError):
-        return None
-    return planned if isinstance(planned, int) else None
 
 
 def _headline(summary: pd.DataFrame, planned: int | None = None, stopped: bool = False) -> str:
@@ -492,13 +423,22 @@ def _figure(run_dir: Path, figure_id: str, caption: str, image: Path, css: str =
 MAX_TASK_PICTURES = 48
 
 
-def _task_pictures(run_dir: Path, population: pd.DataFrame, render: TaskRenderer) -> str:
+def _task_pictures(
+    run_dir: Path, population: pd.DataFrame, render: TaskRenderer, eligibility: pd.DataFrame
+) -> str:
     out = ["<h2>Tasks</h2>"]
     if len(population) > MAX_TASK_PICTURES:
         out.append(f"<p>The first {MAX_TASK_PICTURES} of {len(population)} tasks.</p>")
     task_columns = [c for c in population.columns if c.startswith("task.")]
+    # A level kind's tables (mazes) name its levels by id; the decisions hold their JSON.
+    forms = {} if task_columns else _level_forms(eligibility)
     for _, row in population.head(MAX_TASK_PICTURES).iterrows():
-        task = {c.removeprefix("task."): float(row[c]) for c in task_columns}
+        if task_columns:
+            task = {c.removeprefix("task."): float(row[c]) for c in task_columns}
+        elif str(row["task_id"]) in forms:
+            task = forms[str(row["task_id"])]
+        else:
+            continue
         image = render(task, run_dir / "plots" / f"task_{row['task_id']}.png")
         if "pair_id" in row:
             pair = int(row["pair_id"])
@@ -507,6 +447,14 @@ def _task_pictures(run_dir: Path, population: pd.DataFrame, render: TaskRenderer
             figure_id, caption = f"task-{row['task_id']}", f"task {row['task_id']}"
         out.append(_figure(run_dir, figure_id, caption, image, "task"))
     return "".join(out)
+
+
+def _level_forms(eligibility: pd.DataFrame) -> dict[str, dict]:
+    """Each task id's JSON form (a dict) as the decisions table holds it."""
+    if eligibility.empty or not {"task_id", "task"} <= set(eligibility.columns):
+        return {}
+    rows = eligibility.dropna(subset=["task"]).drop_duplicates("task_id")
+    return {str(i): json.loads(t) for i, t in zip(rows["task_id"], rows["task"], strict=True)}
 
 
 def _eligibility_table(rows: pd.DataFrame) -> str:
@@ -569,22 +517,3 @@ def _readable_reason(reason: str) -> str:
     """A reason as a person reads it: no 'scores -inf' (no finite score yet) or 'nan'."""
     reason = re.sub(r"(?<![\w.])-inf\b", "none yet", reason)
     return re.sub(r"(?<![\w.])nan\b", "failed", reason)
-
-
-def _read(path: Path) -> pd.DataFrame:
-    if not path.exists() or path.stat().st_size == 0:
-        return pd.DataFrame()
-    text = path.read_text(encoding="utf-8")
-    if not text.endswith("\n"):
-        # A crash mid-append leaves the last line unterminated: keep the rows before it.
-        text = text[: text.rfind("\n") + 1]
-    if not text.strip():
-        return pd.DataFrame()
-    try:
-        return pd.read_csv(io.StringIO(text))
-    except (pd.errors.ParserError, UnicodeDecodeError) as error:  # edited or damaged by hand
-        raise ReportError(f"{path}: cannot be read as a table ({error})") from None
-
-
-class ReportError(ValueError):
-    """A run directory's table the report cannot read: the message names the file."""

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import matplotlib
 
@@ -16,6 +15,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from coevo.pool.stats import is_pool_column  # noqa: E402
+from coevo.report.data import levels_played, task_states  # noqa: E402, F401 - plotted views
 
 
 def _save(fig, path: Path, layout: bool = True) -> Path:
@@ -173,39 +173,6 @@ def lineage_tree(
 _STATE_COLOURS = {"active": "tab:green", "solved": "tab:blue", "archived": "tab:red"}
 
 
-def _generation(cell: Any) -> int | None:
-    """A population cell that holds a generation (born, archived_at, solved_at): None where
-    it is empty (NaN, NA) or the column is absent."""
-    return None if cell is None or pd.isna(cell) else int(cell)
-
-
-def task_states(population: pd.DataFrame, last_generation: int) -> pd.DataFrame:
-    """One row per (task, generation) the task existed: its parameters and its state then:
-    archived from `archived_at`, else solved from `solved_at`, else active."""
-    rows = []
-    params = [c for c in population.columns if c.startswith("task.")]
-    for _, row in population.iterrows():
-        born = _generation(row.get("born"))
-        archived = _generation(row.get("archived_at"))
-        solved = _generation(row.get("solved_at"))
-        for generation in range(0 if born is None else born, last_generation + 1):
-            if archived is not None and generation >= archived:
-                state = "archived"
-            elif solved is not None and generation >= solved:
-                state = "solved"
-            else:
-                state = "active"
-            rows.append(
-                {
-                    "pair_id": row.get("pair_id"),
-                    "generation": generation,
-                    "state": state,
-                    **{c: row[c] for c in params},
-                }
-            )
-    return pd.DataFrame(rows)
-
-
 def task_parameters(population: pd.DataFrame, last_generation: int, path: Path) -> Path:
     """One panel per task parameter: each task's value over the generations it existed,
     coloured by its state (active, solved, archived)."""
@@ -296,24 +263,6 @@ def mastery_curve(summary: pd.DataFrame, path: Path) -> Path:
     return _save(fig, path)
 
 
-def levels_played(eligibility: pd.DataFrame) -> pd.DataFrame:
-    """A single-policy curriculum's tasks per generation from its level rows: generation,
-    rule (new_level, replay, edit, train) and one column per task parameter."""
-    rows = eligibility[(eligibility["kind"] == "level") & eligibility["task"].notna()]
-    records = []
-    for generation, rule, outcome, text in zip(
-        rows["generation"], rows["rule"], rows["outcome"], rows["task"], strict=True
-    ):
-        if not isinstance(text, str) or not text:
-            continue
-        params = json.loads(text).get("params", {})
-        # ALP-GMM's sampled tasks: coloured by where they came from (the row's outcome).
-        shown = outcome if rule == "sample" and outcome in _ALP_GMM_ORIGINS else rule
-        records.append({"generation": generation, "rule": shown, **params})
-    return pd.DataFrame(records)
-
-
-_ALP_GMM_ORIGINS = ("gmm", "random", "bootstrap")
 _RULE_COLOURS = {
     "new_level": "tab:green",
     "replay": "tab:blue",

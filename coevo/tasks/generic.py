@@ -23,6 +23,7 @@ from typing import Any
 import cloudpickle
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import EnvSpec, load_env_creator
 
 from coevo.errors import ConfigError
 from coevo.plugins import resolve_entry_point
@@ -57,8 +58,8 @@ class GymTaskEnv(gym.Env):
         self._render_mode: str | None = None
         self._task = dict(factory.initial)
         self._pending: dict[str, float] | None = None
-        self._built_kwargs: dict[str, Any] | None = None
-        self.env: gym.Env | None = None
+        self._built_kwargs: dict[str, Any] | None = None  # None until the first env is built
+        self.env: gym.Env
         self._apply(self._task)
 
     @property
@@ -83,7 +84,7 @@ class GymTaskEnv(gym.Env):
         for name, keyword in self.factory.kwargs:
             kwargs[keyword] = task[name]
         if kwargs != self._built_kwargs:
-            if self.env is not None:
+            if self._built_kwargs is not None:
                 self.env.close()
             # The worker truncates episodes itself; -1 leaves out gymnasium's TimeLimit.
             self.env = gym.make(self.factory.env_id, max_episode_steps=-1, **kwargs)
@@ -113,8 +114,7 @@ class GymTaskEnv(gym.Env):
         return self.env.render()
 
     def close(self) -> None:
-        if self.env is not None:
-            self.env.close()
+        self.env.close()
 
 
 # gym.make's checking wrappers: after their first calls' checks they only pass calls on.
@@ -129,7 +129,7 @@ def without_done_checks(env: gym.Env) -> gym.Env:
     return env
 
 
-def _checks_done(wrapper: gym.Wrapper) -> bool:
+def _checks_done(wrapper: gym.wrappers.OrderEnforcing | gym.wrappers.PassiveEnvChecker) -> bool:
     if isinstance(wrapper, gym.wrappers.OrderEnforcing):
         return bool(wrapper.has_reset)
     # The data-reuse check (gymnasium >= 1.1) runs on the second step.
@@ -221,11 +221,13 @@ def gym_task_space(
     return TaskSpace(name=name, params=schema, make_env=factory, max_episode_steps=int(steps))
 
 
-def _constructor_keywords(spec: gym.envs.registration.EnvSpec) -> set[str] | None:
+def _constructor_keywords(spec: EnvSpec) -> set[str] | None:
     """Keywords the env's constructor takes; None when it takes any (**kwargs)."""
     creator = spec.entry_point
     if isinstance(creator, str):
-        creator = gym.envs.registration.load_env_creator(creator)
+        creator = load_env_creator(creator)
+    if creator is None:
+        return None
     try:
         signature = inspect.signature(creator)
     except (TypeError, ValueError):
@@ -235,7 +237,7 @@ def _constructor_keywords(spec: gym.envs.registration.EnvSpec) -> set[str] | Non
     return {n for n, p in signature.parameters.items() if p.kind is not p.VAR_POSITIONAL}
 
 
-def _build_checked(factory: Any, what: str) -> Any:
+def _build_checked(factory: Any, what: str | type) -> Any:
     try:
         return factory()
     except ConfigError:
@@ -341,12 +343,13 @@ def class_task_space(
         )
         _check_task_form(env, space, entry_point)
     finally:
-        env.close()
+        # An object without close() was refused above: let that error through.
+        getattr(env, "close", lambda: None)()
     return space
 
 
 def _replaced_entries(
-    env: Any, current: Mapping[str, Any], declared: set[str], entry_point: str
+    env: Any, current: Mapping[str, Any], declared: set[str], entry_point: str | type
 ) -> tuple[tuple[str, Any], ...]:
     """The env's own task entries that a task of the declared parameters alone would lose:
     an env whose `set_task` replaces its whole task (RLlib's `self.task = task`) drops the
@@ -388,7 +391,7 @@ def _replaced_entries(
 _FORM_ERRORS = (TypeError, KeyError, IndexError, AttributeError, AssertionError)
 
 
-def _check_task_form(env: Any, space: TaskSpace, entry_point: str) -> None:
+def _check_task_form(env: Any, space: TaskSpace, entry_point: str | type) -> None:
     """Give the env its initial task in the declared form and reset it: the env's own
     exception, quoted, if it does not take that form."""
     value = space.env_task(space.initial_task())
@@ -433,7 +436,7 @@ def _int_hint(space: TaskSpace) -> str:
     )
 
 
-def _check_api(env: Any, reset: Any, entry_point: str) -> None:
+def _check_api(env: Any, reset: Any, entry_point: str | type) -> None:
     """An env on the old gym API (reset -> obs, step -> 4 values) would fail every episode
     in the workers; say so before any starts. (An exception inside step is the env's own
     business: its episodes fail with it, as in a run.)"""
@@ -567,6 +570,7 @@ def _space_of(config: Any) -> TaskSpace:
         if config.env_config is not None:
             raise ConfigError("task.env_config", "only for task.entry_point; use env_kwargs")
         return gym_task_space(name, config.env_id, params, config.env_kwargs, steps)
+    assert config.entry_point is not None  # neither given: a registered space (above)
     return class_task_space(
         name, config.entry_point, params, config.env_kwargs, config.env_config, steps, task_format
     )

@@ -24,6 +24,7 @@ _BUILTIN_MODULES = (
     "coevo.tasks.lunar_lander",
     "coevo.tasks.bipedal_terrain",
     "coevo.tasks.masked",
+    "coevo.tasks.maze.space",
 )
 # Built-in modules whose optional dependency (Box2D: `pip install gymnasium[box2d]`) is missing.
 _UNAVAILABLE: dict[str, str] = {}

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -182,6 +182,8 @@ class TaskSpace:
     # would lose (an RLlib-style env replacing its whole task, with get_task() keys left out
     # of task.params), as (key, value) of plain data: a dict task carries them too.
     fixed_task: tuple[tuple[str, Any], ...] = ()
+    # The level kind's hooks (coevo.tasks.level_kind): its levels are `Task`s.
+    level_type: ClassVar[type] = Task
 
     def __post_init__(self) -> None:
         for p in self.params:
@@ -342,6 +344,36 @@ class TaskSpace:
                 values[high_name] = self.param(high_name).clip(low)
         return Task(self.name, tuple(values.items()))
 
+    def sample(self, rng: np.random.Generator) -> Task:
+        """A task with every parameter uniform in its bounds, one draw per parameter in
+        order (domain randomisation). Values keep the space's rules: on their `round_to` grid
+        (each grid point equally likely), ints for `type: int`, intervals low <= high."""
+        values = {p.name: _uniform_value(p, rng) for p in self.params}
+        return Task(self.name, tuple(self._fix_intervals(values).items()))
+
+    def decode(self, point: np.ndarray) -> Task:
+        """The task at a point of the unit cube (the inverse of `encode`), clipped to the
+        bounds and rounded to each parameter's grid."""
+        clipped = np.clip(np.asarray(point, dtype=float), 0.0, 1.0)
+        values = {
+            p.name: p.clip(p.low + float(x) * (p.high - p.low))
+            for p, x in zip(self.params, clipped, strict=True)
+        }
+        return Task(self.name, tuple(self._fix_intervals(values).items()))
+
+    def _fix_intervals(self, values: dict[str, Any]) -> dict[str, Any]:
+        for low_name, high_name in self.ordered:
+            if values[low_name] > values[high_name]:
+                values[low_name], values[high_name] = (
+                    self.param(low_name).clip(values[high_name]),
+                    self.param(high_name).clip(values[low_name]),
+                )
+        return values
+
+    def level_from_json(self, text: str) -> Task:
+        """The task whose `to_json()` gave `text` (tables and checkpoints hold that form)."""
+        return Task.from_json(text)
+
     def encode(self, task: Task) -> np.ndarray:
         """Parameters scaled to [0, 1] by their bounds: the POET characterization."""
         out = np.zeros(len(self.params))
@@ -379,6 +411,20 @@ class TaskSpace:
         if self.ordered != other.ordered:
             return f"intervals {self.ordered}", f"{other.ordered}"
         return None
+
+
+def _uniform_value(param: Param, rng: np.random.Generator) -> int | float:
+    if param.high <= param.low:
+        return param.clip(param.low)
+    grid = param.round_to or (1.0 if param.type == "int" else None)
+    if grid:
+        # Uniform over the grid points inside the bounds, so each value is equally likely
+        # (rounding a continuous draw would halve the chance of the two end points).
+        first = np.ceil(param.low / grid - 1e-9)
+        last = np.floor(param.high / grid + 1e-9)
+        if last >= first:
+            return param.clip(float(rng.integers(int(first), int(last) + 1)) * grid)
+    return param.clip(float(rng.uniform(param.low, param.high)))
 
 
 def _param_text(p: Param) -> str:

@@ -89,6 +89,8 @@ class TestSet:
                 "test_task": index,
                 "task_id": task.id,
                 **{f"task.{name}": value for name, value in task.params},
+                # A level without named numbers (a maze) is written whole, as JSON.
+                **({} if task.params else {"task": task.to_json()}),
                 "distance": distances[index],
                 "threshold": self.threshold,
                 "episodes": episodes,
@@ -257,9 +259,14 @@ def make_test_set(
     rng = np.random.default_rng([seed, zlib.crc32(space.name.encode())])
     start = space.initial_task()
     tasks: dict[Task, None] = {}
+    # A level kind with held-out levels of its own (mazes: the papers' named families, then
+    # seeded random ones) is tested on those.
+    held_out = getattr(space, "test_tasks", None)
+    if held_out is not None:
+        tasks = dict.fromkeys(held_out(size, seed))
     # Rounding can make draws collide (a narrow parameter with a coarse round_to): keep drawing,
     # but stop if the space has fewer distinct tasks than asked for.
-    for _ in range(100 * size):
+    for _ in range(0 if held_out is not None else 100 * size):
         if len(tasks) == size:
             break
         tasks.setdefault(_uniform_task(drawn_from, rng), None)
