@@ -15,6 +15,8 @@ import pandas as pd
 from coevo.config import RunConfig
 from coevo.curricula.base import Curriculum
 from coevo.eligible import eligibility_threshold, judge_groups, load_pairs
+from coevo.errors import ConfigError
+from coevo.frames import column
 from coevo.report import write_report
 from coevo.report.tables import ELIGIBILITY_COLUMNS
 from coevo.run import Run, RunInterrupted, warnings_to_echo
@@ -105,9 +107,13 @@ def run_eligible(
 
 
 def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None]) -> pd.DataFrame:
+    options = config.eligible
+    if options.pairs_file is None:  # RunConfig.check asks for it with mode=eligible_parents only
+        raise ConfigError(
+            "eligible.pairs_file", "required by runner.run_eligible (a YAML or CSV file)"
+        )
     refuse_existing_run(run_dir)
     space, policy = prepare(config)
-    options = config.eligible
     threshold = eligibility_threshold(options.threshold, space)
     pairs = load_pairs(Path(options.pairs_file), space, policy)
     run_dir.mkdir(parents=True, exist_ok=True)  # after the checks: a refused run leaves none
@@ -125,7 +131,7 @@ def _run_eligible(config: RunConfig, run_dir: Path, echo: Callable[[str], None])
     frame = pd.DataFrame([d.as_row() for d in decisions], columns=ELIGIBILITY_COLUMNS)
     frame.to_csv(run_dir / ELIGIBILITY, index=False)
     _write_returns(run_dir, pairs, returns)
-    eligible = int((frame["outcome"] == "eligible").sum())
+    eligible = int((column(frame, "outcome") == "eligible").sum())
     summary = _eligible_summary(frame, len(pairs), eligible, stats)
     summary["wall_s"] = time.perf_counter() - started
     pd.DataFrame([summary]).to_csv(run_dir / SUMMARY, index=False)

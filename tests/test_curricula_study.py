@@ -13,6 +13,9 @@ import pytest
 import yaml
 from cli_support import ROOT
 
+# The module's quick study runs once, on one xdist worker, for the tests that read it.
+pytestmark = pytest.mark.xdist_group("test_curricula_study")
+
 STUDY = ROOT / "experiments" / "curricula" / "run_study.py"
 PLR_ARM = "task=cartpole,optimizer=es,curriculum=plr,curriculum.buffer_size=64"
 

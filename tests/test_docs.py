@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from cli_support import cli_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,25 +65,16 @@ def _doc_commands() -> list[tuple[str, list[str]]]:
     return found
 
 
-@pytest.mark.slow  # a coevo-run process per line, seconds each
 def test_the_docs_coevo_run_lines_compose(tmp_path):
     """Each command line of the guide composes (`--cfg job`: groups, keys and values checked,
     nothing run); a sweep's lists, by their first and last values."""
     commands = _doc_commands()
     assert len(commands) >= 8
-    coevo_run = Path(sys.executable).parent / "coevo-run"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for page, args in commands:
         picks = [0, -1] if args[0] == "-m" else [None]
         for pick in picks:
             one = args
             if pick is not None:
                 one = [a.split("=")[0] + "=" + a.split("=")[1].split(",")[pick] for a in args[1:]]
-            done = subprocess.run(
-                [str(coevo_run), *one, "--cfg", "job"],
-                cwd=tmp_path,
-                env=env,
-                capture_output=True,
-                text=True,
-            )
+            done = cli_in_process("coevo-run", *one, "--cfg", "job", cwd=tmp_path)
             assert done.returncode == 0, (page, one, done.stderr[-2000:])

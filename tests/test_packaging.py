@@ -103,7 +103,7 @@ def test_the_wheel_installs_and_its_commands_run_from_any_directory(tmp_path):
         cwd=work,
         **clean_env,
     )
-    assert "4 of 8 pairs eligible" in done.stdout
+    assert "2 of 8 pairs eligible" in done.stdout  # judged at CartPole's solved score, 475
 
     # The user's own config directory on Hydra's search path: a curriculum preset of theirs.
     mine = work / "my_conf" / "curriculum"

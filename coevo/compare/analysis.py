@@ -17,6 +17,7 @@ import pandas as pd
 
 from coevo.compare import stats
 from coevo.compare.runs import ENV_STEPS, UPDATES, CompareError, Run
+from coevo.frames import column, rows
 from coevo.resume_rules import allowed_on_resume, leaf_values
 
 DEFAULT_LAST = 3
@@ -84,12 +85,6 @@ def progress(summary: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def column(frame: pd.DataFrame, name: str) -> pd.Series:
-    """frame's column `name` (pandas types a lookup by key as any of DataFrame, Series or
-    scalar)."""
-    return cast(pd.Series, frame[name])
-
-
 def within(frame: pd.DataFrame, budget: Budget) -> pd.Series:
     """Which rows of `progress(summary)` lie inside the budget (every limit that is set)."""
     inside = pd.Series(True, index=frame.index)
@@ -127,7 +122,7 @@ def run_figure(
         )
     frame = progress(run.summary)
     inside = within(frame, budget) & np.isfinite(frame[metric])
-    scored = cast(pd.DataFrame, frame[inside]).tail(last)  # rows by a mask: a DataFrame
+    scored = rows(frame, inside).tail(last)
     if budget.updates is not None and bool(frame["updates_so_far"].isna().all()):
         raise CompareError(f"{run.path}: no {UPDATES} column, so no budget in updates")
     reached = (budget.env_steps is None or frame["steps_so_far"].max() >= budget.env_steps) and (
@@ -153,8 +148,8 @@ def task_cvar(test_scores: pd.DataFrame | None, generations: tuple[int, ...], al
     or each of several seeds' policies); NaN without test_scores.csv or scorings."""
     if test_scores is None or not generations:
         return math.nan
-    rows = test_scores[test_scores["generation"].isin(generations)]
-    per_task = cast(pd.Series, rows.groupby("test_task")["return"].mean()).dropna()
+    scorings = test_scores[test_scores["generation"].isin(generations)]
+    per_task = cast(pd.Series, scorings.groupby("test_task")["return"].mean()).dropna()
     return stats.cvar(per_task.to_numpy(), alpha) if len(per_task) else math.nan
 
 

@@ -12,10 +12,12 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import SupportsFloat, TypeGuard, cast
 
 import numpy as np
 import pandas as pd
 
+from coevo import frames
 from coevo.report import plots
 from coevo.report.data import ReportError, RunData, levels_played, load_run
 from coevo.run_files import REPORT
@@ -187,7 +189,7 @@ def _figures(
                 plots.panel_curves(summary, learned, plot_dir / "learner.png"),
             )
         )
-    if "test_mastered" in summary and summary["test_mastered"].notna().any():
+    if "test_mastered" in summary and bool(summary["test_mastered"].notna().any()):
         seeds = int(summary["policies"].iloc[-1]) if "policies" in summary else 0
         if not seeds:  # POET: its active policies, the best of them per task
             by = "by the best active policy on each task"
@@ -202,7 +204,7 @@ def _figures(
         )
     params = [c for c in population.columns if c.startswith("task.")]
     if params and "born" in population and len(summary) > 1:
-        last = int(summary["generation"].max())
+        last = int(frames.column(summary, "generation").max())
         figures.append(
             (
                 "fig-task-parameters",
@@ -227,14 +229,16 @@ def _figures(
             )
         )
     if not cross.empty:
-        last = int(cross["generation"].max())
+        last = int(frames.column(cross, "generation").max())
         figures.append(
             (
                 "fig-heatmap",
                 f"Mean return of each active policy (rows, by pair id) on each active task "
                 f"(columns: pair id and task parameters) at the last transfer, generation {last}.",
                 plots.score_heatmap(
-                    cross[cross["generation"] == last], plot_dir / "heatmap.png", labels
+                    frames.rows(cross, frames.column(cross, "generation") == last),
+                    plot_dir / "heatmap.png",
+                    labels,
                 ),
             )
         )
@@ -294,18 +298,24 @@ def _number(value: object) -> str:
     return f"{number:.1f}" if abs(number) >= 1 else f"{number:.3g}"
 
 
-def _finite(value: object) -> bool:
+def _as_float(value: object) -> float | None:
+    """`value` as a float; None where float() refuses it (a word, None, a list)."""
     try:
-        return bool(np.isfinite(float(value)))
+        return float(cast(SupportsFloat, value))  # any object: float() checks it at run time
     except (TypeError, ValueError):
-        return False
+        return None
+
+
+def _finite(value: object) -> TypeGuard[frames.Number | str]:
+    """Whether `value` is a finite number (or a string float() reads as one)."""
+    number = _as_float(value)
+    return number is not None and bool(np.isfinite(number))
 
 
 def _missing(value: object) -> str:
     """An empty cell for a missing number; a word for an infinite one (never '-inf')."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
+    number = _as_float(value)
+    if number is None:
         return html.escape(str(value))
     if np.isnan(number):
         return ""
@@ -334,7 +344,7 @@ def _task_labels(population: pd.DataFrame, fmt: ParamFormat) -> dict[int, str]:
     params = [c for c in population.columns if c.startswith("task.")]
     if population.empty or not params or "pair_id" not in population:
         return {}
-    rows = {int(r["pair_id"]): r for _, r in population.iterrows()}
+    rows = {int(frames.number(r, "pair_id")): r for _, r in population.iterrows()}
     labels = {}
     for pair_id, row in rows.items():
         parent = row.get("parent_id")
@@ -396,16 +406,16 @@ def _headline(summary: pd.DataFrame, planned: int | None = None, stopped: bool =
         parts.append(f"{int(last['eligible'])} of {int(last['pairs'])} pairs eligible")
     if "annecs" in summary:
         parts.append(f"ANNECS {int(last['annecs'])}")
-    if "test_mastered" in summary and summary["test_mastered"].notna().any():
+    if "test_mastered" in summary and bool(summary["test_mastered"].notna().any()):
         measured = summary[summary["test_mastered"].notna()].iloc[-1]
         parts.append(
             f"{100 * measured['test_mastered']:.0f}% of test tasks mastered "
-            f"(generation {int(measured['generation'])})"
+            f"(generation {int(frames.number(measured, 'generation'))})"
         )
     if "best_score" in summary and _finite(last["best_score"]):
         parts.append(f"best score {last['best_score']:.1f} in the last generation")
     if "env_steps" in summary:
-        parts.append(f"{int(summary['env_steps'].sum()):,} env steps")
+        parts.append(f"{int(frames.column(summary, 'env_steps').sum()):,} env steps")
     return f"<p>{'; '.join(parts)}.</p>"
 
 
@@ -434,14 +444,14 @@ def _task_pictures(
     forms = {} if task_columns else _level_forms(eligibility)
     for _, row in population.head(MAX_TASK_PICTURES).iterrows():
         if task_columns:
-            task = {c.removeprefix("task."): float(row[c]) for c in task_columns}
+            task = {c.removeprefix("task."): float(frames.number(row, c)) for c in task_columns}
         elif str(row["task_id"]) in forms:
             task = forms[str(row["task_id"])]
         else:
             continue
         image = render(task, run_dir / "plots" / f"task_{row['task_id']}.png")
         if "pair_id" in row:
-            pair = int(row["pair_id"])
+            pair = int(frames.number(row, "pair_id"))
             figure_id, caption = f"task-{pair}", f"pair {pair} ({row['status']})"
         else:
             figure_id, caption = f"task-{row['task_id']}", f"task {row['task_id']}"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import cast
 
 import matplotlib
 
@@ -14,6 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from coevo import frames  # noqa: E402
 from coevo.pool.stats import is_pool_column  # noqa: E402
 from coevo.report.data import levels_played, task_states  # noqa: E402, F401 - plotted views
 
@@ -161,7 +161,7 @@ def lineage_tree(
     label_inches = longest * 8 * 0.55 / 72  # 8 pt text, ~0.55 em per character
     axes_inches = 7 * 0.8
     share = min(label_inches / axes_inches, 0.7)
-    born = cast(pd.Series, frame["born"])  # one label: a column (pandas types [] for frames too)
+    born = frames.column(frame, "born")
     low, high = float(born.min()), float(born.max())
     span = max(high - low, 1.0)
     ax.set_xlim(low - 0.05 * span, high + (span * 1.05) * share / (1 - share) + 0.05 * span)
@@ -314,8 +314,7 @@ def levels_over_generations(played: pd.DataFrame, path: Path) -> Path:
 def eligible_pairs(returns: pd.DataFrame, eligibility: pd.DataFrame, path: Path) -> Path:
     """eligible_parents mode: each pair's mean return (bar, green when eligible) with its
     episodes' returns (dots), against the threshold (dashed line)."""
-    # A boolean mask selects rows: a frame (pandas types [] as a Series too).
-    chosen = cast(pd.DataFrame, eligibility[eligibility["rule"] == "eligibility"])
+    chosen = frames.rows(eligibility, frames.column(eligibility, "rule") == "eligibility")
     rows = chosen.sort_values("pair_id")
     episodes = returns[[c for c in returns.columns if c.startswith("episode_")]]
     names = returns["name"].astype(str).tolist()

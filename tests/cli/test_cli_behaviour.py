@@ -72,7 +72,7 @@ def test_an_unknown_group_choice_exits_2_listing_the_choices(tmp_path):
     assert done.stderr.startswith("coevo-run: error: curriculum: ")
     assert_says(done.stderr, "unknown choice 'poett'", "did you mean: poet")
     # the presets' *_defaults nodes are not choices to offer
-    assert "accel, alp_gmm, dr, enhanced_poet, plr, poet, poet_paper\n" in done.stderr
+    assert "accel, alp_gmm, dr, enhanced_poet, plr, poet, poet_paper, sfl\n" in done.stderr
 
 
 def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 240) -> None:
@@ -146,7 +146,7 @@ def test_after_ctrl_c_the_way_back_names_the_pythonpath_and_the_original_command
 ):
     # A task space of the user's own (tests/user_tasks.py, found through PYTHONPATH) and a
     # config directory of theirs on Hydra's search path.
-    here = str(Path(__file__).parent)
+    here = str(Path(__file__).parents[1])
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
     (tmp_path / "conf" / "task").mkdir(parents=True)
     (tmp_path / "conf" / "task" / "mine.yaml").write_text(
@@ -701,7 +701,8 @@ def test_coevo_run_help_lists_the_choices_a_user_has():
     done = cli_in_process("coevo-run", "--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("coevo-run: co-evolve tasks and policies")
-    assert "curriculum: accel, alp_gmm, dr, enhanced_poet, plr, poet, poet_paper\n" in done.stdout
+    curricula = "accel, alp_gmm, dr, enhanced_poet, plr, poet, poet_paper, sfl"
+    assert f"curriculum: {curricula}\n" in done.stdout
     assert "optimizer: ars, es, poet_es, ppo\n" in done.stdout
     assert "pool: local, ray\n" in done.stdout
     assert "_defaults" not in done.stdout and "powered by Hydra" not in done.stdout

@@ -348,7 +348,7 @@ def test_a_curriculum_gives_ppo_the_pools_policy():
 
 LEARNER_RAY_WITHOUT_RAY = """
 import json, logging, sys
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = sys.argv[1:3]  # this folder (test_ppo) and tests/ (phrases)
 import numpy as np
 from test_ppo import _policy, _steps
 from coevo import tasks
@@ -386,7 +386,7 @@ def test_learner_ray_that_runs_in_the_driver_says_why():
     from pathlib import Path
 
     done = subprocess.run(
-        [sys.executable, "-c", LEARNER_RAY_WITHOUT_RAY, str(Path(__file__).parent)],
+        [sys.executable, "-c", LEARNER_RAY_WITHOUT_RAY, *map(str, Path(__file__).parents[:2])],
         capture_output=True,
         text=True,
         timeout=300,

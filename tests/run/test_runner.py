@@ -132,6 +132,13 @@ def test_run_refuses_the_eligible_mode_and_a_refused_run_leaves_no_directory(tmp
     assert list(tmp_path.iterdir()) == []
 
 
+def test_run_eligible_refuses_a_config_without_a_pairs_file_and_leaves_no_directory(tmp_path):
+    coevolve = parse_config(RAW)  # RunConfig.check asks for a pairs file with its mode only
+    with pytest.raises(ConfigError, match="eligible.pairs_file: required by runner.run_eligible"):
+        runner.run_eligible(coevolve, tmp_path / "eligible", quiet)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_runs_warnings_reach_echo_once(tmp_path, capfd):
     """coevo's logging warnings during a run go to `echo` (a caller's log gets them), not
     a second time to the console."""
@@ -247,8 +254,10 @@ def test_coevo_run_ends_a_plugin_error_with_its_frames_and_the_way_back(tmp_path
     )
     assert done.returncode == 1, done.stderr[-2000:]
     lines = done.stderr.rstrip().splitlines()
+    tests = Path(__file__).resolve().parents[1]  # user_curricula's folder: the way back names it
     assert lines[-1] == (
-        f"coevo: stopped after generation 1; after fixing it, resume with: coevo-run resume={run}"
+        "coevo: stopped after generation 1; after fixing it, resume with: "
+        f"PYTHONPATH={tests} coevo-run resume={run}"
     )
     assert 'user_curricula.py", line' in done.stderr and "ValueError: my bug in step" in lines
     assert "HYDRA_FULL_ERROR" not in done.stderr
@@ -392,7 +401,8 @@ def test_coevo_run_reports_a_state_that_stops_pickling_as_the_runs_error(tmp_pat
     assert done.returncode == 1, done.stderr[-2000:]
     last = (run / "cli.log").read_text().splitlines()[-1]
     assert last.startswith("coevo-run: error: the run's state after generation 2 cannot be")
-    assert last.endswith(f"after fixing it, resume with: coevo-run resume={run}")
+    tests = Path(__file__).resolve().parents[1]  # user_curricula's folder: the way back names it
+    assert last.endswith(f"after fixing it, resume with: PYTHONPATH={tests} coevo-run resume={run}")
 
 
 def test_a_plr_subclass_wrapping_the_builtin_score_keeps_its_checks(tmp_path):
