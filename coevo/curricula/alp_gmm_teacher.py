@@ -154,10 +154,10 @@ class ALPGMMTeacher:
         return alp
 
     def fit(self) -> Mixture:
-        """Fit Gaussian mixtures to the recent window of (encoded task, ALP) points.
+        """Fit mixtures of each allowed size to the last `fit_rate` (encoded task, ALP) points.
 
         Returns:
-            The mixture of the best fit.
+            The fit with the lowest AIC or BIC (`criterion`), also kept as `mixture`.
         """
         from sklearn.mixture import GaussianMixture  # optional dependency: the curricula extra
 
