@@ -106,17 +106,24 @@ def import_object(field: str, path: str) -> Any:
     return _import(field, path)
 
 
-def _import(field: str, path: str) -> type:
-    module_name, _, attribute = path.partition(":")
+def _import_module(field: str, module_name: str, path: str, what: str = "") -> types.ModuleType:
+    """The module `module_name` of `path`, or a ConfigError naming `field`: why it could not
+    be imported (with a hint for a missing package), or the line of its own code that
+    raised. `what` names the thing in the message ("module ")."""
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ImportError as error:
         hint = missing_package_hint(module_name, error)
         raise ConfigError(
-            field, f"cannot import '{module_name}' of '{path}': {error}{hint}"
+            field, f"cannot import {what}'{module_name}' of '{path}': {error}{hint}"
         ) from None
-    except Exception as error:
+    except Exception as error:  # the module's own code raised (a bug at its top level)
         raise import_failure(field, module_name, path, error) from None
+
+
+def _import(field: str, path: str) -> type:
+    module_name, _, attribute = path.partition(":")
+    module = _import_module(field, module_name, path)
     try:
         return getattr(module, attribute)
     except AttributeError:
@@ -131,15 +138,7 @@ def resolve_entry_point(path: str, field: str = "task.entry_point") -> Any:
         module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
         raise ConfigError(field, f"'{path}' is not an import path; expected 'package.module:Name'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        hint = missing_package_hint(module_name, error)
-        raise ConfigError(
-            field, f"cannot import module '{module_name}' of '{path}': {error}{hint}"
-        ) from None
-    except Exception as error:  # the module's own code raised (a bug at its top level)
-        raise import_failure(field, module_name, path, error) from None
+    module = _import_module(field, module_name, path, "module ")
     try:
         found = _attribute_path(module, attr)
     except AttributeError:
