@@ -17,7 +17,7 @@ from coevo.policies.noise import seed_key, uniforms
 from coevo.pool import EvaluationPool
 from coevo.pool.slots import observation_flattener
 from coevo.run_files import CONFIG_FILE
-from coevo.runner import load_run_config, prepare
+from coevo.run_setup import load_run_config, prepare
 from coevo.tasks.level_kind import is_numeric
 from coevo.tasks.task import Task, TaskSpace
 

@@ -84,7 +84,7 @@ def check_resume_config(recorded: dict, given: dict, run_dir: Any) -> None:
         f"directory of its own) from this run's weights: policy.start_from={run_dir}[:NAME] "
         "(the optimizer's state starts afresh). From Python, resume with the run's own "
         "config: runner.run(None, run_dir, resume=True), or dataclasses.replace("
-        "runner.load_run_config(run_dir), ...) for an allowed change",
+        "run_setup.load_run_config(run_dir), ...) for an allowed change",
     )
 
 

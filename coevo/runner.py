@@ -1,7 +1,6 @@
 """What `coevo-run` runs, as library calls: `run` (mode=coevolve, a thin layer on
 `coevo.run.Run`) and `run_eligible` (mode=eligible_parents). The checks and parts a run
-is built from live in `coevo.run_setup`; the names below are kept for the callers that
-import them from here (coevo-run, coevo-eval, scripts)."""
+is built from live in `coevo.run_setup`."""
 
 from __future__ import annotations
 
@@ -19,55 +18,18 @@ from coevo.errors import ConfigError
 from coevo.frames import column
 from coevo.report import write_report
 from coevo.report.tables import ELIGIBILITY_COLUMNS
-from coevo.run import Run, RunInterrupted, warnings_to_echo
+from coevo.run import Run, warnings_to_echo
 from coevo.run_files import (
-    CHECKPOINTS,
-    CONFIG_FILE,
     ELIGIBILITY,
-    LOCK_FILE,
     RETURNS,
-    RUN_MARKERS,
     SUMMARY,
 )
 from coevo.run_setup import (
-    build,
-    config_to_dict,
-    describe_pool,
-    episode_cut_warnings,
-    load_run_config,
     make_pool,
-    memory_warnings,
-    minibatch_warnings,
     prepare,
     refuse_existing_run,
-    run_test_set,
-    scale_warnings,
-    task_renderer,
     write_config,
 )
-from coevo.tasks.task import TaskSpace
-from coevo.tasks.test_sets import TestSet
-
-__all__ = [
-    "CHECKPOINTS",
-    "CONFIG_FILE",
-    "LOCK_FILE",
-    "RUN_MARKERS",
-    "RunInterrupted",
-    "build",
-    "config_to_dict",
-    "describe_pool",
-    "episode_cut_warnings",
-    "load_run_config",
-    "memory_warnings",
-    "minibatch_warnings",
-    "prepare",
-    "refuse_existing_run",
-    "run",
-    "run_eligible",
-    "scale_warnings",
-    "task_renderer",
-]
 
 
 def run(
@@ -91,11 +53,6 @@ def run(
         while not steps.done:
             steps.step()
     return steps.curriculum
-
-
-def _test_set(config: RunConfig, space: TaskSpace, echo: Callable[[str], None]) -> TestSet | None:
-    """The test set `config` gives a run on `space` (or None): `run_setup.run_test_set`."""
-    return run_test_set(config.test_set, config.curriculum.generations, space, echo)
 
 
 def run_eligible(

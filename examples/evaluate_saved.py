@@ -9,7 +9,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from coevo import EvaluationPool, runner
+from coevo import EvaluationPool, run_setup, runner
 from coevo.config import parse_config
 from coevo.replay import load_saved_run
 
@@ -29,7 +29,7 @@ def main() -> None:
     run_dir = args.run_dir or make_run(2 if args.small else 20)
 
     saved = load_saved_run(run_dir)  # the newest readable checkpoint, and config.yaml
-    space, policy = runner.prepare(saved.config)  # the run's task space and policy, rebuilt
+    space, policy = run_setup.prepare(saved.config)  # the run's task space and policy, rebuilt
     # POET's pairs are in saved.population; every curriculum's policies are in saved.policies.
     print(f"{run_dir}: generation {saved.generation}, policies {sorted(saved.policies)}")
 

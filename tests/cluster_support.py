@@ -182,7 +182,7 @@ def drive(raw_config: dict, run_dir: Path) -> None:
     from coevo.config import parse_config
     from coevo.pool import EvaluationPool
     from coevo.report import RunRecorder
-    from coevo.runner import _test_set, build, prepare
+    from coevo.run_setup import build, prepare, run_test_set
     from coevo.tasks.test_sets import measure, no_test
 
     config = parse_config(raw_config)
@@ -201,7 +201,9 @@ def drive(raw_config: dict, run_dir: Path) -> None:
         nodes_at_start = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
         print("pool ready", json.dumps(pool.worker_nodes()), flush=True)
         curriculum = build(config, space, pool)
-        test_set = _test_set(config, space, lambda line: None)  # as runner.run does
+        test_set = run_test_set(  # as a Run does
+            config.test_set, config.curriculum.generations, space, lambda line: None
+        )
         while curriculum.generation < config.curriculum.generations:
             result = curriculum.step()
             if test_set is not None:  # as runner.run: no test set, no test columns

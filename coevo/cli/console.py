@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from coevo import runner
 from coevo.errors import Terminated
 from coevo.resume_rules import resume_command
+from coevo.run import RunInterrupted
 
 
 def fail(message: str) -> NoReturn:
@@ -86,7 +86,7 @@ def interrupt_code(terminated: bool) -> int:
     return 128 + signal.SIGTERM if terminated else 130
 
 
-def interrupted(error: runner.RunInterrupted) -> NoReturn:
+def interrupted(error: RunInterrupted) -> NoReturn:
     """Ctrl-C or SIGTERM after the run started: how far it got and the way back."""
     terminated = error.how != "interrupted"
     stopped(

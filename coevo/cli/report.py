@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from coevo import runner
+from coevo import run_setup
 from coevo.cli.console import asked_for_help
 
 REPORT_HELP = """usage: coevo-report RUN_DIR
@@ -30,7 +30,7 @@ def main() -> None:
     from coevo.report.html import ReportError
 
     try:
-        print(write_report(run_dir, runner.task_renderer(run_dir)))
+        print(write_report(run_dir, run_setup.task_renderer(run_dir)))
     except ReportError as error:
         print(f"coevo-report: error: {error}", file=sys.stderr)
         sys.exit(2)

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from coevo import hydra_configs, runner
+from coevo import hydra_configs, run_setup, runner
 from coevo.checkpoint import CheckpointError
 from coevo.cli import console
 from coevo.cli.conf import CONF_DIR
@@ -27,6 +27,7 @@ from coevo.resume_rules import (
     hydra_setting_kept,
     refuse_changes,
 )
+from coevo.run import RunInterrupted
 
 
 def resume(target: str, overrides: list[str]) -> None:
@@ -35,14 +36,14 @@ def resume(target: str, overrides: list[str]) -> None:
     checkpoint_file = path if path.is_file() else None
     run_dir = path.parent.parent if checkpoint_file else path  # RUN_DIR/checkpoints/gen_N.pkl
     try:
-        config = runner.load_run_config(run_dir)
+        config = run_setup.load_run_config(run_dir)
         config = apply_resume_overrides(config, overrides, run_dir)
         echo = console.logged_to(run_dir)
         runner.run(config, run_dir, echo, resume=True, checkpoint_file=checkpoint_file)
     except (ConfigError, CheckpointError, FileNotFoundError) as error:
         console.stop_started(run_dir, error)
         console.fail(str(error))
-    except runner.RunInterrupted as error:
+    except RunInterrupted as error:
         console.interrupted(error)
     except (GenerationFailed, WorkerStartError) as error:
         console.stopped(run_dir, f"coevo-run: error: {error}", 1)
@@ -51,7 +52,7 @@ def resume(target: str, overrides: list[str]) -> None:
 def apply_resume_overrides(config: RunConfig, overrides: list[str], run_dir: Path) -> RunConfig:
     """`config` (the run's own) with the command's overrides: those resume allows applied,
     those equal to the run's settings accepted, the others refused, all in one error."""
-    raw = runner.config_to_dict(config)
+    raw = run_setup.config_to_dict(config)
     known = leaf_keys(raw)
     hydra_record = _hydra_record(run_dir)
     choices = hydra_record.get("runtime", {}).get("choices", {})

@@ -24,6 +24,7 @@ from coevo.config import parse_config
 from coevo.curricula.base import GenerationFailed
 from coevo.errors import ConfigError, Terminated
 from coevo.pool.results import WorkerStartError
+from coevo.run import RunInterrupted
 
 
 def main() -> None:
@@ -65,7 +66,7 @@ def _run_composed(cfg: DictConfig) -> None:
         console.stop_started(run_dir, error)
         drop_if_unused(run_dir)
         console.fail(str(error))
-    except runner.RunInterrupted as error:
+    except RunInterrupted as error:
         console.interrupted(error)
     except (GenerationFailed, WorkerStartError) as error:
         console.stopped(run_dir, f"coevo-run: error: {error}", 1)

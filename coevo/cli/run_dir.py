@@ -10,7 +10,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from coevo import runner
+from coevo import run_setup
 from coevo.cli.console import fail
 from coevo.cli.parse import is_multirun, sweep_jobs
 from coevo.errors import ConfigError
@@ -75,7 +75,7 @@ def refuse_reused_dirs(args: list[str], hydra_settings: Any) -> None:
             return  # job directories named otherwise: the run itself refuses a reused one
         for job in range(jobs):
             try:
-                runner.refuse_existing_run(sweep / str(job), setting="hydra.sweep.dir")
+                run_setup.refuse_existing_run(sweep / str(job), setting="hydra.sweep.dir")
             except ConfigError as error:
                 fail(str(error))
         return
@@ -83,7 +83,7 @@ def refuse_reused_dirs(args: list[str], hydra_settings: Any) -> None:
     if run_dir is None:
         return
     try:
-        runner.refuse_existing_run(run_dir)
+        run_setup.refuse_existing_run(run_dir)
     except ConfigError as error:
         fail(str(error))
     if run_dir.exists():

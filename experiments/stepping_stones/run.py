@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from coevo import runner
+from coevo import run_setup
 from coevo.config import parse_config
 from coevo.pool import EvaluationPool
 from coevo.tasks.test_sets import TestSet, score_test_set
@@ -145,13 +145,13 @@ def run_one(job: tuple[str, str, int, int, int]) -> tuple[dict, list[dict]]:
             },
         }
     )
-    space, policy = runner.prepare(config)
+    space, policy = run_setup.prepare(config)
     target = TestSet(space.name, (space.task(**domain.hard),), domain.threshold, seed=0)
     marks = [budget * (k + 1) / 10 for k in range(10)]
     curve, steps = [], 0.0
     started = time.perf_counter()
     with EvaluationPool(space, policy, "local", 1) as pool:
-        built = runner.build(config, space, pool)
+        built = run_setup.build(config, space, pool)
         while steps < budget:
             steps += built.step().summary["env_steps"]
             if steps >= marks[0]:

@@ -260,7 +260,7 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     assert pool["envs_per_worker"] == 16
     # A pool.* setting typed with the preset wins over it, whatever the order.
     from coevo.cli.resume import apply_resume_overrides
-    from coevo.runner import load_run_config
+    from coevo.run_setup import load_run_config
 
     for typed in (["pool.envs_per_worker=8", "pool=ray"], ["pool=ray", "pool.envs_per_worker=8"]):
         config = apply_resume_overrides(load_run_config(short), typed, short)
@@ -285,7 +285,7 @@ def _refused_are_only_the_real_changes(run: Path) -> None:
     error (SMALL's run: seed 2, optimizer.population 8, task cartpole)."""
     from coevo.cli.resume import apply_resume_overrides
     from coevo.errors import ConfigError
-    from coevo.runner import load_run_config
+    from coevo.run_setup import load_run_config
 
     same = ["seed=2", "curriculum.optimizer_steps=2", "task=cartpole"]
     with pytest.raises(ConfigError) as one:

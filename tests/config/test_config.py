@@ -3,7 +3,7 @@ from phrases import assert_says
 
 from coevo.config import RunConfig, parse_config
 from coevo.errors import ConfigError
-from coevo.runner import prepare
+from coevo.run_setup import prepare
 
 
 def test_empty_config_takes_the_defaults():

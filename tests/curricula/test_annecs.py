@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from coevo import runner
+from coevo import run_setup
 from coevo.config import parse_config
 from coevo.curricula.poet import rules
 from coevo.pool import EvaluationPool
@@ -27,9 +27,9 @@ def test_both_annecs_definitions_count_what_they_say():
             "test_set": {"every": 0},
         }
     )
-    space, policy = runner.prepare(config)
+    space, policy = run_setup.prepare(config)
     with EvaluationPool(space, policy, "local", 1, envs_per_worker=16) as pool:
-        poet = runner.build(config, space, pool)
+        poet = run_setup.build(config, space, pool)
         results = poet.run()
         _check(poet, results)
 

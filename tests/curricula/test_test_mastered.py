@@ -9,12 +9,17 @@ import pandas as pd
 import pytest
 from phrases import assert_says
 
-from coevo import runner
+from coevo import run_setup, runner
 from coevo.config import parse_config
 from coevo.pool.stats import is_runtime_column
 from coevo.tasks.test_sets import SUMMARY_COLUMNS
 
 CURRICULA = ["poet", "enhanced_poet", "dr", "plr", "accel", "alp_gmm"]
+
+
+def _test_set(config, space, echo):
+    """The test set `config` gives a run on `space` (as `coevo.run.Run` builds it)."""
+    return run_setup.run_test_set(config.test_set, config.curriculum.generations, space, echo)
 
 
 def _run(
@@ -43,7 +48,7 @@ def test_a_space_with_fewer_distinct_tasks_than_the_test_set_size_says_so(tmp_pa
             {name: {"low": space.param(name).init, "high": space.param(name).init}}
         )
     config = parse_config({"test_set": {"size": 12}})
-    test_set = runner._test_set(config, space, seen.append)
+    test_set = _test_set(config, space, seen.append)
     assert len(test_set.tasks) == 3  # gravity 9, 9.5 and 10; the other parameters fixed
     (said,) = seen
     assert said.startswith("test set: the 3 distinct tasks of task space 'cartpole'")
@@ -53,7 +58,7 @@ def test_a_space_with_fewer_distinct_tasks_than_the_test_set_size_says_so(tmp_pa
     config = parse_config(
         {"test_set": {"size": 12, "params": {"gravity": {"low": 11, "high": 12}}}}
     )
-    test_set = runner._test_set(config, space, seen.append)
+    test_set = _test_set(config, space, seen.append)
     assert sorted(task["gravity"] for task in test_set.tasks) == [11.0, 11.5, 12.0]
     (said,) = seen
     assert said.startswith("test set: the 3 distinct tasks of test_set.params' bounds")
@@ -63,12 +68,12 @@ def test_a_space_with_fewer_distinct_tasks_than_the_test_set_size_says_so(tmp_pa
 def test_a_run_shorter_than_the_test_cadence_says_it_measures_nothing(cartpole):
     seen: list[str] = []
     short = parse_config({"curriculum": {"generations": 3}})  # test_set.every 5 by default
-    assert runner._test_set(short, cartpole, seen.append) is not None
+    assert _test_set(short, cartpole, seen.append) is not None
     (said,) = seen
     assert said.startswith("test set: measured every 5 generations (test_set.every)")
     assert_says(said, "not in this run of 3", "test_* columns stay empty")
     seen.clear()
-    runner._test_set(parse_config({"curriculum": {"generations": 5}}), cartpole, seen.append)
+    _test_set(parse_config({"curriculum": {"generations": 5}}), cartpole, seen.append)
     assert seen == []
 
 

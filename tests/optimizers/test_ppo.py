@@ -414,7 +414,7 @@ def test_streams_shorter_than_an_episode_under_a_curriculum_are_warned_of(overri
     from coevo import curricula
     from coevo.config import parse_config
     from coevo.optimizers.es import EvolutionStrategy
-    from coevo.runner import episode_cut_warnings
+    from coevo.run_setup import episode_cut_warnings
 
     raw = {"task": {"name": "cartpole"}, "policy": {"name": "actor_critic"}, **overrides}
     raw["optimizer"] = {"name": "ppo", "batch_size": 64, **overrides["optimizer"]}
@@ -460,7 +460,7 @@ def test_a_batch_size_that_does_not_divide_the_rollout_is_warned_of(overrides, e
     from coevo import curricula
     from coevo.config import parse_config
     from coevo.optimizers.es import EvolutionStrategy
-    from coevo.runner import minibatch_warnings
+    from coevo.run_setup import minibatch_warnings
 
     config = parse_config({"optimizer": {"name": "ppo", **overrides}})
     poet = curricula.get("poet")
@@ -499,7 +499,7 @@ def test_the_minibatch_warning_says_what_sb3s_ppo_says_for_the_same_rollout(batc
 
     from coevo import curricula
     from coevo.config import parse_config
-    from coevo.runner import minibatch_warnings
+    from coevo.run_setup import minibatch_warnings
 
     env = make_vec_env("CartPole-v1", n_envs=8, seed=0)
     with warnings.catch_warnings(record=True) as caught:

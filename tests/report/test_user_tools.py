@@ -10,6 +10,7 @@ import pytest
 from cli_support import BIN, ROOT, SMALL_POET, cli_in_process, page_result_in_chromium
 from phrases import assert_says
 
+from coevo import run_setup
 from coevo.errors import ConfigError
 
 # One worker under xdist: the run (`run_dir`) made once for the module.
@@ -310,10 +311,10 @@ def test_coevo_eval_replays_a_single_policy_curriculum(tmp_path):
     import numpy as np
     import yaml
 
-    from coevo import checkpoint, runner
+    from coevo import checkpoint
     from coevo.eligible import load_pairs
 
-    space, policy = runner.prepare(runner.load_run_config(run))
+    space, policy = run_setup.prepare(run_setup.load_run_config(run))
     saved = run / "checkpoints" / "gen_000002.pkl"
     pairs = tmp_path / "pairs.yaml"
     pairs.write_text(yaml.safe_dump({"pairs": [{"policy": {"checkpoint": str(saved), "pair": 0}}]}))
@@ -368,7 +369,7 @@ def test_a_relative_path_in_a_users_preset_is_relative_to_the_preset(tmp_path):
     ],
 )
 def test_a_damaged_or_empty_run_config_is_refused_by_name(tmp_path, text, message):
-    from coevo.runner import load_run_config
+    from coevo.run_setup import load_run_config
 
     (tmp_path / "config.yaml").write_text(text)
     with pytest.raises(ConfigError) as info:

@@ -11,10 +11,11 @@ import pytest
 from cli_support import cli, run_tables
 from phrases import assert_says
 
-from coevo import run_files, runner
+from coevo import run_files, run_setup, runner
 from coevo.checkpoint import CheckpointError
 from coevo.config import parse_config
 from coevo.errors import ConfigError
+from coevo.run import RunInterrupted
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # user_curricula, as a user's module
 
@@ -73,7 +74,7 @@ def test_resume_from_python_with_the_runs_own_config_extends_it_like_a_longer_ru
     three = {**RAW, "curriculum": {**RAW["curriculum"], "generations": 3}}
     runner.run(parse_config(three), longer, quiet)
 
-    own = runner.load_run_config(run)  # an allowed change: more generations, another backend
+    own = run_setup.load_run_config(run)  # an allowed change: more generations, another backend
     extended = dataclasses.replace(
         own, curriculum=dataclasses.replace(own.curriculum, generations=3)
     )
@@ -111,7 +112,7 @@ def test_the_runner_restores_the_generation_a_plugin_state_leaves_out(tmp_path):
         if line.startswith("gen   2/"):
             raise KeyboardInterrupt
 
-    with pytest.raises(runner.RunInterrupted):
+    with pytest.raises(RunInterrupted):
         runner.run(parse_config(raw), stopped, stop_after_two)
     runner.run(None, stopped, quiet, resume=True)
     summary = pd.read_csv(stopped / "summary.csv")
@@ -179,7 +180,7 @@ def test_an_interrupt_after_the_first_checkpoint_is_a_resumable_run_interrupted(
         if line.startswith("test set:"):
             raise KeyboardInterrupt
 
-    with pytest.raises(runner.RunInterrupted) as interrupted:
+    with pytest.raises(RunInterrupted) as interrupted:
         runner.run(parse_config(raw), tmp_path / "run", stop_at_the_test_set)
     assert interrupted.value.generation == 0
     assert (
@@ -420,11 +421,11 @@ def test_a_plr_subclass_wrapping_the_builtin_score_keeps_its_checks(tmp_path):
 
 def test_a_partially_observed_space_with_a_memoryless_policy_is_warned_of():
     # cartpole_pomdp hides the velocities: an MLP acts on positions only.
-    from coevo.runner import memory_warnings
+    from coevo.run_setup import memory_warnings
 
     def warned(task: str, policy: str) -> list[str]:
         config = parse_config({"task": {"name": task}, "policy": {"name": policy}})
-        return memory_warnings(config, *runner.prepare(config))
+        return memory_warnings(config, *run_setup.prepare(config))
 
     (warning,) = warned("cartpole_pomdp", "mlp")
     assert warning.startswith("warning: task space 'cartpole_pomdp' ")

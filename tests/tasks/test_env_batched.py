@@ -266,7 +266,7 @@ def test_batched_and_config_spaces_are_identical_on_ray_and_local(ray_session):
     import yaml
 
     from coevo.config import parse_config
-    from coevo.runner import prepare
+    from coevo.run_setup import prepare
 
     example = yaml.safe_load(
         (Path(__file__).resolve().parents[2] / "conf/task/custom_example.yaml").read_text()

@@ -16,7 +16,7 @@ from phrases import assert_says
 from coevo.config import parse_config
 from coevo.errors import ConfigError
 from coevo.pool import EvaluationPool
-from coevo.runner import prepare
+from coevo.run_setup import prepare
 from coevo.tasks.generic import GymTaskEnv
 from coevo.tasks.protocol import PendingTaskMixin
 

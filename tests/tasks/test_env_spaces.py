@@ -11,7 +11,7 @@ import yaml
 from coevo import tasks
 from coevo.config import parse_config
 from coevo.errors import ConfigError
-from coevo.runner import prepare
+from coevo.run_setup import prepare
 from coevo.tasks import TaskSettableEnv
 from coevo.tasks.level_kind import is_numeric
 

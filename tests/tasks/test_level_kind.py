@@ -12,7 +12,7 @@ from coevo import tasks
 from coevo.config import parse_config
 from coevo.curricula.alp_gmm import ALPGMM
 from coevo.errors import ConfigError
-from coevo.runner import prepare
+from coevo.run_setup import prepare
 from coevo.tasks.level_kind import Level, LevelKind, is_numeric, provides, require
 from coevo.tasks.maze import Maze
 from coevo.tasks.maze.space import MazeSpace
