@@ -25,8 +25,10 @@ _BUILTIN_MODULES = (
     "coevo.tasks.bipedal_terrain",
     "coevo.tasks.masked",
     "coevo.tasks.maze.space",
+    "coevo.tasks.cppn.space",
 )
-# Built-in modules whose optional dependency (Box2D: `pip install gymnasium[box2d]`) is missing.
+# Built-in modules whose optional dependency is missing (Box2D: `pip install gymnasium[box2d]`;
+# neat-python for CPPN terrains: `pip install 'coevo[cppn]'`).
 _UNAVAILABLE: dict[str, str] = {}
 
 

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from coevo.errors import ConfigError
+from coevo.tasks.level_space import LevelSpace
 from coevo.tasks.maze import level as levels
 from coevo.tasks.maze.held_out import held_out_mazes
 from coevo.tasks.maze.level import Maze
@@ -32,7 +33,6 @@ from coevo.tasks.maze.navigation import (
 from coevo.tasks.maze.render import render_maze_png
 from coevo.tasks.maze.slots import MazeSlots
 from coevo.tasks.registry import register
-from coevo.tasks.task import TaskSpace
 
 
 def _unused_env() -> Any:  # replaced in __post_init__; TaskSpace needs a field value
@@ -40,7 +40,7 @@ def _unused_env() -> Any:  # replaced in __post_init__; TaskSpace needs a field 
 
 
 @dataclass(frozen=True)
-class MazeSpace(TaskSpace):
+class MazeSpace(LevelSpace):
     """Mazes of `height` x `width` with up to `max_walls` generated walls (see the module
     doc); episodes of `max_episode_steps` steps, a `view_size` view."""
 
@@ -59,14 +59,10 @@ class MazeSpace(TaskSpace):
     edits_per_mutation: int = 1
     batched: bool = True  # False: one MazeEnv per slot (GymSlots), the reference path
     level_type: ClassVar[type] = Maze  # what its tasks are (a numeric space's: Task)
-    # No point of `encode`'s cube is a maze: curricula that decode points (ALP-GMM) are
-    # refused by name (coevo.tasks.level_kind.require).
-    decode: ClassVar[None] = None  # pyright: ignore[reportIncompatibleMethodOverride]
+    kind_words: ClassVar[str] = "a maze space"
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.params:
-            raise ConfigError("task.params", "a maze space has no numeric parameters")
         steps, view = self.max_episode_steps, self.view_size
         # Built from the fields: `replace(space, max_episode_steps=...)` rebuilds them.
         object.__setattr__(self, "make_env", partial(MazeEnv, None, view, steps))
@@ -117,18 +113,6 @@ class MazeSpace(TaskSpace):
             level = Maze(rows, (0, 0), 0, (self.width - 1, self.height - 1))
         return level
 
-    def task(self, **values: Any) -> Maze:
-        """The initial maze (a maze space has no numeric parameters).
-
-        Raises:
-            ConfigError: If any parameter value is given.
-        """
-        if values:
-            raise ConfigError(
-                f"task.{next(iter(values))}", "a maze space has no numeric parameters"
-            )
-        return self.initial_task()
-
     def check(self, task: Any) -> None:
         """Refuse a level that is not a maze of this space's size.
 
@@ -141,33 +125,6 @@ class MazeSpace(TaskSpace):
             raise ConfigError(
                 "task", f"a {task.shape_text} given to '{self.name}' ({self.width} x {self.height})"
             )
-
-    def env_task(self, task: Maze) -> Maze:
-        """The maze itself: the env takes the level as its task."""
-        return task
-
-    def with_overrides(self, overrides: Mapping[str, Mapping[str, Any]] | None) -> MazeSpace:
-        """This space: a maze space has no parameters to override.
-
-        Raises:
-            ConfigError: If any override is given.
-        """
-        if overrides:
-            raise ConfigError(
-                f"task.params.{next(iter(overrides))}", "a maze space has no numeric parameters"
-            )
-        return self
-
-    def same_tasks_as(self, other: TaskSpace) -> bool:
-        """Whether `other` is a maze space of the same size."""
-        return self is other or (
-            isinstance(other, MazeSpace) and self.difference_from(other) is None
-        )
-
-    def difference_from(self, other: TaskSpace) -> tuple[str, str] | None:
-        """None if `other` has this space's size, else both sizes in words."""
-        mine, theirs = self._shape_text(), getattr(other, "_shape_text", lambda: other.name)()
-        return None if mine == theirs else (mine, theirs)
 
     def _shape_text(self) -> str:
         return (
