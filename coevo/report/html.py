@@ -91,6 +91,9 @@ def _page(data: RunData, plot_dir: Path, render_task: TaskRenderer | None) -> st
     parts = [f"<h1>coevo run: {html.escape(data.run_dir.name)}</h1>"]
     if data.stopped is not None:  # a run that ended before its last generation says why first
         parts.append(f'<p class="stopped"><strong>{html.escape(data.stopped)}</strong></p>')
+    pictures = []
+    if render_task is not None and not population.empty:
+        pictures = _task_images(data.run_dir, population, render_task, eligibility)
     if summary.empty:
         parts.append("<p>No generation has finished yet.</p>")
     else:
@@ -107,10 +110,11 @@ def _page(data: RunData, plot_dir: Path, render_task: TaskRenderer | None) -> st
             data.test_set,
             data.returns,
             data.test_bounds,
+            _lineage_pictures(population, pictures),
         )
         parts.append("".join(_figure(data.run_dir, *f) for f in figures))
     if render_task is not None and not population.empty:
-        parts.append(_task_pictures(data.run_dir, population, render_task, eligibility))
+        parts.append(_task_section(data.run_dir, population, pictures))
     if not summary.empty:
         parts.append("<h2>Summary per generation</h2>")
         parts.append(_table(summary, fmt, "summary"))
@@ -142,8 +146,10 @@ def _figures(
     test_set: pd.DataFrame | None = None,
     returns: pd.DataFrame | None = None,
     test_bounds: str = "the task space's bounds",
+    lineage_pictures: dict[int, Path] | None = None,
 ) -> list[tuple[str, str, Path]]:
-    """(id, caption, image) of each figure the tables allow."""
+    """(id, caption, image) of each figure the tables allow; `lineage_pictures` (pair id ->
+    its task's picture) are drawn beside the lineage's nodes."""
     eligibility = pd.DataFrame() if eligibility is None else eligibility
     if returns is not None and "name" in returns and "pairs" in summary and len(summary) == 1:
         episodes = sum(c.startswith("episode_") for c in returns.columns)
@@ -247,8 +253,13 @@ def _figures(
             (
                 "fig-lineage",
                 "Lineage of tasks: each task at the generation it was created, joined to its "
-                "parent, labelled by pair id and the parameters that differ from its parent's.",
-                plots.lineage_tree(population, plot_dir / "lineage.png", labels),
+                "parent, labelled by pair id and "
+                + (
+                    "drawn beside it."
+                    if lineage_pictures
+                    else "the parameters that differ from its parent's."
+                ),
+                plots.lineage_tree(population, plot_dir / "lineage.png", labels, lineage_pictures),
             )
         )
     return figures
@@ -435,15 +446,18 @@ def _figure(run_dir: Path, figure_id: str, caption: str, image: Path, css: str =
 MAX_TASK_PICTURES = 48
 
 
-def _task_pictures(
+# A picture: (figure id, caption, image, the pair it shows or None).
+_Picture = tuple[str, str, Path, int | None]
+
+
+def _task_images(
     run_dir: Path, population: pd.DataFrame, render: TaskRenderer, eligibility: pd.DataFrame
-) -> str:
-    out = ["<h2>Tasks</h2>"]
-    if len(population) > MAX_TASK_PICTURES:
-        out.append(f"<p>The first {MAX_TASK_PICTURES} of {len(population)} tasks.</p>")
+) -> list[_Picture]:
+    """Each task's picture (the first MAX_TASK_PICTURES rows), drawn into plots/."""
     task_columns = [c for c in population.columns if c.startswith("task.")]
     # A level kind's tables (mazes) name its levels by id; the decisions hold their JSON.
     forms = {} if task_columns else _level_forms(eligibility)
+    out: list[_Picture] = []
     for _, row in population.head(MAX_TASK_PICTURES).iterrows():
         if task_columns:
             task = {c.removeprefix("task."): float(frames.number(row, c)) for c in task_columns}
@@ -454,9 +468,25 @@ def _task_pictures(
         image = render(task, run_dir / "plots" / f"task_{row['task_id']}.png")
         if "pair_id" in row:
             pair = int(frames.number(row, "pair_id"))
-            figure_id, caption = f"task-{pair}", f"pair {pair} ({row['status']})"
+            out.append((f"task-{pair}", f"pair {pair} ({row['status']})", image, pair))
         else:
-            figure_id, caption = f"task-{row['task_id']}", f"task {row['task_id']}"
+            out.append((f"task-{row['task_id']}", f"task {row['task_id']}", image, None))
+    return out
+
+
+def _lineage_pictures(population: pd.DataFrame, pictures: list[_Picture]) -> dict[int, Path]:
+    """Pair id -> picture, for a level kind's lineage (its tasks have no parameters to
+    label the nodes with); none for numeric tasks."""
+    if any(c.startswith("task.") for c in population.columns):
+        return {}
+    return {pair: image for _, _, image, pair in pictures if pair is not None}
+
+
+def _task_section(run_dir: Path, population: pd.DataFrame, pictures: list[_Picture]) -> str:
+    out = ["<h2>Tasks</h2>"]
+    if len(population) > MAX_TASK_PICTURES:
+        out.append(f"<p>The first {MAX_TASK_PICTURES} of {len(population)} tasks.</p>")
+    for figure_id, caption, image, _ in pictures:
         out.append(_figure(run_dir, figure_id, caption, image, "task"))
     return "".join(out)
 

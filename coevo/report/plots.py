@@ -116,16 +116,26 @@ def _with_label(pair_id: int, labels: Mapping[int, str], separator: str = ": ") 
     return f"{pair_id}{separator}{label}" if label else str(pair_id)
 
 
+# A task picture beside its lineage node: this many pixels high (at the saved 90 dpi).
+THUMBNAIL_PIXELS = 48
+
+
 def lineage_tree(
-    population: pd.DataFrame, path: Path, task_labels: Mapping[int, str] | None = None
+    population: pd.DataFrame,
+    path: Path,
+    task_labels: Mapping[int, str] | None = None,
+    pictures: Mapping[int, Path] | None = None,
 ) -> Path:
     """Each task as a node at its birth generation, linked to its parent's task; labelled by
-    pair id and, when `task_labels` (pair id -> text) is given, what its task is."""
+    pair id and, when `task_labels` (pair id -> text) is given, what its task is; with
+    `pictures` (pair id -> PNG, a level kind's drawings), each task's picture beside it."""
     labels = task_labels or {}
+    thumbnails = _thumbnails(pictures or {})
     frame = population.sort_values(["born", "pair_id"]).reset_index(drop=True)
     y = {int(pid): index for index, pid in enumerate(frame["pair_id"])}
     records = frame.to_dict("records")
-    fig, ax = plt.subplots(figsize=(7, max(2.5, 0.35 * len(frame) + 1)))
+    row_inches = 0.7 if thumbnails else 0.35
+    fig, ax = plt.subplots(figsize=(7, max(2.5, row_inches * len(frame) + 1)))
     for row in records:
         if pd.notna(row["parent_id"]) and int(row["parent_id"]) in y:
             parent = frame[frame["pair_id"] == row["parent_id"]].iloc[0]
@@ -159,6 +169,14 @@ def lineage_tree(
     # (outside the axes otherwise, squeezing the plot or cut off).
     longest = max((len(_with_label(int(p), labels)) + 1 for p in frame["pair_id"]), default=0)
     label_inches = longest * 8 * 0.55 / 72  # 8 pt text, ~0.55 em per character
+    if thumbnails:
+        label_points = longest * 8 * 0.55
+        for row in records:
+            image = thumbnails.get(int(row["pair_id"]))
+            if image is not None:
+                _place_thumbnail(ax, image, (row["born"], y[int(row["pair_id"])]), label_points)
+        widest = max(image.shape[1] * _zoom(image) for image in thumbnails.values())
+        label_inches += (widest + 12) / 90
     axes_inches = 7 * 0.8
     share = min(label_inches / axes_inches, 0.7)
     born = frames.column(frame, "born")
@@ -167,6 +185,36 @@ def lineage_tree(
     ax.set_xlim(low - 0.05 * span, high + (span * 1.05) * share / (1 - share) + 0.05 * span)
     ax.legend(loc="best", fontsize=8)
     return _save(fig, path)
+
+
+def _thumbnails(pictures: Mapping[int, Path]) -> dict[int, np.ndarray]:
+    """The pictures that exist, read as image arrays."""
+    from matplotlib.image import imread
+
+    return {pair: imread(str(png)) for pair, png in pictures.items() if Path(png).is_file()}
+
+
+def _zoom(image: np.ndarray) -> float:
+    return THUMBNAIL_PIXELS / image.shape[0]
+
+
+def _place_thumbnail(ax, image: np.ndarray, node: tuple, after_points: float) -> None:
+    """`image`, scaled to THUMBNAIL_PIXELS high, to the right of a node and its label."""
+    from matplotlib.offsetbox import AnnotationBbox, OffsetImage
+
+    box = OffsetImage(image, zoom=_zoom(image) * 72 / 90)  # points: the figure draws at 72
+    ax.add_artist(
+        AnnotationBbox(
+            box,
+            node,
+            xybox=(after_points + 6, 0),
+            xycoords="data",
+            boxcoords="offset points",
+            box_alignment=(0, 0.5),
+            frameon=False,
+            annotation_clip=False,
+        )
+    )
 
 
 # Colours of a task's state in the parameter plot.

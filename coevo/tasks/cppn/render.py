@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from gymnasium.envs.box2d.bipedal_walker import TERRAIN_STARTPAD, TERRAIN_STEP
+from gymnasium.envs.box2d.bipedal_walker import TERRAIN_HEIGHT, TERRAIN_STARTPAD, TERRAIN_STEP
 
 from coevo.tasks.cppn.level import CppnTerrain, as_terrain
 from coevo.tasks.cppn.profile import course_points
@@ -24,8 +24,8 @@ def render_cppn_png(level: CppnTerrain | dict | str, path: str | Path, **_: Any)
     level = as_terrain(level)
     points = course_points(level)
     xs, ys = points[:, 0], points[:, 1]
-    floor = min(0.0, float(ys.min()) - 1.0)
-    figure = Figure(figsize=(14, 3.2), dpi=100)
+    floor = min(0.0, float(ys.min()) - 1.0)  # the ground filled down to y = 0 or below
+    figure = Figure(figsize=(10, 2.6), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.subplots()
     axes.fill(np.r_[xs, xs[-1], xs[0]], np.r_[ys, floor, floor], color=GROUND, lw=0)
@@ -40,10 +40,10 @@ def render_cppn_png(level: CppnTerrain | dict | str, path: str | Path, **_: Any)
         fontsize=9,
     )
     axes.set_xlim(0, COURSE_END)
-    axes.set_ylim(floor, max(float(ys.max()) + 2.0, 8.0))
-    if float(ys.max() - floor) < 40.0:  # keep metres square unless the ground is very tall
-        axes.set_aspect("equal")
+    # Heights exaggerated (a course is 93 m long, its hills a few m): the axes say by how much.
+    axes.set_ylim(floor, max(float(ys.max()) + 1.0, TERRAIN_HEIGHT + 3.0))
     axes.set_xlabel("x (m)")
+    axes.set_ylabel("height (m)")
     axes.legend(loc="upper right", fontsize=8)
     figure.tight_layout()
     path = Path(path)

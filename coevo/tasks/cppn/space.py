@@ -92,7 +92,7 @@ class CppnTerrainSpace(LevelSpace):
 
     # -- the TaskSpace seat ---------------------------------------------------------------
     def initial_task(self) -> CppnTerrain:
-        """Flat ground (E-POET starts from one random slope; see docs/guide/levels.md)."""
+        """Flat ground (E-POET starts from one random slope; docs/guide/tasks.md says why)."""
         return flat_terrain()
 
     def check(self, task: Any) -> None:
