@@ -14,6 +14,9 @@ gymnasium's own code gives on the same course (a test runs both side by side):
   draws only when asked for them, and skips the clouds when nothing renders (drawing the
   same random numbers, so the walker's initial push is unchanged);
 - the course of a (task, seed) is cached: the pool resets with the same seeds again and again.
+
+Each episode runs in a new Box2D world (`reset` says why), so it does not depend on the
+episodes the env ran before.
 """
 
 from __future__ import annotations
@@ -95,8 +98,18 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
         pass  # the terrain is built from self._task at every reset
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        """Reset, generating the terrain from `seed`."""
+        """Reset in a fresh Box2D world, generating the terrain from `seed`.
+
+        gymnasium reuses its world across episodes; Box2D then numbers the new bodies'
+        collision proxies in an order the past episodes left, which orders the contacts and
+        so the solver's arithmetic: a walker meeting two ground edges at once moved by
+        different bits after different histories (one env per slot, so worker counts
+        changed returns). A new world per episode makes an episode a function of
+        (task, seed, actions) alone.
+        """
         self._terrain_seed = seed  # the terrain is generated inside BipedalWalker.reset
+        self._destroy()
+        self.world = Box2D.b2World()
         return super().reset(seed=seed, options=options)
 
     def _generate_terrain(self, hardcore: bool) -> None:
