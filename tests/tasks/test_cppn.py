@@ -169,10 +169,10 @@ def test_the_walker_plays_the_genome_ground_and_episodes_do_not_depend_on_histor
 TINY = [
     "experiment=enhanced_poet_cppn",
     "pool=local",
-    "task.max_episode_steps=40",
+    "task.max_episode_steps=30",
     "optimizer.population=4",
     "pool.envs_per_worker=8",
-    "curriculum.generations=6",
+    "curriculum.generations=5",
     "curriculum.reproduce_every=2",
     "curriculum.transfer_every=3",
     "curriculum.max_children=4",
@@ -212,3 +212,21 @@ def test_epoet_on_cppn_terrains_resumes_after_sigkill_and_ignores_worker_counts(
     assert pictures == {f"task_{i}.png" for i in population["task_id"]}
     page = (clean / "report.html").read_text()
     assert 'id="fig-lineage"' in page and "drawn beside it" in page
+
+
+def test_missing_neat_python_names_the_extra_and_leaves_the_other_spaces_usable():
+    script = (
+        "import sys; sys.modules['neat'] = None\n"  # makes `import neat` fail
+        "from coevo import tasks\n"
+        "from coevo.errors import ConfigError\n"
+        "assert 'bipedal_terrain' in tasks.names() and 'bipedal_cppn' not in tasks.names()\n"
+        "try:\n"
+        "    tasks.get('bipedal_cppn')\n"
+        "except ConfigError as error:\n"
+        "    print(error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert_says(result.stdout, "unknown task space 'bipedal_cppn'", "pip install 'coevo[cppn]'")
