@@ -38,7 +38,7 @@ from __future__ import annotations
 import copy
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -69,6 +69,16 @@ from coevo.curricula.plr import (
     new_level,
     return_regret_score,
     value_discount,
+)
+from coevo.curricula.sfl import (
+    BufferLevel,
+    SFLConfig,
+    check_buffer,
+    fresh_levels,
+    plan_step,
+    rank_levels,
+    score_level,
+    training_reason,
 )
 from coevo.curricula.task_sampling import uniform_task
 from coevo.errors import ConfigError
@@ -249,6 +259,17 @@ class DRSampler(TaskSampler):
         )
 
 
+TRAINER_SAID = "success as the trainer reported"
+
+
+def _solved(space: TaskSpace, episode: Episode) -> tuple[bool, str]:
+    """Whether `episode` solved its task: `success=` when the trainer gave it, else the
+    space's `solved(return)`; and which of the two said so."""
+    if episode.success is not None:
+        return episode.success, TRAINER_SAID
+    return space.solved(episode.episode_return), f"return >= {space.solved_score:g}"
+
+
 def _trainer(critic: bool) -> SimpleNamespace:
     """What `plr._score_used` asks of a learner: whether it gives value predictions."""
     said = "a trainer with a critic" if critic else "the trainer (critic=False)"
@@ -366,11 +387,7 @@ class PLRSampler(TaskSampler):
         return return_regret_score(episode.episode_return, self.best_return)
 
     def _learnability(self, episode: Episode) -> tuple[float, str]:
-        if episode.success is not None:
-            solved, how = episode.success, "success as the trainer reported"
-        else:
-            solved = self.space.solved(episode.episode_return)
-            how = f"return >= {self.space.solved_score:g}"
+        solved, how = _solved(self.space, episode)
         history = self._successes.setdefault(episode.task, [])
         history.append(solved)
         del history[: -self.success_window]
@@ -486,15 +503,170 @@ class ALPGMMSampler(TaskSampler):
         self.teacher.load_state_dict(state["teacher"])
 
 
-# name -> sampler class. SFL (coevo/curricula/sfl.py) has no sampler yet: its refresh rule
-# (score fresh levels by learnability, keep the top buffer_size) lives in its curriculum's
-# methods; once factored out as PLR's and ALP-GMM's are, an SFLSampler joins here
-# (`register_sampler("sfl", SFLSampler)`).
+@dataclass
+class SFLRefresh:
+    """An SFL refresh under way: its fresh levels and what their scoring episodes said."""
+
+    number: int  # 1 = the first
+    began: int  # training episodes reported when it began
+    levels: list[Task]
+    handed: int = 0  # scoring episodes handed out by sample()
+    reported: int = 0  # scoring episodes reported
+    solved: list[list[bool]] = field(default_factory=list)  # per level, one per episode
+    told: list[int] = field(default_factory=list)  # per level: episodes with success=
+
+
+class SFLSampler(TaskSampler):
+    """Sampling For Learnability (`sfl`): a buffer of the most learnable of a fresh sample of
+    levels, refreshed every `refresh_every` x `tasks_per_step` training episodes, mixed
+    with fresh uniform levels.
+
+    A refresh draws `levels_sampled` fresh uniform levels, and `sample()` hands out each
+    one's `eval_episodes` scoring episodes, level after level. A trainer should not train
+    on them (`scoring(task)` says which draws are scoring episodes). When the last of
+    them is reported, the buffer becomes the `buffer_size` levels of highest learnability
+    p(1 - p), p the share of a level's scoring episodes that succeeded (`success=`, else
+    the space's `solved(return)`); a `sample_for_learnability` row per level says why.
+
+    Between refreshes, `sample()` hands out training tasks a step at a time: a run's
+    optimizer step's `tasks_per_step` tasks, drawn together at the step's first `sample()`
+    as a run plans them (`buffer_share` x `tasks_per_step`, rounded half up, uniformly
+    from the buffer, the rest fresh uniform levels; all fresh while the buffer is empty).
+    The next refresh begins at the first step after `refresh_every` x `tasks_per_step`
+    training episodes (a run's `refresh_every` steps) have been reported since the buffer
+    was rebuilt; the first `sample()` begins the first. Training tasks drawn while a
+    refresh's last scoring episodes are still being played (several envs) come from the
+    buffer as it stands.
+    """
+
+    name = "sfl"
+    config_class = SFLConfig
+    config: SFLConfig
+
+    def _setup(self) -> None:
+        check_buffer(self.config)
+        self.buffer: list[BufferLevel] = []
+        self.refreshes = 0  # refreshes done (buffer rebuilt)
+        self.trained = 0  # training episodes reported
+        self._rebuilt_at = 0  # `trained` when the buffer was last rebuilt
+        self._step: deque[tuple[Task, Any]] = deque()  # the step's tasks not handed out yet
+        self.refreshing: SFLRefresh | None = None
+
+    def scoring(self, task: Task) -> bool:
+        """Is the oldest unreported draw of `task` a scoring episode (a refresh scores fresh
+        levels without training on them: a trainer skips their gradient)?"""
+        notes = self._pending.get(task)
+        return bool(notes) and notes[0][0] == "score"
+
+    def due(self) -> bool:
+        """Whether the next `sample()` begins a refresh: none under way and no step half
+        handed out, and never refreshed or `refresh_every` x `tasks_per_step` training
+        episodes reported since the last rebuild."""
+        if self.refreshing is not None or self._step:
+            return False
+        every = self.config.refresh_every * self.config.tasks_per_step
+        return self.refreshes == 0 or self.trained - self._rebuilt_at >= every
+
+    def _draw(self) -> tuple[Task, Any]:
+        if self.due():
+            levels = fresh_levels(self.space, self.rng, self.config.levels_sampled)
+            self.refreshing = SFLRefresh(
+                self.refreshes + 1,
+                self.trained,
+                levels,
+                solved=[[] for _ in levels],
+                told=[0 for _ in levels],
+            )
+        refresh, episodes = self.refreshing, self.config.eval_episodes
+        if refresh is not None and refresh.handed < len(refresh.levels) * episodes:
+            index = refresh.handed // episodes
+            refresh.handed += 1
+            return refresh.levels[index], ("score", index)
+        if not self._step:
+            picks, fresh = plan_step(self.space, self.config, self.buffer, self.rng)
+            self._step.extend((pick.task, ("train", pick, picks)) for pick in picks)
+            self._step.extend((task, ("train", None, picks)) for task in fresh)
+        return self._step.popleft()
+
+    def _observe(self, note: Any, episode: Episode) -> None:
+        if note[0] == "score":
+            self._observe_score(note[1], episode)
+            return
+        _, level, picks = note
+        self.trained += 1
+        rule, why = training_reason(level, picks, self.config.tasks_per_step)
+        self._row(
+            episode.task,
+            rule,
+            "trained",
+            f"{why}; training return {episode.episode_return:.4g}",
+            score=episode.episode_return,
+        )
+
+    def _observe_score(self, index: int, episode: Episode) -> None:
+        refresh = cast(SFLRefresh, self.refreshing)  # scoring draws come from one under way
+        solved, how = _solved(self.space, episode)
+        refresh.solved[index].append(solved)
+        refresh.told[index] += how == TRAINER_SAID
+        refresh.reported += 1
+        if refresh.reported == len(refresh.levels) * self.config.eval_episodes:
+            self._rebuild(refresh)
+
+    def _rebuild(self, refresh: SFLRefresh) -> None:
+        """The buffer from the refresh's learnabilities, and a row per level saying why."""
+        scored = [score_level(t, s) for t, s in zip(refresh.levels, refresh.solved, strict=True)]
+        ranking = rank_levels(scored, self.config.buffer_size, refresh.number)
+        self.buffer = list(ranking.buffer)
+        self.refreshes = refresh.number
+        self._rebuilt_at = self.trained
+        self.refreshing = None
+        head = f"refresh {refresh.number} after {refresh.began} training episodes"
+        for i, level in enumerate(ranking.scored):
+            success = self._success_words(refresh.told[i], level.episodes)
+            outcome, reason = ranking.verdict(i, head, success)
+            self._row(
+                level.task,
+                "sample_for_learnability",
+                outcome,
+                reason,
+                score=level.learnability,
+                threshold=ranking.lowest,
+                error=level.error,
+            )
+
+    def _success_words(self, told: int, episodes: int) -> str:
+        """What counted as solved: the trainer's `success=`, the space's threshold, or both."""
+        if told == episodes:
+            return TRAINER_SAID
+        threshold = f"return >= {self.space.solved_score:g}"
+        return threshold if told == 0 else f"{TRAINER_SAID} in {told}, else {threshold}"
+
+    def _own_state(self) -> dict[str, Any]:
+        return {
+            "buffer": self.buffer,
+            "refreshes": self.refreshes,
+            "trained": self.trained,
+            "rebuilt_at": self._rebuilt_at,
+            "step": self._step,
+            "refreshing": self.refreshing,
+        }
+
+    def _load_own_state(self, state: dict[str, Any]) -> None:
+        self.buffer = state["buffer"]
+        self.refreshes = state["refreshes"]
+        self.trained = state["trained"]
+        self._rebuilt_at = state["rebuilt_at"]
+        self._step = state["step"]
+        self.refreshing = state["refreshing"]
+
+
+# name -> sampler class (`register_sampler` adds one).
 SAMPLERS: dict[str, type[TaskSampler]] = {
     "dr": DRSampler,
     "plr": PLRSampler,
     "accel": ACCELSampler,
     "alp_gmm": ALPGMMSampler,
+    "sfl": SFLSampler,
 }
 
 

@@ -144,6 +144,16 @@ def draw_from_buffer(
     return [buffer[int(i)] for i in rng.integers(0, len(buffer), size=count)]
 
 
+def plan_step(
+    space: Any, config: SFLConfig, buffer: Sequence[BufferLevel], rng: np.random.Generator
+) -> tuple[list[BufferLevel], list[Task]]:
+    """One optimizer step's tasks: `buffer_draws` levels drawn from the buffer (none while
+    it is empty), then the rest of `tasks_per_step` fresh uniform levels."""
+    draws = buffer_draws(config) if buffer else 0
+    picks = draw_from_buffer(buffer, rng, draws)
+    return picks, fresh_levels(space, rng, config.tasks_per_step - draws)
+
+
 def score_level(task: Task, solved: Sequence[bool], error: str = "") -> Scored:
     """A sampled level's learnability p(1 - p) over its evaluation episodes (`solved`: one
     flag per finished episode); NaN when none finished or `error` says why none counted."""
@@ -152,17 +162,20 @@ def score_level(task: Task, solved: Sequence[bool], error: str = "") -> Scored:
     return Scored(task, learnability(solved), sum(solved), len(solved), error)
 
 
-def buffer_words(level: BufferLevel) -> str:
-    """Why a buffered level is there, as a training row says it."""
-    return (
-        f"kept at refresh {level.refresh}, learnability {level.learnability:.3g} (solved "
-        f"{level.solved} of {level.episodes}), rank {level.rank}"
+def training_reason(
+    level: BufferLevel | None, picks: Sequence[BufferLevel], tasks: int
+) -> tuple[str, str]:
+    """A planned training task's rule (`buffer`: it is `level`, else `fresh`) and why, for
+    a step of `tasks` tasks whose buffer draws were `picks`."""
+    share = f"{len(picks)} of the step's {tasks} tasks drawn from the buffer"
+    if level is None:
+        return "fresh", f"fresh uniform level ({share})"
+    count = sum(pick.task == level.task for pick in picks)
+    return "buffer", (
+        f"drawn uniformly from the buffer {count} time(s) ({share}): kept at refresh "
+        f"{level.refresh}, learnability {level.learnability:.3g} (solved {level.solved} of "
+        f"{level.episodes}), rank {level.rank}"
     )
-
-
-def share_words(from_buffer: int, tasks: int) -> str:
-    """How a step's tasks were split between the buffer and fresh levels, in words."""
-    return f"{from_buffer} of the step's {tasks} tasks drawn from the buffer"
 
 
 @dataclass(frozen=True)
@@ -278,10 +291,7 @@ class SampleForLearnability(LevelSamplingCurriculum):
         if self.due(student):
             tasks = fresh_levels(self.space, student.rng, self.config.levels_sampled)
             return Plan(score=tasks, note=("refresh", None))
-        buffer = self.buffers[student.index]
-        draws = buffer_draws(self.config) if buffer else 0
-        picks = draw_from_buffer(buffer, student.rng, draws)
-        fresh = fresh_levels(self.space, student.rng, self.config.tasks_per_step - draws)
+        picks, fresh = plan_step(self.space, self.config, self.buffers[student.index], student.rng)
         return Plan(train=[p.task for p in picks] + fresh, note=("train", picks))
 
     def _score_jobs(self, student: Student, tasks: Sequence[Task]) -> list[Any]:
@@ -348,22 +358,14 @@ class SampleForLearnability(LevelSamplingCurriculum):
         """A row per task trained on: from the buffer (and why it is there), fresh, or
         kept by a PPO stream whose episode went on from an earlier step."""
         from_buffer = {p.task: p for p in picks}
-        draws = [p.task for p in picks]
         planned = set(plan.train)
         self._counts["buffer_tasks"] += len(picks)
         self._counts["fresh_tasks"] += len(plan.train) - len(picks)
-        share = share_words(len(picks), len(plan.train))
         rows = []
         for signal in outcome.trained:
-            level = from_buffer.get(signal.task)
-            if level is not None:
-                rule = "buffer"
-                why = (
-                    f"drawn uniformly from the buffer {draws.count(level.task)} time(s) "
-                    f"({share}): {buffer_words(level)}"
-                )
-            elif signal.task in planned:
-                rule, why = "fresh", f"fresh uniform level ({share})"
+            if signal.task in planned:
+                level = from_buffer.get(signal.task)
+                rule, why = training_reason(level, picks, len(plan.train))
             else:
                 rule = "continued"
                 why = "its episode went on from an earlier step (a stream keeps its level)"
