@@ -1,14 +1,15 @@
 """coevo's level-sampling curricula for any trainer: a task sampler.
 
-`sampler(name, space, seed=0, **settings)` returns a `TaskSampler` for DR, PLR⊥, ACCEL or
-ALP-GMM (SFL: see `SAMPLERS`): a trainer asks it for the next episode's task
-(`sample()`), plays the episode, and tells it what happened (`update(task,
-episode_return=..., episode_length=...)`). It is
-built on the objects coevo's own runs use, not a copy of them: PLR's `LevelBuffer` and its
-rule functions (`plr.new_buffer`, `plr.new_level`, the level scores), ACCEL's
-`edit_level`, ALP-GMM's `ALPGMMTeacher` (`alp_gmm.new_teacher`), DR's `uniform_task`, and
-each curriculum's own config class, so a setting's default, rule and error are the run's
-(`sampler("plr", space, buffer_sise=8)` is refused naming `buffer_size`). `decisions()`
+`sampler(name, space, seed=0, **settings)` returns a `TaskSampler` for DR, PLR⊥, ACCEL,
+ALP-GMM or SFL: a trainer asks it for the next episode's task (`sample()`), plays the
+episode, and tells it what happened (`update(task, episode_return=...,
+episode_length=...)`). It is built on the objects coevo's own runs use, not a copy of them:
+PLR's `LevelBuffer` and its rule functions (`plr.new_buffer`, `plr.new_level`, the level
+scores), ACCEL's `edit_level`, ALP-GMM's `ALPGMMTeacher` (`alp_gmm.new_teacher`), SFL's
+rule functions (`sfl.plan_step`, `sfl.rank_levels`, `sfl.training_reason`), DR's
+`uniform_task`, and each curriculum's own config class, so a setting's default, rule and
+error are the run's (`sampler("plr", space, buffer_sise=8)` is refused naming
+`buffer_size`). `decisions()`
 gives the rows a run writes to eligibility.csv (same rules, outcomes and fields; the
 `generation` column counts the episodes reported before the row). `state_dict()` /
 `load_state_dict()` restore a sampler that continues exactly as an uninterrupted one.
@@ -16,18 +17,25 @@ gives the rows a run writes to eligibility.csv (same rules, outcomes and fields;
 Where a sampler differs from a run, because a trainer plays one episode per task draw:
 
 - A run's plan draws `tasks_per_step` tasks at once; a sampler draws one per `sample()`
-  (a run with tasks_per_step=1). `tasks_per_step`, `rounds`, `generations` are ignored.
+  (a run with tasks_per_step=1). `tasks_per_step` (but for SFL), `rounds`, `generations`
+  and `policies` are ignored.
 - PLR⊥ evaluates new levels without training on them; a trainer trains on every episode
   it plays unless it asks `replaying(task)` and skips the gradient of the others.
-- Scores are per episode. Learnability needs several episodes of a level: it is computed
-  over the level's last `success_window` episodes (a sampler setting, default 10).
-  Success is `success=` when given, else the space's `solved(return)`.
+- PLR⊥'s and ACCEL's scores are per episode. Learnability needs several episodes of a
+  level: it is computed over the level's last `success_window` episodes (a sampler
+  setting, default 10). Success (here and for SFL) is `success=` when given, else the
+  space's `solved(return)`.
 - Value scores need the trainer's critic: `critic=True` (a sampler setting) with
   `values=` (the value predictions of the episode's steps) and, for positive_value_loss,
   `rewards=`; the episode's last value bootstraps 0 (as a terminated episode). Without
   a critic the curriculum's `score_fallback` is used (learnability by default), as for
   a run with ES.
 - ACCEL's edits of a replayed level are the next tasks `sample()` gives.
+- SFL scores a refresh's fresh levels in episodes `sample()` hands out (`eval_episodes`
+  each); the trainer should not train on them (`scoring(task)` says which). Its cadence is
+  counted in episodes reported: a refresh every `refresh_every` x `tasks_per_step`
+  training episodes (a run's `refresh_every` steps of `tasks_per_step` tasks), and each
+  run of `tasks_per_step` training tasks is drawn as a run's step (see `SFLSampler`).
 
 Several envs sharing one sampler: see `coevo.wrappers` (its ordering makes a run with a
 fixed number of envs reproducible).
@@ -259,14 +267,14 @@ class DRSampler(TaskSampler):
         )
 
 
-TRAINER_SAID = "success as the trainer reported"
+_TRAINER_SAID = "success as the trainer reported"
 
 
 def _solved(space: TaskSpace, episode: Episode) -> tuple[bool, str]:
     """Whether `episode` solved its task: `success=` when the trainer gave it, else the
     space's `solved(return)`; and which of the two said so."""
     if episode.success is not None:
-        return episode.success, TRAINER_SAID
+        return episode.success, _TRAINER_SAID
     return space.solved(episode.episode_return), f"return >= {space.solved_score:g}"
 
 
@@ -607,7 +615,7 @@ class SFLSampler(TaskSampler):
         refresh = cast(SFLRefresh, self.refreshing)  # scoring draws come from one under way
         solved, how = _solved(self.space, episode)
         refresh.solved[index].append(solved)
-        refresh.told[index] += how == TRAINER_SAID
+        refresh.told[index] += how == _TRAINER_SAID
         refresh.reported += 1
         if refresh.reported == len(refresh.levels) * self.config.eval_episodes:
             self._rebuild(refresh)
@@ -637,9 +645,9 @@ class SFLSampler(TaskSampler):
     def _success_words(self, told: int, episodes: int) -> str:
         """What counted as solved: the trainer's `success=`, the space's threshold, or both."""
         if told == episodes:
-            return TRAINER_SAID
+            return _TRAINER_SAID
         threshold = f"return >= {self.space.solved_score:g}"
-        return threshold if told == 0 else f"{TRAINER_SAID} in {told}, else {threshold}"
+        return threshold if told == 0 else f"{_TRAINER_SAID} in {told}, else {threshold}"
 
     def _own_state(self) -> dict[str, Any]:
         return {
@@ -679,7 +687,8 @@ def sampler(name: str, space: TaskSpace | str, seed: int = 0, **settings: Any) -
     """A task sampler for one of coevo's level-sampling curricula.
 
     Args:
-        name: the curriculum: `dr`, `plr`, `accel`, `alp_gmm` (or one `register_sampler` added).
+        name: the curriculum: `dr`, `plr`, `accel`, `alp_gmm`, `sfl` (or one
+            `register_sampler` added).
         space: a TaskSpace, or a registered space's name such as `"cartpole"`.
         seed: the seed of the sampler's draws (a run's student 0 with this seed draws the same).
         **settings: the curriculum's own config fields (`buffer_size=...`, `score=...`), plus,

@@ -11,6 +11,10 @@ on) by learnability, p(1 - p) of the share of episodes that solve the level (the
 Each optimizer step in between trains on `tasks_per_step` tasks: `buffer_share` of them
 drawn uniformly, with replacement, from the buffer, the rest fresh uniform levels.
 
+The rules are module functions (`plan_step`, `score_level`, `rank_levels` and its
+`Ranking.verdict`, `training_reason`, `check_buffer`) that this curriculum and
+`coevo.curricula.sampler.SFLSampler`, SFL for a trainer of one's own, both call.
+
 Defaults and where each comes from: `SFLConfig` below. The reference's scale (25000 levels
 scored every 100 PPO updates, 1000 kept) is far past coevo's default run of 30 generations:
 its values are stated per setting, coevo's defaults keep the ratios at a scale such a run
