@@ -233,5 +233,8 @@ def test_level_kinds_are_sampled_and_alp_gmm_refuses_them_as_its_run_does():
     task = s.sample()
     s.update(task, episode_return=0.5, episode_length=10)
     assert s.decisions()[-1].rule == "new_level" and type(task).__name__ == "Maze"
+    sfl = sampler("sfl", maze, levels_sampled=2, buffer_size=1, eval_episodes=1)
+    task = sfl.sample()
+    assert sfl.scoring(task) and type(task).__name__ == "Maze"
     with pytest.raises(ConfigError, match="Maze levels and has no decode"):
         sampler("alp_gmm", maze)
