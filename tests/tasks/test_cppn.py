@@ -187,7 +187,6 @@ TINY = [
 ]
 
 
-@pytest.mark.xdist_group("cppn_run")
 def test_epoet_on_cppn_terrains_resumes_after_sigkill_and_ignores_worker_counts(tmp_path):
     from cli_support import cli, run_and_kill_after_checkpoint, run_tables
 
