@@ -281,11 +281,13 @@ def _load_own_policy(form: str, spec: Mapping, base: Path, field: str, spaces: t
             (base / str(vecnormalize)).resolve() if vecnormalize else None,
             options,
         )
-    _check_fits(own.policy, obs_space, act_space, f"{field}.{form}")
+    check_policy_fits(own.policy, obs_space, act_space, f"{field}.{form}")
     return own
 
 
-def _check_fits(policy: Policy, obs_space: Any, act_space: Any, field: str) -> None:
+def check_policy_fits(policy: Policy, obs_space: Any, act_space: Any, field: str) -> None:
+    """Refuse, under `field`, a policy whose observation size, action kind and size, or
+    Box bounds differ from the env's spaces."""
     obs_dim = obs_dim_of(obs_space)
     if policy.obs_dim != obs_dim:
         raise ConfigError(
