@@ -132,6 +132,9 @@ class TorchPolicy(Policy):
         kind = type(self.module)
         return (
             f"{kind.__module__}.{kind.__qualname__}",
+            # Its layers and activations: one class may wrap different functions (SB3
+            # actors of one shape differing in activation_fn were judged as one).
+            repr(self.module),
             self.shapes,
             buffers,
             self.obs_dim,

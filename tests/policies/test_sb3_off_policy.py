@@ -137,3 +137,27 @@ def test_refused_off_policy_zips_say_why(models, tmp_path):
         "unsupported SB3 policy class ContinuousCritic",
         "SACPolicy (SAC MlpPolicy), TD3Policy (TD3/DDPG MlpPolicy)",
     )
+
+
+def test_actors_differing_only_in_activation_are_judged_apart(tmp_path):
+    """Two zips of one shape, tanh and relu: each pair scores with its own function (they
+    shared one pool, and so one activation, when only shapes told policies apart)."""
+    from coevo.eligible import GivenPair, judge_groups
+
+    space = tasks.get("pendulum")
+    task = space.initial_task()
+    pairs, alone = [], []
+    for activation in (torch.nn.Tanh, torch.nn.ReLU):
+        kwargs = {"net_arch": [8], "activation_fn": activation}
+        sb3.TD3("MlpPolicy", "Pendulum-v1", policy_kwargs=kwargs, seed=0, device="cpu").save(
+            tmp_path / f"{activation.__name__}.zip"
+        )
+        loaded = load_sb3_policy(tmp_path / f"{activation.__name__}.zip", "sb3")
+        pairs.append(GivenPair(activation.__name__, task, loaded.theta, "zip", loaded.policy))
+        with EvaluationPool(space, loaded.policy, "local", 1, 2) as pool:
+            alone.append(pool.evaluate([(loaded.theta, task)], 1, seed=0)[0])
+    _, returns, _ = judge_groups(
+        lambda policy: EvaluationPool(space, policy, "local", 1, 2), pairs[0].policy, pairs, 1, 0.0
+    )
+    np.testing.assert_allclose(returns, np.stack(alone))
+    assert not np.allclose(alone[0], alone[1])
