@@ -499,7 +499,7 @@ def main(argv: list[str] | None = None) -> list[Run]:
     setting = Setting(**{**setting.__dict__, **overrides})
     rng = np.random.default_rng(HELD_OUT_SEED)
     held_out = [get_space(SPACE).sample(rng) for _ in range(setting.held_out)]
-    runs = []
+    runs, start = [], time.perf_counter()
     for seed in range(setting.seeds):  # arms interleaved: a load change hits them alike
         for arm in ARMS:
             run = run_arm(arm, seed, setting, held_out)
@@ -511,6 +511,7 @@ def main(argv: list[str] | None = None) -> list[Run]:
                 flush=True,
             )
     print("\n".join(report(runs, setting)))
+    print(f"total wall time: {time.perf_counter() - start:.0f} s")
     return runs
 
 

@@ -71,9 +71,10 @@ def test_one_run_line_per_arm_and_seed(printed):
 
 
 def test_the_comparison_gives_the_ratio_and_the_noise_verdict(printed):
-    assert re.fullmatch(r"curriculum µs per episode, coevo / syllabus: \d+\.\d\d", printed[-2])
+    assert re.fullmatch(r"curriculum µs per episode, coevo / syllabus: \d+\.\d\d", printed[-3])
     assert re.fullmatch(
         r"held-out return, coevo - syllabus: [+-]\d+\.\d; P\(coevo > syllabus\) \d\.\d\d "
         r"\[\d\.\d\d, \d\.\d\d\]: (within|beyond) seed noise",
-        printed[-1],
+        printed[-2],
     )
+    assert re.fullmatch(r"total wall time: \d+ s", printed[-1])
