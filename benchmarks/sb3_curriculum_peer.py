@@ -2,7 +2,7 @@
 curriculum. It measures what the curriculum costs per episode and the final return on
 held-out tasks.
 
-    .venv/bin/python benchmarks/sb3_curriculum_peer.py          # 3 arms x 4 seeds, ~10 min
+    .venv/bin/python benchmarks/sb3_curriculum_peer.py          # 3 arms x 4 seeds, ~7 min
     .venv/bin/python benchmarks/sb3_curriculum_peer.py --quick  # a smoke run (tests), < 30 s
 
 The job: Stable-Baselines3's PPO ("MlpPolicy", n_steps 256, otherwise SB3's defaults, torch
@@ -489,6 +489,7 @@ def report(runs: list[Run], setting: Setting) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> list[Run]:
+    """Run every arm on every seed, print each run and the table; return the runs."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run (< 30 s)")
     parser.add_argument("--seeds", type=int, help="seeds per arm")
