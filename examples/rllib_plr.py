@@ -13,6 +13,7 @@ state (`coevo_curriculum.pkl`) in DIR; `load_state(algo, DIR)` continues from it
 from __future__ import annotations
 
 import argparse
+import logging
 from collections import Counter
 from typing import Any
 
@@ -44,13 +45,15 @@ def build(small: bool, seed: int) -> Any:
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--small", action="store_true", help="2 tiny iterations (tests)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--state", help="save RLlib's checkpoint and the sampler's state here")
     args = parser.parse_args(argv)
-    ray.init(num_cpus=2 if args.small else None, include_dashboard=False, logging_level="ERROR")
+    ray.init(
+        num_cpus=2 if args.small else None, include_dashboard=False, logging_level=logging.ERROR
+    )
     algo = build(args.small, args.seed)
     for i in range(2 if args.small else args.iterations):
         result = algo.train()

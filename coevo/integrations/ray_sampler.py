@@ -63,6 +63,7 @@ class SamplerHost:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from a sampler's `state_dict()`, its pending draws forgotten (the
         episodes they were drawn for ran in envs that are gone); a new epoch starts."""
+        # "pending" is the state's unreported draws (TaskSampler.state_dict's layout).
         self.sampler.load_state_dict({**state, "pending": {}})
         self.epoch += 1
 

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import functools
 import pickle
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import gymnasium as gym
 import ray
 
 from coevo.curricula.base import Decision
@@ -61,14 +61,14 @@ __all__ = [
 
 def curriculum_callback(
     name: str, space: TaskSpace | str, seed: int = 0, **settings: Any
-) -> Callable[[], CurriculumCallback]:
-    """What `config.callbacks(...)` takes: a `CurriculumCallback` whose sampler is
+) -> type[CurriculumCallback]:
+    """What `config.callbacks(...)` takes: a `CurriculumCallback` class whose sampler is
     `sampler(name, space, seed, **settings)` (built now, so a wrong setting fails here).
 
     Raises:
         ConfigError: an unknown curriculum or setting (as `coevo.curricula.sampler`).
     """
-    return functools.partial(CurriculumCallback, sampler(name, space, seed, **settings))
+    return CurriculumCallback.serving(sampler(name, space, seed, **settings))
 
 
 def _attach(env_runner: Any, actor: Any, space_name: str) -> None:
@@ -98,26 +98,37 @@ class CurriculumCallback(RLlibCallback):
     `state_dict`, `load_state_dict`, `decisions`, `summary` (also in each `train()` result
     under "coevo"). On env runners it waits for their reports at the end of each sample.
 
-    Args:
-        task_sampler: the sampler to serve (a copy of it goes to the actor; use
-            `curriculum_callback` to build one from a curriculum's name and settings).
+    RLlib builds its callbacks from a class with no arguments: `serving(sampler)` (or
+    `curriculum_callback`) gives that class, its sampler a class attribute.
     """
 
-    def __init__(self, task_sampler: TaskSampler):
+    task_sampler: ClassVar[TaskSampler | None] = None  # the sampler a serving() class serves
+
+    def __init__(self) -> None:
         super().__init__()
-        self.task_sampler = task_sampler
+        if self.task_sampler is None:
+            raise TypeError(
+                "CurriculumCallback serves a sampler: give config.callbacks "
+                "curriculum_callback(name, space, ...) or CurriculumCallback.serving(sampler)"
+            )
         self.actor: Any = None  # the sampler's actor, on the driver once the algorithm is set up
+
+    @classmethod
+    def serving(cls, task_sampler: TaskSampler) -> type[CurriculumCallback]:
+        """A subclass whose instances serve `task_sampler` (a copy of it goes to the actor)."""
+        attributes = {"task_sampler": task_sampler, "__module__": cls.__module__}
+        return type(f"{cls.__name__}_{task_sampler.name}", (cls,), attributes)
 
     def on_algorithm_init(self, *, algorithm: Any, **kwargs: Any) -> None:
         """Start the sampler's actor and attach it to the training env runners' envs."""
-        mode = str(algorithm.config.gym_env_vectorize_mode).lower()
-        if "sync" not in mode or "async" in mode:
+        mode = gym.VectorizeMode(algorithm.config.gym_env_vectorize_mode)
+        if mode != gym.VectorizeMode.SYNC:
             raise ConfigError(
                 "env_runners.gym_env_vectorize_mode",
                 f"must be 'sync' (the envs reach the sampler's actor from the env runner's "
-                f"process), got {mode!r}",
+                f"process), got '{mode.value}'",
             )
-        self.actor = serve_on_ray(self.task_sampler)
+        self.actor = serve_on_ray(self._sampler())
         self._attach(algorithm.env_runner_group, None)
 
     def on_env_runners_recreated(
@@ -143,12 +154,14 @@ class CurriculumCallback(RLlibCallback):
         result["coevo"] = self.summary()
 
     def _attach(self, env_runner_group: Any, indices: list[int] | None) -> None:
-        attach = functools.partial(
-            _attach, actor=self.actor, space_name=self.task_sampler.space.name
-        )
+        attach = functools.partial(_attach, actor=self.actor, space_name=self._sampler().space.name)
         env_runner_group.foreach_env_runner(
             attach, remote_worker_ids=indices, local_env_runner=indices is None
         )
+
+    def _sampler(self) -> TaskSampler:
+        assert self.task_sampler is not None  # __init__ refused a class without one
+        return self.task_sampler
 
     def _served(self) -> Any:
         if self.actor is None:

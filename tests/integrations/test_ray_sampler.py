@@ -4,6 +4,8 @@ loaded state starts, and the errors of a wrong setup."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import ray
@@ -14,10 +16,11 @@ from coevo.errors import ConfigError
 from coevo.integrations.ray_sampler import CurriculumEnv, serve_on_ray
 
 
-def _play(env: CurriculumEnv, rng: np.random.Generator) -> tuple[object, float]:
+def _play(env: CurriculumEnv, rng: np.random.Generator) -> tuple[Any, float]:
     """One whole episode of random actions: (its task, its return)."""
     _, info = env.reset(seed=int(rng.integers(1 << 30)))
-    assert env.unwrapped.get_task() == info["task"].as_dict()  # the env plays the draw
+    played: Any = env.unwrapped  # the space's task env
+    assert played.get_task() == info["task"].as_dict()  # the env plays the draw
     total, done = 0.0, False
     while not done:
         _, reward, terminated, truncated, _ = env.step(int(rng.integers(2)))
@@ -25,7 +28,7 @@ def _play(env: CurriculumEnv, rng: np.random.Generator) -> tuple[object, float]:
     return info["task"], total
 
 
-def _served_envs(n: int) -> tuple[object, list[CurriculumEnv]]:
+def _served_envs(n: int) -> tuple[Any, list[CurriculumEnv]]:
     actor = serve_on_ray(sampler("dr", "cartpole", seed=3))
     envs = [CurriculumEnv({"space": "cartpole"}) for _ in range(n)]
     for env in envs:

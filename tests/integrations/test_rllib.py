@@ -25,6 +25,7 @@ from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig  # 
 from coevo.curricula import sampler  # noqa: E402
 from coevo.errors import ConfigError  # noqa: E402
 from coevo.integrations.rllib import (  # noqa: E402
+    CurriculumCallback,
     CurriculumEnv,
     curriculum_callback,
     curriculum_of,
@@ -141,3 +142,36 @@ def test_a_wrong_setting_fails_when_the_config_is_written():
     with pytest.raises(ConfigError) as error:
         curriculum_callback("plr", "cartpole", buffer_sise=8)
     assert_says(str(error.value), "buffer_sise", "buffer_size")
+    with pytest.raises(TypeError) as unserved:
+        CurriculumCallback()  # the base class serves no sampler
+    assert_says(str(unserved.value), "curriculum_callback(name, space", "serving(sampler)")
+
+
+def _tiny_ppo(**env_runners: Any) -> PPOConfig:
+    return (
+        PPOConfig()
+        .callbacks(curriculum_callback("dr", "cartpole"))
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=1, **env_runners)
+        .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[8]))
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "env_config", "env_runners", "phrases"),
+    [
+        ("CartPole-v1", {}, {}, ("config.environment", "CurriculumEnv", "attach_sampler")),
+        (
+            CurriculumEnv,
+            {"space": "cartpole"},
+            {"gym_env_vectorize_mode": "async"},
+            ("gym_env_vectorize_mode", "must be 'sync'", "got 'async'"),
+        ),
+    ],
+)
+def test_an_env_the_sampler_cannot_reach_fails_when_the_algorithm_is_built(
+    ray_session, env, env_config, env_runners, phrases
+):
+    config = _tiny_ppo(**env_runners).environment(env, env_config=env_config)
+    with pytest.raises(ConfigError) as error:
+        config.build_algo()
+    assert_says(str(error.value), *phrases)
