@@ -1,14 +1,15 @@
 """coevo's level-sampling curricula for any trainer: a task sampler.
 
-`sampler(name, space, seed=0, **settings)` returns a `TaskSampler` for DR, PLR⊥, ACCEL or
-ALP-GMM (SFL: see `SAMPLERS`): a trainer asks it for the next episode's task
-(`sample()`), plays the episode, and tells it what happened (`update(task,
-episode_return=..., episode_length=...)`). It is
-built on the objects coevo's own runs use, not a copy of them: PLR's `LevelBuffer` and its
-rule functions (`plr.new_buffer`, `plr.new_level`, the level scores), ACCEL's
-`edit_level`, ALP-GMM's `ALPGMMTeacher` (`alp_gmm.new_teacher`), DR's `uniform_task`, and
-each curriculum's own config class, so a setting's default, rule and error are the run's
-(`sampler("plr", space, buffer_sise=8)` is refused naming `buffer_size`). `decisions()`
+`sampler(name, space, seed=0, **settings)` returns a `TaskSampler` for DR, PLR⊥, ACCEL,
+ALP-GMM or SFL: a trainer asks it for the next episode's task (`sample()`), plays the
+episode, and tells it what happened (`update(task, episode_return=...,
+episode_length=...)`). It is built on the objects coevo's own runs use, not a copy of them:
+PLR's `LevelBuffer` and its rule functions (`plr.new_buffer`, `plr.new_level`, the level
+scores), ACCEL's `edit_level`, ALP-GMM's `ALPGMMTeacher` (`alp_gmm.new_teacher`), SFL's
+rule functions (`sfl.plan_step`, `sfl.rank_levels`, `sfl.training_reason`), DR's
+`uniform_task`, and each curriculum's own config class, so a setting's default, rule and
+error are the run's (`sampler("plr", space, buffer_sise=8)` is refused naming
+`buffer_size`). `decisions()`
 gives the rows a run writes to eligibility.csv (same rules, outcomes and fields; the
 `generation` column counts the episodes reported before the row). `state_dict()` /
 `load_state_dict()` restore a sampler that continues exactly as an uninterrupted one.
@@ -16,18 +17,25 @@ gives the rows a run writes to eligibility.csv (same rules, outcomes and fields;
 Where a sampler differs from a run, because a trainer plays one episode per task draw:
 
 - A run's plan draws `tasks_per_step` tasks at once; a sampler draws one per `sample()`
-  (a run with tasks_per_step=1). `tasks_per_step`, `rounds`, `generations` are ignored.
+  (a run with tasks_per_step=1). `tasks_per_step` (but for SFL), `rounds`, `generations`
+  and `policies` are ignored.
 - PLR⊥ evaluates new levels without training on them; a trainer trains on every episode
   it plays unless it asks `replaying(task)` and skips the gradient of the others.
-- Scores are per episode. Learnability needs several episodes of a level: it is computed
-  over the level's last `success_window` episodes (a sampler setting, default 10).
-  Success is `success=` when given, else the space's `solved(return)`.
+- PLR⊥'s and ACCEL's scores are per episode. Learnability needs several episodes of a
+  level: it is computed over the level's last `success_window` episodes (a sampler
+  setting, default 10). Success (here and for SFL) is `success=` when given, else the
+  space's `solved(return)`.
 - Value scores need the trainer's critic: `critic=True` (a sampler setting) with
   `values=` (the value predictions of the episode's steps) and, for positive_value_loss,
   `rewards=`; the episode's last value bootstraps 0 (as a terminated episode). Without
   a critic the curriculum's `score_fallback` is used (learnability by default), as for
   a run with ES.
 - ACCEL's edits of a replayed level are the next tasks `sample()` gives.
+- SFL scores a refresh's fresh levels in episodes `sample()` hands out (`eval_episodes`
+  each); the trainer should not train on them (`scoring(task)` says which). Its cadence is
+  counted in episodes reported: a refresh every `refresh_every` x `tasks_per_step`
+  training episodes (a run's `refresh_every` steps of `tasks_per_step` tasks), and each
+  run of `tasks_per_step` training tasks is drawn as a run's step (see `SFLSampler`).
 
 Several envs sharing one sampler: see `coevo.wrappers` (its ordering makes a run with a
 fixed number of envs reproducible).
@@ -38,7 +46,7 @@ from __future__ import annotations
 import copy
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -69,6 +77,16 @@ from coevo.curricula.plr import (
     new_level,
     return_regret_score,
     value_discount,
+)
+from coevo.curricula.sfl import (
+    BufferLevel,
+    SFLConfig,
+    check_buffer,
+    fresh_levels,
+    plan_step,
+    rank_levels,
+    score_level,
+    training_reason,
 )
 from coevo.curricula.task_sampling import uniform_task
 from coevo.errors import ConfigError
@@ -249,6 +267,17 @@ class DRSampler(TaskSampler):
         )
 
 
+_TRAINER_SAID = "success as the trainer reported"
+
+
+def _solved(space: TaskSpace, episode: Episode) -> tuple[bool, str]:
+    """Whether `episode` solved its task: `success=` when the trainer gave it, else the
+    space's `solved(return)`; and which of the two said so."""
+    if episode.success is not None:
+        return episode.success, _TRAINER_SAID
+    return space.solved(episode.episode_return), f"return >= {space.solved_score:g}"
+
+
 def _trainer(critic: bool) -> SimpleNamespace:
     """What `plr._score_used` asks of a learner: whether it gives value predictions."""
     said = "a trainer with a critic" if critic else "the trainer (critic=False)"
@@ -366,11 +395,7 @@ class PLRSampler(TaskSampler):
         return return_regret_score(episode.episode_return, self.best_return)
 
     def _learnability(self, episode: Episode) -> tuple[float, str]:
-        if episode.success is not None:
-            solved, how = episode.success, "success as the trainer reported"
-        else:
-            solved = self.space.solved(episode.episode_return)
-            how = f"return >= {self.space.solved_score:g}"
+        solved, how = _solved(self.space, episode)
         history = self._successes.setdefault(episode.task, [])
         history.append(solved)
         del history[: -self.success_window]
@@ -486,15 +511,170 @@ class ALPGMMSampler(TaskSampler):
         self.teacher.load_state_dict(state["teacher"])
 
 
-# name -> sampler class. SFL (coevo/curricula/sfl.py) has no sampler yet: its refresh rule
-# (score fresh levels by learnability, keep the top buffer_size) lives in its curriculum's
-# methods; once factored out as PLR's and ALP-GMM's are, an SFLSampler joins here
-# (`register_sampler("sfl", SFLSampler)`).
+@dataclass
+class SFLRefresh:
+    """An SFL refresh under way: its fresh levels and what their scoring episodes said."""
+
+    number: int  # 1 = the first
+    began: int  # training episodes reported when it began
+    levels: list[Task]
+    handed: int = 0  # scoring episodes handed out by sample()
+    reported: int = 0  # scoring episodes reported
+    solved: list[list[bool]] = field(default_factory=list)  # per level, one per episode
+    told: list[int] = field(default_factory=list)  # per level: episodes with success=
+
+
+class SFLSampler(TaskSampler):
+    """Sampling For Learnability (`sfl`): a buffer of the most learnable of a fresh sample of
+    levels, refreshed every `refresh_every` x `tasks_per_step` training episodes, mixed
+    with fresh uniform levels.
+
+    A refresh draws `levels_sampled` fresh uniform levels, and `sample()` hands out each
+    one's `eval_episodes` scoring episodes, level after level. A trainer should not train
+    on them (`scoring(task)` says which draws are scoring episodes). When the last of
+    them is reported, the buffer becomes the `buffer_size` levels of highest learnability
+    p(1 - p), p the share of a level's scoring episodes that succeeded (`success=`, else
+    the space's `solved(return)`); a `sample_for_learnability` row per level says why.
+
+    Between refreshes, `sample()` hands out training tasks a step at a time: a run's
+    optimizer step's `tasks_per_step` tasks, drawn together at the step's first `sample()`
+    as a run plans them (`buffer_share` x `tasks_per_step`, rounded half up, uniformly
+    from the buffer, the rest fresh uniform levels; all fresh while the buffer is empty).
+    The next refresh begins at the first step after `refresh_every` x `tasks_per_step`
+    training episodes (a run's `refresh_every` steps) have been reported since the buffer
+    was rebuilt; the first `sample()` begins the first. Training tasks drawn while a
+    refresh's last scoring episodes are still being played (several envs) come from the
+    buffer as it stands.
+    """
+
+    name = "sfl"
+    config_class = SFLConfig
+    config: SFLConfig
+
+    def _setup(self) -> None:
+        check_buffer(self.config)
+        self.buffer: list[BufferLevel] = []
+        self.refreshes = 0  # refreshes done (buffer rebuilt)
+        self.trained = 0  # training episodes reported
+        self._rebuilt_at = 0  # `trained` when the buffer was last rebuilt
+        self._step: deque[tuple[Task, Any]] = deque()  # the step's tasks not handed out yet
+        self.refreshing: SFLRefresh | None = None
+
+    def scoring(self, task: Task) -> bool:
+        """Is the oldest unreported draw of `task` a scoring episode (a refresh scores fresh
+        levels without training on them: a trainer skips their gradient)?"""
+        notes = self._pending.get(task)
+        return bool(notes) and notes[0][0] == "score"
+
+    def due(self) -> bool:
+        """Whether the next `sample()` begins a refresh: none under way and no step half
+        handed out, and never refreshed or `refresh_every` x `tasks_per_step` training
+        episodes reported since the last rebuild."""
+        if self.refreshing is not None or self._step:
+            return False
+        every = self.config.refresh_every * self.config.tasks_per_step
+        return self.refreshes == 0 or self.trained - self._rebuilt_at >= every
+
+    def _draw(self) -> tuple[Task, Any]:
+        if self.due():
+            levels = fresh_levels(self.space, self.rng, self.config.levels_sampled)
+            self.refreshing = SFLRefresh(
+                self.refreshes + 1,
+                self.trained,
+                levels,
+                solved=[[] for _ in levels],
+                told=[0 for _ in levels],
+            )
+        refresh, episodes = self.refreshing, self.config.eval_episodes
+        if refresh is not None and refresh.handed < len(refresh.levels) * episodes:
+            index = refresh.handed // episodes
+            refresh.handed += 1
+            return refresh.levels[index], ("score", index)
+        if not self._step:
+            picks, fresh = plan_step(self.space, self.config, self.buffer, self.rng)
+            self._step.extend((pick.task, ("train", pick, picks)) for pick in picks)
+            self._step.extend((task, ("train", None, picks)) for task in fresh)
+        return self._step.popleft()
+
+    def _observe(self, note: Any, episode: Episode) -> None:
+        if note[0] == "score":
+            self._observe_score(note[1], episode)
+            return
+        _, level, picks = note
+        self.trained += 1
+        rule, why = training_reason(level, picks, self.config.tasks_per_step)
+        self._row(
+            episode.task,
+            rule,
+            "trained",
+            f"{why}; training return {episode.episode_return:.4g}",
+            score=episode.episode_return,
+        )
+
+    def _observe_score(self, index: int, episode: Episode) -> None:
+        refresh = cast(SFLRefresh, self.refreshing)  # scoring draws come from one under way
+        solved, how = _solved(self.space, episode)
+        refresh.solved[index].append(solved)
+        refresh.told[index] += how == _TRAINER_SAID
+        refresh.reported += 1
+        if refresh.reported == len(refresh.levels) * self.config.eval_episodes:
+            self._rebuild(refresh)
+
+    def _rebuild(self, refresh: SFLRefresh) -> None:
+        """The buffer from the refresh's learnabilities, and a row per level saying why."""
+        scored = [score_level(t, s) for t, s in zip(refresh.levels, refresh.solved, strict=True)]
+        ranking = rank_levels(scored, self.config.buffer_size, refresh.number)
+        self.buffer = list(ranking.buffer)
+        self.refreshes = refresh.number
+        self._rebuilt_at = self.trained
+        self.refreshing = None
+        head = f"refresh {refresh.number} after {refresh.began} training episodes"
+        for i, level in enumerate(ranking.scored):
+            success = self._success_words(refresh.told[i], level.episodes)
+            outcome, reason = ranking.verdict(i, head, success)
+            self._row(
+                level.task,
+                "sample_for_learnability",
+                outcome,
+                reason,
+                score=level.learnability,
+                threshold=ranking.lowest,
+                error=level.error,
+            )
+
+    def _success_words(self, told: int, episodes: int) -> str:
+        """What counted as solved: the trainer's `success=`, the space's threshold, or both."""
+        if told == episodes:
+            return _TRAINER_SAID
+        threshold = f"return >= {self.space.solved_score:g}"
+        return threshold if told == 0 else f"{_TRAINER_SAID} in {told}, else {threshold}"
+
+    def _own_state(self) -> dict[str, Any]:
+        return {
+            "buffer": self.buffer,
+            "refreshes": self.refreshes,
+            "trained": self.trained,
+            "rebuilt_at": self._rebuilt_at,
+            "step": self._step,
+            "refreshing": self.refreshing,
+        }
+
+    def _load_own_state(self, state: dict[str, Any]) -> None:
+        self.buffer = state["buffer"]
+        self.refreshes = state["refreshes"]
+        self.trained = state["trained"]
+        self._rebuilt_at = state["rebuilt_at"]
+        self._step = state["step"]
+        self.refreshing = state["refreshing"]
+
+
+# name -> sampler class (`register_sampler` adds one).
 SAMPLERS: dict[str, type[TaskSampler]] = {
     "dr": DRSampler,
     "plr": PLRSampler,
     "accel": ACCELSampler,
     "alp_gmm": ALPGMMSampler,
+    "sfl": SFLSampler,
 }
 
 
@@ -507,7 +687,8 @@ def sampler(name: str, space: TaskSpace | str, seed: int = 0, **settings: Any) -
     """A task sampler for one of coevo's level-sampling curricula.
 
     Args:
-        name: the curriculum: `dr`, `plr`, `accel`, `alp_gmm` (or one `register_sampler` added).
+        name: the curriculum: `dr`, `plr`, `accel`, `alp_gmm`, `sfl` (or one
+            `register_sampler` added).
         space: a TaskSpace, or a registered space's name such as `"cartpole"`.
         seed: the seed of the sampler's draws (a run's student 0 with this seed draws the same).
         **settings: the curriculum's own config fields (`buffer_size=...`, `score=...`), plus,

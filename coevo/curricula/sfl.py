@@ -11,6 +11,10 @@ on) by learnability, p(1 - p) of the share of episodes that solve the level (the
 Each optimizer step in between trains on `tasks_per_step` tasks: `buffer_share` of them
 drawn uniformly, with replacement, from the buffer, the rest fresh uniform levels.
 
+The rules are module functions (`plan_step`, `score_level`, `rank_levels` and its
+`Ranking.verdict`, `training_reason`, `check_buffer`) that this curriculum and
+`coevo.curricula.sampler.SFLSampler`, SFL for a trainer of one's own, both call.
+
 Defaults and where each comes from: `SFLConfig` below. The reference's scale (25000 levels
 scored every 100 PPO updates, 1000 kept) is far past coevo's default run of 30 generations:
 its values are stated per setting, coevo's defaults keep the ratios at a scale such a run
@@ -102,12 +106,141 @@ class BufferLevel:
 
 @dataclass(frozen=True)
 class Scored:
-    """One sampled level's learnability, and how it came about."""
+    """One sampled level's learnability, and how it came about (`error`: why it has none)."""
 
-    signal: Signal
+    task: Task
     learnability: float
     solved: int
     episodes: int
+    error: str = ""
+
+
+# -- SFL's rules, shared by the curriculum and `coevo.curricula.sampler.SFLSampler` -----------
+def check_buffer(config: SFLConfig) -> None:
+    """Refuse a buffer larger than the sample it is kept from (the reference's top-K).
+
+    Raises:
+        ConfigError: If `buffer_size` exceeds `levels_sampled`.
+    """
+    if config.buffer_size > config.levels_sampled:
+        raise ConfigError(
+            "curriculum.buffer_size",
+            f"{config.buffer_size} > curriculum.levels_sampled {config.levels_sampled}: "
+            "the buffer keeps the most learnable of the levels sampled at a refresh",
+        )
+
+
+def buffer_draws(config: SFLConfig) -> int:
+    """Tasks of a step's `tasks_per_step` drawn from the buffer: buffer_share x
+    tasks_per_step, rounded half up (the rest are fresh)."""
+    return int(config.buffer_share * config.tasks_per_step + 0.5)
+
+
+def fresh_levels(space: Any, rng: np.random.Generator, count: int) -> list[Task]:
+    """`count` fresh uniform levels of `space`: a refresh's sample, a step's fresh tasks."""
+    return [uniform_task(space, rng) for _ in range(count)]
+
+
+def draw_from_buffer(
+    buffer: Sequence[BufferLevel], rng: np.random.Generator, count: int
+) -> list[BufferLevel]:
+    """`count` levels drawn uniformly, with replacement, from `buffer`."""
+    return [buffer[int(i)] for i in rng.integers(0, len(buffer), size=count)]
+
+
+def plan_step(
+    space: Any, config: SFLConfig, buffer: Sequence[BufferLevel], rng: np.random.Generator
+) -> tuple[list[BufferLevel], list[Task]]:
+    """One optimizer step's tasks: `buffer_draws` levels drawn from the buffer (none while
+    it is empty), then the rest of `tasks_per_step` fresh uniform levels."""
+    draws = buffer_draws(config) if buffer else 0
+    picks = draw_from_buffer(buffer, rng, draws)
+    return picks, fresh_levels(space, rng, config.tasks_per_step - draws)
+
+
+def score_level(task: Task, solved: Sequence[bool], error: str = "") -> Scored:
+    """A sampled level's learnability p(1 - p) over its evaluation episodes (`solved`: one
+    flag per finished episode); NaN when none finished or `error` says why none counted."""
+    if error:
+        return Scored(task, float("nan"), 0, 0, error)
+    return Scored(task, learnability(solved), sum(solved), len(solved), error)
+
+
+def training_reason(
+    level: BufferLevel | None, picks: Sequence[BufferLevel], tasks: int
+) -> tuple[str, str]:
+    """A planned training task's rule (`buffer`: it is `level`, else `fresh`) and why, for
+    a step of `tasks` tasks whose buffer draws were `picks`."""
+    share = f"{len(picks)} of the step's {tasks} tasks drawn from the buffer"
+    if level is None:
+        return "fresh", f"fresh uniform level ({share})"
+    count = sum(pick.task == level.task for pick in picks)
+    return "buffer", (
+        f"drawn uniformly from the buffer {count} time(s) ({share}): kept at refresh "
+        f"{level.refresh}, learnability {level.learnability:.3g} (solved {level.solved} of "
+        f"{level.episodes}), rank {level.rank}"
+    )
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A refresh's sampled levels ranked by learnability: the new buffer and each level's
+    rank (None: no learnability), in sampled order."""
+
+    scored: tuple[Scored, ...]
+    ranks: tuple[int | None, ...]
+    buffer: tuple[BufferLevel, ...]
+    buffer_size: int
+    lowest: float  # the lowest learnability kept (NaN: none kept)
+
+    def verdict(self, index: int, head: str, success: str) -> tuple[str, str]:
+        """Sampled level `index`'s outcome (kept, dropped, failed) and its row's reason;
+        `head` names the refresh, `success` says what counted as solved."""
+        scored, rank = self.scored[index], self.ranks[index]
+        if rank is None:
+            why = "every episode failed" if scored.error else "no episode finished"
+            outcome, what = "failed", f"no learnability ({why}): never kept"
+        else:
+            solved = (
+                f"learnability {scored.learnability:.3g}: solved {scored.solved} of "
+                f"{scored.episodes} episodes ({success})"
+            )
+            place = f"rank {rank} of {len(self.scored)} sampled"
+            if rank <= self.buffer_size:
+                outcome = "kept"
+                what = f"{solved}; {place}: in the top {self.buffer_size} kept"
+                if scored.learnability == 0.0:  # the reference keeps its top levels whatever
+                    what += " (no higher one: ties keep the sampled order)"
+            else:
+                outcome = "dropped"
+                what = (
+                    f"{solved}; {place}: below the {len(self.buffer)} kept (lowest kept "
+                    f"{self.lowest:.3g})"
+                )
+        return outcome, f"{head}: fresh uniform level scored without training; {what}"
+
+
+def rank_levels(scored: Sequence[Scored], buffer_size: int, refresh: int) -> Ranking:
+    """Keep the `buffer_size` levels of highest learnability (ties: in sampled order; a
+    level without learnability never); `refresh` numbers the refresh (1 = the first)."""
+    valid = [i for i, s in enumerate(scored) if np.isfinite(s.learnability)]
+    order = sorted(valid, key=lambda i: -scored[i].learnability)  # stable: sampled order
+    kept = order[:buffer_size]
+    buffer = tuple(
+        BufferLevel(
+            scored[i].task,
+            scored[i].learnability,
+            scored[i].solved,
+            scored[i].episodes,
+            refresh,
+            rank,
+        )
+        for rank, i in enumerate(kept, start=1)
+    )
+    lowest = scored[kept[-1]].learnability if kept else float("nan")
+    rank_of = {i: rank for rank, i in enumerate(order, start=1)}
+    ranks = tuple(rank_of.get(i) for i in range(len(scored)))
+    return Ranking(tuple(scored), ranks, buffer, buffer_size, lowest)
 
 
 class SampleForLearnability(LevelSamplingCurriculum):
@@ -135,12 +268,7 @@ class SampleForLearnability(LevelSamplingCurriculum):
                 exceeds `levels_sampled`.
         """
         super().check(config, optimizer)
-        if config.buffer_size > config.levels_sampled:  # the reference's top-K of its sample
-            raise ConfigError(
-                "curriculum.buffer_size",
-                f"{config.buffer_size} > curriculum.levels_sampled {config.levels_sampled}: "
-                "the buffer keeps the most learnable of the levels sampled at a refresh",
-            )
+        check_buffer(config)
 
     @classmethod
     def check_space(cls, config: Any, space: Any) -> None:
@@ -151,11 +279,6 @@ class SampleForLearnability(LevelSamplingCurriculum):
         """
         super().check_space(config, space)
         space.solved(0.0)  # learnability needs success: refused before the pool starts
-
-    def buffer_draws(self) -> int:
-        """Tasks per step drawn from the buffer: buffer_share x tasks_per_step, rounded
-        half up (the rest are fresh)."""
-        return int(self.config.buffer_share * self.config.tasks_per_step + 0.5)
 
     def due(self, student: Student) -> bool:
         """Whether `student`'s buffer is due for a refresh: never filled, or `refresh_every` old."""
@@ -170,16 +293,9 @@ class SampleForLearnability(LevelSamplingCurriculum):
     def plan(self, student: Student, decisions: list[Decision]) -> Plan:
         """Score a fresh sample when a refresh is due, else train on buffer and fresh levels."""
         if self.due(student):
-            tasks = [
-                uniform_task(self.space, student.rng) for _ in range(self.config.levels_sampled)
-            ]
+            tasks = fresh_levels(self.space, student.rng, self.config.levels_sampled)
             return Plan(score=tasks, note=("refresh", None))
-        buffer = self.buffers[student.index]
-        draws = self.buffer_draws() if buffer else 0
-        picks = [buffer[int(i)] for i in student.rng.integers(0, len(buffer), size=draws)]
-        fresh = [
-            uniform_task(self.space, student.rng) for _ in range(self.config.tasks_per_step - draws)
-        ]
+        picks, fresh = plan_step(self.space, self.config, self.buffers[student.index], student.rng)
         return Plan(train=[p.task for p in picks] + fresh, note=("train", picks))
 
     def _score_jobs(self, student: Student, tasks: Sequence[Task]) -> list[Any]:
@@ -207,9 +323,8 @@ class SampleForLearnability(LevelSamplingCurriculum):
     def score(self, signal: Signal) -> Scored:
         """A sampled level's learnability from its finished episodes (NaN: none counted)."""
         if signal.error:
-            return Scored(signal, float("nan"), 0, 0)
-        solved = [self.space.solved(r) for r in signal.episode_returns]
-        return Scored(signal, learnability(solved), sum(solved), len(solved))
+            return score_level(signal.task, [], signal.error)
+        return score_level(signal.task, [self.space.solved(r) for r in signal.episode_returns])
 
     def refresh(self, student: Student, signals: list[Signal]) -> list[Decision]:
         """Replace the student's buffer by the `buffer_size` sampled levels of highest
@@ -218,67 +333,28 @@ class SampleForLearnability(LevelSamplingCurriculum):
         self.refreshes[student.index] += 1
         self.refreshed_at[student.index] = student.steps
         number = self.refreshes[student.index]
-        scored = [self.score(signal) for signal in signals]
-        valid = [i for i, s in enumerate(scored) if np.isfinite(s.learnability)]
-        order = sorted(valid, key=lambda i: -scored[i].learnability)  # stable: sampled order
-        kept = order[: self.config.buffer_size]
-        self.buffers[student.index] = [
-            BufferLevel(
-                scored[i].signal.task,
-                scored[i].learnability,
-                scored[i].solved,
-                scored[i].episodes,
-                number,
-                rank,
-            )
-            for rank, i in enumerate(kept, start=1)
-        ]
-        lowest = scored[kept[-1]].learnability if kept else float("nan")
-        rank_of = {i: rank for rank, i in enumerate(order, start=1)}
-        head = f"refresh {number} at optimizer step {student.steps}"
-        return [
-            self._refresh_row(student, s, head, rank_of.get(i), len(scored), len(kept), lowest)
-            for i, s in enumerate(scored)
-        ]
-
-    def _refresh_row(
-        self,
-        student: Student,
-        scored: Scored,
-        head: str,
-        rank: int | None,
-        sampled: int,
-        kept: int,
-        lowest: float,
-    ) -> Decision:
-        signal = scored.signal
-        if rank is None:
-            why = "every episode failed" if signal.error else "no episode finished"
-            outcome, what = "failed", f"no learnability ({why}): never kept"
-        else:
-            solved = (
-                f"learnability {scored.learnability:.3g}: solved {scored.solved} of "
-                f"{scored.episodes} episodes (return >= {self.space.solved_score:g})"
-            )
-            place = f"rank {rank} of {sampled} sampled"
-            if rank <= self.config.buffer_size:
-                outcome = "kept"
-                what = f"{solved}; {place}: in the top {self.config.buffer_size} kept"
-                if scored.learnability == 0.0:  # the reference keeps its top levels whatever
-                    what += " (no higher one: ties keep the sampled order)"
-            else:
-                outcome = "dropped"
-                what = f"{solved}; {place}: below the {kept} kept (lowest kept {lowest:.3g})"
-        return self.decision(
-            student,
-            signal.task,
-            "sample_for_learnability",
-            outcome,
-            f"{head}: fresh uniform level scored without training; {what}",
-            score=scored.learnability,
-            threshold=lowest,
-            error=signal.error,
+        ranking = rank_levels(
+            [self.score(signal) for signal in signals], self.config.buffer_size, number
         )
+        self.buffers[student.index] = list(ranking.buffer)
+        head = f"refresh {number} at optimizer step {student.steps}"
+        success = f"return >= {self.space.solved_score:g}"
+        rows = []
+        for i, scored in enumerate(ranking.scored):
+            outcome, reason = ranking.verdict(i, head, success)
+            rows.append(
+                self.decision(
+                    student,
+                    scored.task,
+                    "sample_for_learnability",
+                    outcome,
+                    reason,
+                    score=scored.learnability,
+                    threshold=ranking.lowest,
+                    error=scored.error,
+                )
+            )
+        return rows
 
     def _training_rows(
         self, student: Student, plan: Plan, picks: list[BufferLevel], outcome: Outcome
@@ -286,24 +362,14 @@ class SampleForLearnability(LevelSamplingCurriculum):
         """A row per task trained on: from the buffer (and why it is there), fresh, or
         kept by a PPO stream whose episode went on from an earlier step."""
         from_buffer = {p.task: p for p in picks}
-        draws = [p.task for p in picks]
         planned = set(plan.train)
         self._counts["buffer_tasks"] += len(picks)
         self._counts["fresh_tasks"] += len(plan.train) - len(picks)
-        share = f"{len(picks)} of the step's {len(plan.train)} tasks drawn from the buffer"
         rows = []
         for signal in outcome.trained:
-            level = from_buffer.get(signal.task)
-            if level is not None:
-                rule = "buffer"
-                why = (
-                    f"drawn uniformly from the buffer {draws.count(level.task)} time(s) "
-                    f"({share}): kept at refresh {level.refresh}, learnability "
-                    f"{level.learnability:.3g} (solved {level.solved} of {level.episodes}), "
-                    f"rank {level.rank}"
-                )
-            elif signal.task in planned:
-                rule, why = "fresh", f"fresh uniform level ({share})"
+            if signal.task in planned:
+                level = from_buffer.get(signal.task)
+                rule, why = training_reason(level, picks, len(plan.train))
             else:
                 rule = "continued"
                 why = "its episode went on from an earlier step (a stream keeps its level)"

@@ -22,6 +22,7 @@ SMALL = {
     "plr": {"buffer_size": 8},
     "accel": {"buffer_size": 8},
     "alp_gmm": {"fit_rate": 10, "bootstrap": 10, "max_components": 3},
+    "sfl": {"levels_sampled": 4, "buffer_size": 2, "eval_episodes": 2, "refresh_every": 1},
 }
 
 
@@ -52,7 +53,9 @@ def test_a_seeded_sampler_repeats_and_another_seed_differs(name):
     tasks_a, tasks_b, tasks_c = _play(a, 40), _play(b, 40), _play(c, 40)
     assert tasks_a == tasks_b and tasks_a != tasks_c
     pd.testing.assert_frame_equal(_rows(a), _rows(b))
-    assert len(a.decisions()) == 40 and a.episodes == 40
+    # A row per episode; SFL's scoring episodes: a row per level at its refresh's end.
+    rows = 40 if name != "sfl" else a.trained + a.refreshes * SMALL["sfl"]["levels_sampled"]
+    assert len(a.decisions()) == rows and a.episodes == 40
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))
@@ -97,7 +100,7 @@ def test_the_samplers_are_built_on_the_curricula_own_objects():
     rng = np.random.default_rng([5, 0])
     space = registry.get("cartpole")
     assert [dr.sample() for _ in range(4)] == [uniform_task(space, rng) for _ in range(4)]
-    assert set(SAMPLERS) >= {"dr", "plr", "accel", "alp_gmm"}
+    assert set(SAMPLERS) >= {"dr", "plr", "accel", "alp_gmm", "sfl"}
 
 
 def test_settings_are_checked_by_the_curriculum_own_config():
@@ -107,7 +110,7 @@ def test_settings_are_checked_by_the_curriculum_own_config():
         sampler("accel", "cartpole", replay_prob=1.5)
     with pytest.raises(ConfigError, match="fit_rate"):
         sampler("alp_gmm", "cartpole", fit_rate=3)
-    with pytest.raises(ConfigError, match="known: accel, alp_gmm, dr, plr"):
+    with pytest.raises(ConfigError, match="known: accel, alp_gmm, dr, plr, sfl"):
         sampler("plrr", "cartpole")
 
 
@@ -230,5 +233,8 @@ def test_level_kinds_are_sampled_and_alp_gmm_refuses_them_as_its_run_does():
     task = s.sample()
     s.update(task, episode_return=0.5, episode_length=10)
     assert s.decisions()[-1].rule == "new_level" and type(task).__name__ == "Maze"
+    sfl = sampler("sfl", maze, levels_sampled=2, buffer_size=1, eval_episodes=1)
+    task = sfl.sample()
+    assert sfl.scoring(task) and type(task).__name__ == "Maze"
     with pytest.raises(ConfigError, match="Maze levels and has no decode"):
         sampler("alp_gmm", maze)

@@ -253,3 +253,48 @@ def test_the_config_file_picks_the_dataclass_defaults():
     assert text == {"defaults": ["sfl_defaults", "_self_"]}
     composed = parse_config(hydra_configs.compose(root / "conf", ["curriculum=sfl"]))
     assert composed.curriculum == SFLConfig()
+
+
+def test_the_sampler_draws_and_decides_as_the_curriculum_student_zero(pool, cartpole):
+    """`sampler("sfl")` on SFL's own rules: with student 0's generator and the same episodes
+    it scores the levels student 0 plans, keeps the same buffer with the same rows, hands out
+    each step's planned tasks, and refreshes after refresh_every steps of tasks."""
+    from coevo.curricula.level_sampling import Outcome
+    from coevo.curricula.sampler import sampler
+
+    sfl = _build(pool, cartpole, seed=4)
+    student = sfl.students[0]
+    settings = {k: getattr(TINY, k) for k in ("levels_sampled", "buffer_size", "eval_episodes")}
+    s = sampler("sfl", cartpole, seed=4, refresh_every=TINY.refresh_every, **settings)
+    # The run's student 0 drew its parameters from its generator first: the same state here.
+    s.rng.bit_generator.state = student.rng.bit_generator.state
+    sfl.begin_generation()
+    plan = sfl.plan(student, [])
+    returns = {}  # level i solves its first i % 3 of 2 episodes: learnability 0 or 0.25
+    for n in range(TINY.levels_sampled * TINY.eval_episodes):
+        task = s.sample()
+        assert task == plan.score[n // 2] and s.scoring(task)
+        returns.setdefault(task, []).append(500.0 if n % 2 < (n // 2) % 3 else 10.0)
+        s.update(task, episode_return=returns[task][-1], episode_length=1)
+    signals = [
+        Signal(t, float(np.mean(returns[t])), episode_returns=tuple(returns[t])) for t in plan.score
+    ]
+    expected = pd.DataFrame([d.as_row() for d in sfl.refresh(student, signals)])
+    got = s.decisions_frame()
+    same = ["rule", "outcome", "task_id", "task", "score", "threshold", "error"]
+    pd.testing.assert_frame_equal(got[same], expected[same])
+    tail = [r.split(": ", 1)[1] for r in got.reason]  # after "refresh 1 at/after ..."
+    assert tail == [r.split(": ", 1)[1] for r in expected.reason]
+    assert s.buffer == sfl.buffers[0] and list(got.score > 0).count(True) == 2
+    for _ in range(TINY.refresh_every):
+        plan = sfl.plan(student, [])
+        step = [s.sample() for _ in range(TINY.tasks_per_step)]
+        assert step == plan.train
+        for task in step:
+            s.update(task, episode_return=9.0, episode_length=9)
+        trained = Outcome(trained=[Signal(t, 9.0) for t in plan.train], scored=[])
+        rows = sfl._training_rows(student, plan, plan.note[1], trained)
+        assert [r.reason for r in s.decisions()[-len(step) :]] == [r.reason for r in rows]
+    student.steps = TINY.refresh_every  # the run's refresh is due after its steps
+    plan = sfl.plan(student, [])
+    assert [s.sample() for _ in range(2)] == [plan.score[0]] * 2

@@ -19,6 +19,13 @@ def _plr(seed: int = 7):
     return sampler("plr", "cartpole", seed=seed, buffer_size=8)
 
 
+def _sfl(seed: int = 7):
+    return sampler(
+        "sfl", "cartpole", seed=seed, levels_sampled=4, buffer_size=2, eval_episodes=2,
+        refresh_every=1, tasks_per_step=2,
+    )  # fmt: skip
+
+
 def _actions(steps: int = STEPS) -> np.ndarray:
     return np.random.default_rng(0).integers(0, 2, size=(steps, ENVS))
 
@@ -101,9 +108,10 @@ def test_sb3_subprocess_envs_repeat_the_in_process_order():
     pd.testing.assert_frame_equal(got, expected)
 
 
-def test_a_restored_vector_sampler_continues_exactly():
+@pytest.mark.parametrize("make", [_plr, _sfl], ids=["plr", "sfl"])
+def test_a_restored_vector_sampler_continues_exactly(make):
     def run(split: int | None) -> pd.DataFrame:
-        shared = VectorSampler(_plr(), ENVS)
+        shared = VectorSampler(make(), ENVS)
         envs = [CurriculumWrapper.for_space(shared, env_index=i) for i in range(ENVS)]
         vector = gym.vector.SyncVectorEnv(
             [lambda e=e: e for e in envs], autoreset_mode=AutoresetMode.SAME_STEP
@@ -112,7 +120,7 @@ def test_a_restored_vector_sampler_continues_exactly():
         for step, action in enumerate(_actions()):
             if step == split:
                 saved = shared.state_dict()
-                shared = VectorSampler(_plr(seed=99), ENVS)  # a fresh one, restored
+                shared = VectorSampler(make(seed=99), ENVS)  # a fresh one, restored
                 shared.load_state_dict(saved)
                 for env in envs:
                     env.sampler = shared
@@ -120,7 +128,33 @@ def test_a_restored_vector_sampler_continues_exactly():
         shared.flush()
         return pd.DataFrame([row.as_row() for row in shared.decisions()])
 
-    pd.testing.assert_frame_equal(run(split=150), run(split=None))
+    whole = run(split=None)
+    assert whole.rule.isin(["replay", "buffer"]).any()
+    pd.testing.assert_frame_equal(run(split=150), whole)
+
+
+def test_an_sfl_sampler_scores_its_levels_then_trains_through_the_wrapper():
+    """One env: the refresh's scoring episodes come first (`scoring(info["task"])` at the
+    reset), each reported with its return; then training tasks from the buffer and fresh."""
+    s = _sfl(seed=1)
+    env = CurriculumWrapper.for_space(s)
+    obs, info = env.reset(seed=0)
+    scoring, total, returns = [s.scoring(info["task"])], 0.0, []
+    for action in _actions(2000)[:, 0]:
+        obs, reward, terminated, truncated, info = env.step(int(action))
+        total += reward
+        if terminated or truncated:
+            returns.append(total)
+            total = 0.0
+            obs, info = env.reset()
+            scoring.append(s.scoring(info["task"]))
+    assert scoring[:8] == [True] * 8 and not scoring[8]  # 4 levels x 2 episodes, then a step
+    rows = s.decisions_frame()
+    assert list(rows.rule[:4]) == ["sample_for_learnability"] * 4 and s.refreshes >= 2
+    assert set(rows.rule) == {"sample_for_learnability", "buffer", "fresh"}
+    training = rows[rows.rule != "sample_for_learnability"]
+    trained = [ret for ret, scored in zip(returns, scoring, strict=False) if not scored]
+    assert list(training.score) == pytest.approx(trained)
 
 
 def test_an_env_without_set_task_is_refused():
