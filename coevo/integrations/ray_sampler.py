@@ -6,9 +6,13 @@ it for the next task at reset and reports each finished episode.
   an env sent are waited for before its next draw and at `flush()`. Ray runs one caller's
   calls to an actor in the order they were made, so one env runner's episodes reach the
   sampler in the order they ended; envs on several runners interleave as they finish.
-- `load_state_dict` starts a new epoch: draws made before it (the envs' running episodes,
-  the loaded state's own pending draws) are forgotten, and their reports are counted as
-  `dropped` instead of applied, as their episodes belong to the sampler that drew them.
+- Every draw is reported once, even when its episode is lost: the host knows each env
+  runner's unreported draws (`owner`), and hands those of a lost runner (`lost`) to the
+  next envs that ask, before drawing anew. A curriculum that waits for every draw (SFL's
+  refresh waits for its scoring episodes) goes on.
+- `load_state_dict` starts a new epoch: the state's unreported draws (the episodes running
+  when it was saved) are handed out again first, and reports of draws made before the load
+  are counted as `dropped` instead of applied: they belong to the sampler that drew them.
 
 `CurriculumEnv` is a task space's env for a trainer that builds envs from a config dict
 (RLlib: `config.environment(CurriculumEnv, env_config={"space": "cartpole"})`); its sampler
@@ -17,6 +21,7 @@ is attached after it is built (`attach_sampler`, which `coevo.integrations.rllib
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,38 +38,51 @@ ENV_CONFIG_KEYS = ("space",)
 
 
 class SamplerHost:
-    """What the sampler's Ray actor runs: the `TaskSampler` and its epoch."""
+    """What the sampler's Ray actor runs: the `TaskSampler`, its epoch, each owner's (env
+    runner's) unreported draws and the draws owed again."""
 
     def __init__(self, sampler: TaskSampler):
         self.sampler = sampler
         self.epoch = 0
         self.dropped = 0  # reports of draws from an earlier epoch
+        self.owed: deque[Task] = deque()  # unreported draws whose episodes were lost
+        self.held: dict[int, list[Task]] = {}  # owner -> its unreported draws of this epoch
 
     def space_name(self) -> str:
         """The name of the sampler's task space."""
         return self.sampler.space.name
 
-    def sample(self) -> tuple[Task, int]:
-        """The next task and the epoch it was drawn in."""
-        return self.sampler.sample(), self.epoch
+    def sample(self, owner: int = 0) -> tuple[Task, int]:
+        """The next task for an env of `owner` (a draw owed again first) and its epoch."""
+        task = self.owed.popleft() if self.owed else self.sampler.sample()
+        self.held.setdefault(owner, []).append(task)
+        return task, self.epoch
 
-    def update(self, task: Task, report: dict[str, Any], epoch: int) -> None:
+    def update(self, task: Task, report: dict[str, Any], epoch: int, owner: int = 0) -> None:
         """Report a finished episode (`TaskSampler.update`'s keywords); dropped when its task
         was drawn before the last `load_state_dict`."""
         if epoch != self.epoch:
             self.dropped += 1
             return
+        self.held[owner].remove(task)
         self.sampler.update(task, **report)
+
+    def lost(self, owners: list[int]) -> None:
+        """`owners`' envs are gone (RLlib recreated those env runners): their unreported
+        draws are handed out again."""
+        for owner in owners:
+            self.owed.extend(self.held.pop(owner, []))
 
     def state_dict(self) -> dict[str, Any]:
         """The sampler's `state_dict()`."""
         return self.sampler.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from a sampler's `state_dict()`, its pending draws forgotten (the
-        episodes they were drawn for ran in envs that are gone); a new epoch starts."""
-        # "pending" is the state's unreported draws (TaskSampler.state_dict's layout).
-        self.sampler.load_state_dict({**state, "pending": {}})
+        """Continue from a sampler's `state_dict()`; a new epoch starts, and the state's
+        unreported draws (its "pending", per task) are handed out again first."""
+        self.sampler.load_state_dict(state)
+        self.owed = deque(task for task, notes in state["pending"].items() for _ in notes)
+        self.held = {}
         self.epoch += 1
 
     def decisions(self) -> list[Decision]:
@@ -72,11 +90,13 @@ class SamplerHost:
         return self.sampler.decisions()
 
     def summary(self) -> dict[str, Any]:
-        """Counts for a trainer's log: episodes reported, draws pending, reports dropped."""
+        """Counts for a trainer's log: episodes reported, draws pending (owed ones among
+        them), reports dropped."""
         return {
             "sampler": self.sampler.name,
             "episodes": self.sampler.episodes,
             "pending": self.sampler.pending(),
+            "owed": len(self.owed),
             "dropped": self.dropped,
         }
 
@@ -94,11 +114,13 @@ class RemoteSampler:
     def __init__(self, space: TaskSpace):
         self.space = space
         self.actor: Any = None
+        self.owner = 0
         self._epochs: dict[Task, list[int]] = {}  # each unreported draw's epoch, in order
         self._reports: list[Any] = []  # refs of the reports not yet waited for
 
-    def attach(self, actor: Any, space_name: str) -> None:
-        """Draw from and report to `actor` (a `serve_on_ray` handle) serving `space_name`.
+    def attach(self, actor: Any, space_name: str, owner: int = 0) -> None:
+        """Draw from and report to `actor` (a `serve_on_ray` handle) serving `space_name`,
+        as one of `owner`'s envs (an RLlib env runner's index).
 
         Raises:
             ConfigError: the actor's space is not this env's.
@@ -109,7 +131,7 @@ class RemoteSampler:
                 f"the env plays '{self.space.name}' tasks but the curriculum's sampler draws "
                 f"'{space_name}' tasks: give both the same task space",
             )
-        self.actor = actor
+        self.actor, self.owner = actor, owner
 
     def sample(self) -> Task:
         """The next task from the actor, after the reports sent so far were applied."""
@@ -119,7 +141,7 @@ class RemoteSampler:
                 "coevo.integrations.rllib.curriculum_callback(...) to config.callbacks "
                 "(evaluation env runners get none: give evaluation_config a plain env)"
             )
-        *_, (task, epoch) = ray.get([*self._take_reports(), self.actor.sample.remote()])
+        *_, (task, epoch) = ray.get([*self._take_reports(), self.actor.sample.remote(self.owner)])
         self._epochs.setdefault(task, []).append(epoch)
         return task
 
@@ -129,7 +151,7 @@ class RemoteSampler:
         epoch = epochs.pop(0)
         if not epochs:
             del self._epochs[task]
-        self._reports.append(self.actor.update.remote(task, report, epoch))
+        self._reports.append(self.actor.update.remote(task, report, epoch, self.owner))
 
     def flush(self) -> None:
         """Wait until the reports sent so far are applied (raises what they raised)."""
@@ -181,9 +203,10 @@ class CurriculumEnv(CurriculumWrapper):
         env = gym.wrappers.TimeLimit(space.make_env(), space.max_episode_steps)
         super().__init__(env, RemoteSampler(space))
 
-    def attach_sampler(self, actor: Any, space_name: str) -> None:
-        """Take tasks from `actor` (a `serve_on_ray` handle) serving `space_name`'s tasks."""
-        self.sampler.attach(actor, space_name)
+    def attach_sampler(self, actor: Any, space_name: str, owner: int = 0) -> None:
+        """Take tasks from `actor` (a `serve_on_ray` handle) serving `space_name`'s tasks,
+        as one of `owner`'s envs (an RLlib env runner's index)."""
+        self.sampler.attach(actor, space_name, owner)
 
     def flush_reports(self) -> None:
         """Wait until this env's reports so far are applied by the sampler."""

@@ -17,9 +17,11 @@ are applied, so after `algo.train()` the sampler has seen every finished episode
 RLlib's own curriculum example sets a task on all env runners once per iteration; here a
 task is drawn per episode, as coevo's curricula (PLR⊥, ACCEL, ALP-GMM) expect.
 
-RLlib does not save callbacks in its checkpoints: `save_state(algo, dir)` writes the
-sampler's state beside them, `load_state(algo, dir)` continues from it. Envs must be
-vectorised in the env runner's process (`gym_env_vectorize_mode="sync"`, RLlib's default).
+Every draw is reported once: a recreated env runner's lost episodes are handed to the next
+envs that ask. RLlib does not save callbacks in its checkpoints: `save_state(algo, dir)`
+writes the sampler's state beside them, `load_state(algo, dir)` continues from it (the
+episodes running at the save played again first). Envs must be vectorised in the env
+runner's process (`gym_env_vectorize_mode="sync"`, RLlib's default).
 """
 
 from __future__ import annotations
@@ -76,7 +78,9 @@ def _attach(env_runner: Any, actor: Any, space_name: str) -> None:
     if env_runner.env is None:  # a local runner beside remote ones has no env
         return
     try:
-        env_runner.env.unwrapped.call("attach_sampler", actor, space_name)
+        env_runner.env.unwrapped.call(
+            "attach_sampler", actor, space_name, env_runner.worker_index or 0
+        )
     except AttributeError as error:
         raise ConfigError(
             "config.environment",
@@ -140,9 +144,10 @@ class CurriculumCallback(RLlibCallback):
         is_evaluation: bool,
         **kwargs: Any,
     ) -> None:
-        """Attach the sampler to recreated training env runners (their draws before the
-        loss stay pending)."""
+        """Attach the sampler to recreated training env runners; the draws of the episodes
+        they lost are handed out again."""
         if not is_evaluation and self.actor is not None:
+            ray.get(self.actor.lost.remote(list(env_runner_indices)))
             self._attach(env_runner_group, env_runner_indices)
 
     def on_sample_end(self, *, env_runner: Any = None, **kwargs: Any) -> None:
@@ -176,8 +181,8 @@ class CurriculumCallback(RLlibCallback):
         return ray.get(self._served().state_dict.remote())
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from a sampler's `state_dict()`; the envs' running episodes and the
-        state's own pending draws are not reported to it (see `ray_sampler`)."""
+        """Continue from a sampler's `state_dict()`: the episodes running when it was saved
+        are played again first, and the envs' running episodes are not reported to it."""
         ray.get(self._served().load_state_dict.remote(state))
 
     def decisions(self) -> list[Decision]:
@@ -185,7 +190,7 @@ class CurriculumCallback(RLlibCallback):
         return ray.get(self._served().decisions.remote())
 
     def summary(self) -> dict[str, Any]:
-        """The sampler's name, episodes reported, draws pending, reports dropped."""
+        """The sampler's name, episodes reported, draws pending and owed, reports dropped."""
         return ray.get(self._served().summary.remote())
 
 

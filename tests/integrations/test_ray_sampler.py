@@ -29,42 +29,64 @@ def _play(env: CurriculumEnv, rng: np.random.Generator) -> tuple[Any, float]:
 
 
 def _served_envs(n: int) -> tuple[Any, list[CurriculumEnv]]:
+    """A DR sampler's actor and `n` envs drawing from it, env i as owner i + 1."""
     actor = serve_on_ray(sampler("dr", "cartpole", seed=3))
     envs = [CurriculumEnv({"space": "cartpole"}) for _ in range(n)]
-    for env in envs:
-        env.attach_sampler(actor, "cartpole")
+    for i, env in enumerate(envs):
+        env.attach_sampler(actor, "cartpole", owner=i + 1)
     return actor, envs
+
+
+def _summary(actor: Any, envs: list[CurriculumEnv]) -> dict[str, Any]:
+    for env in envs:
+        env.flush_reports()
+    return ray.get(actor.summary.remote())
 
 
 def test_envs_report_their_episodes_in_the_order_they_ended(ray_session):
     actor, envs = _served_envs(2)
     rng = np.random.default_rng(0)
     played = [_play(envs[i % 2], rng) for i in range(6)]
-    for env in envs:
-        env.flush_reports()
+    summary = _summary(actor, envs)
     rows = ray.get(actor.decisions.remote())
     # DR's rows carry each episode's return: one row per episode, in order, on its task.
     assert [(row.task_id, row.score) for row in rows] == [(t.id, r) for t, r in played]
-    summary = ray.get(actor.summary.remote())
-    assert summary == {"sampler": "dr", "episodes": 6, "pending": 0, "dropped": 0}
+    assert summary == {"sampler": "dr", "episodes": 6, "pending": 0, "owed": 0, "dropped": 0}
 
 
-def test_a_loaded_state_drops_the_reports_of_earlier_draws(ray_session):
-    actor, (env,) = _served_envs(1)
+def test_a_loaded_state_replays_its_running_episodes_and_drops_older_reports(ray_session):
+    actor, (env, other) = _served_envs(2)
     rng = np.random.default_rng(1)
     _play(env, rng)
+    _, info = env.reset()  # running when the state is saved
     env.flush_reports()
     state = ray.get(actor.state_dict.remote())
-    env.reset()  # an episode drawn before the load ...
     ray.get(actor.load_state_dict.remote(state))
-    _play(env, rng)  # ... is cut short here, and this one drawn after it
-    env.reset()
-    env.flush_reports()
-    assert ray.get(actor.summary.remote()) == {
+    # The saved state's running episode is the next draw, played again by another env ...
+    assert _play(other, rng)[0] == info["task"]
+    # ... and the env that ran it reports it cut short, to the replaced sampler: dropped.
+    _play(env, rng)
+    assert _summary(actor, [env, other]) == {
         "sampler": "dr",
-        "episodes": 2,  # the one before the save, the one after the load
-        "pending": 1,
+        "episodes": 3,
+        "pending": 0,
+        "owed": 0,
         "dropped": 1,
+    }
+
+
+def test_a_lost_runner_s_draws_are_handed_to_the_next_envs(ray_session):
+    actor, (env, other) = _served_envs(2)
+    rng = np.random.default_rng(2)
+    _, info = env.reset()  # drawn for owner 1, whose envs are then lost
+    ray.get(actor.lost.remote([1]))
+    assert _play(other, rng)[0] == info["task"]
+    assert _summary(actor, [other]) == {
+        "sampler": "dr",
+        "episodes": 1,
+        "pending": 0,
+        "owed": 0,
+        "dropped": 0,
     }
 
 

@@ -121,21 +121,29 @@ def test_the_envs_played_the_tasks_the_sampler_drew(trained):
 def test_the_state_round_trips_through_a_checkpoint_directory(trained, tmp_path):
     algo, _, snap = trained
     curriculum = curriculum_of(algo)
+
+    def draws(n: int) -> list:
+        return [ray.get(curriculum.actor.sample.remote())[0] for _ in range(n)]
+
     save_state(algo, tmp_path)
-    draws = [ray.get(curriculum.actor.sample.remote())[0] for _ in range(4)]
+    saved = pickle.loads((tmp_path / "coevo_curriculum.pkl").read_bytes())
+    running = [task for task, notes in saved["pending"].items() for _ in notes]
+    assert len(running) == NUM_ENVS  # the envs' episodes when it was saved
+    fresh = draws(3)
     load_state(algo, tmp_path)
-    assert [ray.get(curriculum.actor.sample.remote())[0] for _ in range(4)] == draws
-    load_state(algo, tmp_path)  # and forget this test's own draws
+    # The running episodes are played again first, then the draws go on as before the load.
+    assert draws(NUM_ENVS + 3) == running + fresh
     # The file is a plain sampler state: a sampler outside RLlib continues from it.
     resumed = sampler("plr", "cartpole", seed=0, **SETTINGS)
-    resumed.load_state_dict(pickle.loads((tmp_path / "coevo_curriculum.pkl").read_bytes()))
+    resumed.load_state_dict(saved)
     assert resumed.episodes == snap["summary"]["episodes"] == len(resumed.decisions())
-    # Training goes on after the load: the running episodes' reports are dropped, not
-    # applied to the loaded sampler (their draws belonged to the one before it).
+    # Training goes on after a load: the envs' running episodes (drawn from the replaced
+    # sampler) are dropped, and the saved state's running episodes are played again.
+    load_state(algo, tmp_path)
     before = curriculum.summary()["episodes"]
     result = algo.train()
     assert result["coevo"]["dropped"] == NUM_ENVS
-    assert result["coevo"]["episodes"] > before
+    assert result["coevo"]["owed"] == 0 and result["coevo"]["episodes"] > before
 
 
 def test_a_wrong_setting_fails_when_the_config_is_written():
