@@ -1,6 +1,8 @@
 # `make run` runs the default co-evolution; `make test` runs the test suite; `make docs` builds
 # the documentation site into site/ (mkdocs --strict: a broken link or API reference fails).
 # Both create or reuse .venv and install what they need (torch pinned to the CPU build).
+# RLlib's tests run in a venv of their own, .venv-rllib (coevo[rllib]: ray[rllib] pins its own
+# gymnasium, not the one of .venv), made and reused the same way; `make test` runs them last.
 # `make test` runs ruff, pyright (basic mode) and pytest in 2 processes (pytest-xdist); a module whose tests share one
 # expensive run is kept on one of them (pytest.mark.xdist_group). PYTEST_ARGS="-n 0" runs
 # it in one process.
@@ -8,6 +10,10 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.coevo-installed
+RLLIB_VENV ?= .venv-rllib
+RLLIB_STAMP := $(RLLIB_VENV)/.coevo-installed
+# The tests that need RLlib; the main venv skips them.
+RLLIB_TESTS := tests/integrations/test_rllib.py tests/test_examples.py::test_rllib_plr
 ARGS ?=
 
 .PHONY: install run test lint docs bench clean
@@ -18,16 +24,23 @@ $(STAMP): pyproject.toml constraints.txt
 	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/python -m pip install -q -e ".[test,box2d,sb3,curricula,cppn,docs]"
 	touch $(STAMP)
 
+$(RLLIB_STAMP): pyproject.toml constraints.txt
+	test -x $(RLLIB_VENV)/bin/python || $(PYTHON) -m venv $(RLLIB_VENV)
+	$(RLLIB_VENV)/bin/python -m pip install -q --upgrade pip
+	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(RLLIB_VENV)/bin/python -m pip install -q -e ".[rllib]" "pytest>=8,<9" "pytest-timeout>=2.3"
+	touch $(RLLIB_STAMP)
+
 install: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/coevo-run $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) $(RLLIB_STAMP)
 	bash tools/ensure-chromium.sh
 	$(BIN)/ruff check .
 	$(BIN)/pyright
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(RLLIB_VENV)/bin/python -m pytest -q $(RLLIB_TESTS)
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
@@ -37,4 +50,4 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) runs outputs multirun .pytest_cache site
+	rm -rf $(VENV) $(RLLIB_VENV) runs outputs multirun .pytest_cache site

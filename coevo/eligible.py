@@ -16,9 +16,10 @@ Pairs come from a YAML or CSV file. YAML:
       - name: sb3-ppo                             # a Stable-Baselines3 zip (coevo[sb3])
         policy: {sb3: ppo_cartpole.zip}           # optional: vecnormalize: stats.pkl
 
-`.npy` and checkpoint policies use the run's policy config; the others bring their own
-architecture, and pairs are evaluated in groups of one architecture each (one pool per
-group). CSV: columns `name`, `policy`, optional `pair` (with a checkpoint policy), and one
+`.npy` policies use this command's policy config; a checkpoint's policy its own run's
+(RUN/config.yaml; this command's for a checkpoint outside a run directory); the others
+bring their own architecture. Pairs are evaluated in groups of one architecture each (one
+pool per group). CSV: columns `name`, `policy`, optional `pair` (with a checkpoint policy), and one
 column per task parameter (`gravity`, ...). A task space of one parameter (e.g. a level
 index) also takes the value alone: `task: 3`. A `.zip` policy is read as SB3, a `.pt` one as
 TorchScript.
@@ -43,7 +44,7 @@ from coevo.curricula.poet import rules
 from coevo.errors import ConfigError, yaml_error_text
 from coevo.policies.base import ActionSpec, Policy, obs_dim_of
 from coevo.pool import EvaluationPool
-from coevo.run_files import CHECKPOINTS
+from coevo.run_files import CHECKPOINTS, CONFIG_FILE
 from coevo.start_policy import read_npy_vector
 from coevo.tasks.task import Task, TaskSpace
 
@@ -187,7 +188,15 @@ def _load_policy(
         )
     form = forms[0]
     if form == "checkpoint":
-        return (None, *_checkpoint_policy(spec, base, field))
+        theta, source, read = _checkpoint_policy(spec, base, field)
+        own = _run_policy(read.parent.parent, field, spaces, loaded)
+        if own is not None and theta.shape != (own.num_params,):
+            raise ConfigError(
+                field,
+                f"{source} has {theta.size} parameters; its run's policy config "
+                f"({read.parent.parent / CONFIG_FILE}) needs {own.num_params}",
+            )
+        return own, theta, source
     key = (form, repr(sorted(spec.items(), key=str)))
     if key not in loaded:
         loaded[key] = _load_own_policy(form, spec, base, field, spaces)
@@ -206,7 +215,8 @@ def _pair_index(spec: Mapping, field: str) -> int:
     return int(index)
 
 
-def _checkpoint_policy(spec: Mapping, base: Path, field: str) -> tuple[np.ndarray, str]:
+def _checkpoint_policy(spec: Mapping, base: Path, field: str) -> tuple[np.ndarray, str, Path]:
+    """(parameters, source text, checkpoint file read) of a `checkpoint:` entry."""
     index = _pair_index(spec, field)  # before reading what may be a large file
     file = (base / str(spec["checkpoint"])).resolve()
     shown = str(spec["checkpoint"])  # the policy's source in the tables
@@ -227,13 +237,35 @@ def _checkpoint_policy(spec: Mapping, base: Path, field: str) -> tuple[np.ndarra
         if not 0 <= index < len(names):
             known = ", ".join(f"{i} ({name})" for i, name in enumerate(names)) or "none"
             raise ConfigError(f"{field}.pair", f"no policy {index} in {file.name}; known: {known}")
-        return policies[names[index]].copy(), f"{shown}#{names[index]}"
+        return policies[names[index]].copy(), f"{shown}#{names[index]}", file
     try:
         pair = population.get(index)
     except KeyError:
         known = ", ".join(str(p.pair_id) for p in population.all_pairs())
         raise ConfigError(f"{field}.pair", f"not in {file.name}; known: {known}") from None
-    return pair.theta.copy(), f"{shown}#pair{pair.pair_id}"
+    return pair.theta.copy(), f"{shown}#pair{pair.pair_id}", file
+
+
+def _run_policy(run_dir: Path, field: str, spaces: tuple, loaded: dict[tuple, Any]) -> Any:
+    """The policy a checkpoint's run was trained with (RUN/config.yaml's `policy`), built
+    for the task space's env; None for a checkpoint outside a run directory, which takes
+    the command's policy settings. Built once per run."""
+    from coevo.policies import make_policy
+    from coevo.run_setup import load_run_config
+
+    config_file = run_dir / CONFIG_FILE
+    if not config_file.is_file():
+        return None
+    key = ("run", str(run_dir.resolve()))
+    if key not in loaded:
+        try:
+            options = dataclasses.asdict(load_run_config(run_dir).policy)
+            loaded[key] = make_policy(options.pop("name"), spaces[0], spaces[1], options)
+        except ConfigError as error:
+            raise ConfigError(
+                f"{field}.checkpoint", f"its run's policy ({config_file}): {error}"
+            ) from None
+    return loaded[key]
 
 
 def _load_own_policy(form: str, spec: Mapping, base: Path, field: str, spaces: tuple) -> Any:
@@ -281,11 +313,13 @@ def _load_own_policy(form: str, spec: Mapping, base: Path, field: str, spaces: t
             (base / str(vecnormalize)).resolve() if vecnormalize else None,
             options,
         )
-    _check_fits(own.policy, obs_space, act_space, f"{field}.{form}")
+    check_policy_fits(own.policy, obs_space, act_space, f"{field}.{form}")
     return own
 
 
-def _check_fits(policy: Policy, obs_space: Any, act_space: Any, field: str) -> None:
+def check_policy_fits(policy: Policy, obs_space: Any, act_space: Any, field: str) -> None:
+    """Refuse, under `field`, a policy whose observation size, action kind and size, or
+    Box bounds differ from the env's spaces."""
     obs_dim = obs_dim_of(obs_space)
     if policy.obs_dim != obs_dim:
         raise ConfigError(

@@ -112,10 +112,12 @@ def parse_task(
     text: str | None,
     default: Task,
     warn: Callable[[str], None] | None = None,
+    bounds_of: str = "the run's",
 ) -> tuple[TaskSpace, Task]:
     """`None`: the pair's own task; a pair id: that pair's task; or `name=value,...`. With
     the space to evaluate it on: a value outside the run's bounds (out of distribution, as
-    a test of generalisation asks) widens that parameter's bounds, and `warn` says so."""
+    a test of generalisation asks) widens that parameter's bounds, and `warn` says so
+    (`bounds_of` names whose bounds: the run's, or a space's without a run)."""
     if text is None:
         return space, default
     if text.strip().isdigit():
@@ -140,7 +142,7 @@ def parse_task(
             wider[name] = {"low": min(p.low, value), "high": max(p.high, value)}
             if warn is not None:
                 warn(
-                    f"task.{name} {value:g} is outside the run's bounds [{p.low:g}, "
+                    f"task.{name} {value:g} is outside {bounds_of} bounds [{p.low:g}, "
                     f"{p.high:g}]: evaluated as given (out of distribution)"
                 )
     space = space.with_overrides(wider)

@@ -64,12 +64,15 @@ def test_quick_study_runs_each_arm_to_the_budget_and_compares_them(quick):
             assert (
                 config["seed"] == seed and config["test_set"]["every"] == record["test_set.every"]
             )
+            assert config["test_set"]["episodes"] == module.TEST_EPISODES == 2  # for α-CVaR
             steps = pd.read_csv(run_dir / "summary.csv")["env_steps"].sum()
             assert steps >= budget  # ran to the budget
             legs = yaml.safe_load((run_dir / "study_run.yaml").read_text())["legs"]
             assert legs == sorted(legs) and legs[-1] == config["curriculum"]["generations"]
     runs = pd.read_csv(out / "compare" / "task=cartpole,optimizer=es" / "compare_runs.csv")
     assert len(runs) == 4 and (runs["env_steps"] <= budget).all()  # scorings inside the budget
+    # Every run scored inside the budget has an α-CVaR ranked and rescored apart.
+    assert (runs["cvar"].notna() == runs["value"].notna()).all()
     text = (out / "study.md").read_text()
     assert "P(> dr)" in text and "IQM [95% CI]" in text
     assert "- plr: expected: PLR⊥ beats DR" in text and ("held" in text)
@@ -121,3 +124,24 @@ def test_arms_are_named_by_their_overrides_and_declare_expectations():
     for curriculum in module.CURRICULA:
         assert module.EXPECTATIONS[curriculum].claim
     assert module.SCALES["full"].seeds >= 10
+
+
+@pytest.mark.parametrize("optimizer, refresh_every", [("es", 20), ("ars", 40), ("ppo", 100)])
+def test_sfl_arms_compose_and_pass_coevo_runs_checks(tmp_path, optimizer, refresh_every):
+    """SFL's study settings (ARM_ and OPTIMIZER_OVERRIDES) as coevo-run composes them: the
+    sample halved, the refresh period per optimizer, and every check a run makes first."""
+    from coevo import hydra_configs, run_setup
+    from coevo.cli.conf import CONF_DIR
+    from coevo.config import parse_config
+
+    module = study_module()
+    assert "sfl" in module.CURRICULA and "SFL beats DR" in module.EXPECTATIONS["sfl"].claim
+    for space in ("cartpole", "acrobot_reach"):
+        arm = module.Arm(space, optimizer, "sfl")
+        assert arm.name.endswith(
+            f"curriculum=sfl,curriculum.levels_sampled=50,curriculum.refresh_every={refresh_every}"
+        )
+        config = parse_config(hydra_configs.compose(CONF_DIR, list(arm.overrides)))
+        assert config.curriculum.refresh_every == refresh_every
+        assert config.curriculum.levels_sampled == 50 > config.curriculum.buffer_size
+        run_setup.preflight(config, tmp_path / space, False, None, lambda _: None)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -105,3 +107,22 @@ def test_cleanrl_plr():
     out = _run("cleanrl_plr.py")
     assert "(positive_value_loss)" in out[-1]  # scored by the loop's own critic
     assert "('replay', 'replayed')" in out[-1] and "('new_level', 'added')" in out[-1]
+
+
+def test_rllib_plr(tmp_path):
+    pytest.importorskip(
+        "ray.rllib", reason="RLlib is not installed here (make test runs this in .venv-rllib)"
+    )
+    import pickle
+
+    from coevo.curricula import sampler
+
+    out = _run("rllib_plr.py", "--state", str(tmp_path))
+    assert [line.split(":")[0] for line in out[-3:-1]] == ["iteration 1", "iteration 2"]
+    episodes = int(out[-1].split()[0])
+    assert episodes > 0 and "('new_level', 'added')" in out[-1]
+    # RLlib's checkpoint and the sampler's state side by side; the state continues a sampler.
+    assert (tmp_path / "rllib_checkpoint.json").is_file()
+    resumed = sampler("plr", "cartpole", buffer_size=16)
+    resumed.load_state_dict(pickle.loads((tmp_path / "coevo_curriculum.pkl").read_bytes()))
+    assert resumed.episodes == episodes == len(resumed.decisions())

@@ -15,9 +15,12 @@ from coevo.pool import EvaluationError
 
 EVAL_HELP = """usage: coevo-eval RUN_DIR_OR_CHECKPOINT [pair=ID] [task=ID|name=value,...]
                   [episodes=N] [seed=S] [video=FILE.gif]
+       coevo-eval POLICY_FILE task=SPACE[,name=value,...] [episodes=N] [seed=S]
+                  [video=FILE.gif]
 
-Replay a saved policy from a run's newest checkpoint (or the checkpoint file given) and print
-its return in each episode, deterministically (episode k resets with seed S+k).
+Replay a saved policy from a run's newest checkpoint (or the checkpoint file given), or a
+policy file made outside coevo, and print its return in each episode, deterministically
+(episode k resets with seed S+k).
 
   pair=ID        the pair (POET) or policy index (single-policy curricula); default: the
                  active pair with the best last score, or policy 0
@@ -28,47 +31,52 @@ its return in each episode, deterministically (episode k resets with seed S+k).
                  the pair's own task, or the space's initial task
   episodes=N     episodes to run (default 5)
   seed=S         the first episode's reset seed (default 0)
-  video=FILE.gif film the first episode (reset seed S) as a GIF"""
+  video=FILE.gif film the first episode (reset seed S) as a GIF
+
+A POLICY_FILE is an SB3 zip (.zip: PPO, A2C, DQN, SAC, TD3 MlpPolicy, acting as SB3's
+predict(deterministic=True)) or a TorchScript module (.pt, .pth). Its task= names the task
+space first, as coevo-run's task= does (or a task YAML file), then optionally parameter
+values: task=pendulum or task=pendulum,gravity=12."""
+# What a file coevo-eval cannot read is told it can take instead.
+TAKES = (
+    "coevo-eval takes a run directory, a checkpoint file, an SB3 zip (.zip) or a TorchScript "
+    "module (.pt) with task=SPACE"
+)
 
 
 def main() -> None:
     """`coevo-eval RUN_DIR_OR_CHECKPOINT [pair=ID] [task=...] [episodes=N] [seed=S]
-    [video=FILE.gif]`: per-episode returns of a saved policy, optionally a GIF."""
-    from coevo.replay import replay
-
+    [video=FILE.gif]`, or `coevo-eval POLICY_FILE task=SPACE[,...]`: per-episode returns of
+    a saved policy, optionally a GIF."""
     asked_for_help(EVAL_HELP)
+    from coevo.cli.eval_file import policy_file_kind  # its imports: after --help answers
+
     if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
         print(EVAL_HELP, file=sys.stderr)
         sys.exit(2)
     options = _key_values(sys.argv[2:], ("pair", "task", "episodes", "seed", "video"), "coevo-eval")
-    video = options.get("video")
+    path, video = Path(sys.argv[1]), options.get("video")
     try:
         if video is not None and Path(video).suffix.lower() != ".gif":
             raise ConfigError("video", f"'{video}': only .gif is written; e.g. video=out.gif")
         if video is not None and not Path(video).resolve().parent.is_dir():
             # Checked before the episodes run, not when the GIF is written after them.
             raise ConfigError("video", f"'{video}': directory {Path(video).parent} does not exist")
-        pair, task, returns, generation = replay(
-            Path(sys.argv[1]),
-            pair_id=_int_option(options, "pair", None, minimum=0),
-            task_text=options.get("task"),
-            episodes=_int_option(options, "episodes", 5, minimum=1),
-            seed=_int_option(options, "seed", 0, minimum=0),
-            video=Path(video) if video is not None else None,
-            on_skip=lambda line: print(f"coevo-eval: warning: {line}", file=sys.stderr),
-        )
+        kind = policy_file_kind(path)
+        if kind is None:
+            header, returns = _replay_run(path, options)
+        else:
+            header, returns = _replay_file(path, kind, options)
     except (ConfigError, CheckpointError, FileNotFoundError, ValueError) as error:
-        print(f"coevo-eval: error: {error}", file=sys.stderr)
+        text = str(error)
+        if isinstance(error, CheckpointError) and "is not a coevo checkpoint" in text:
+            text += f"; {TAKES}"
+        print(f"coevo-eval: error: {text}", file=sys.stderr)
         sys.exit(2)
     except EvaluationError as error:  # the policy's episodes failed: not a usage error
         print(f"coevo-eval: error: {error}", file=sys.stderr)
         sys.exit(1)
-    name = getattr(pair, "name", None)  # a single-policy curriculum's policy has a name
-    label = f"policy {pair.pair_id} ({name})" if name else f"pair {pair.pair_id} policy"
-    task_text = options.get("task", "").strip()
-    # task=ID of a POET run is a pair's task (a single-policy run's is a parameter's value)
-    whose = f"pair {task_text}'s task " if task_text.isdigit() and not name else ""
-    lines = [f"{label} on {whose}{task!r} (checkpoint of generation {generation})"]
+    lines = [header]
     # Six significant digits: enough to compare with SB3's evaluate_policy by eye.
     lines += [f"episode {index}: return {value:.6g}" for index, value in enumerate(returns)]
     lines.append(
@@ -78,6 +86,53 @@ def main() -> None:
         lines.append(f"video: {options['video']}")
     for line in lines:  # `coevo-eval ... | head -1`: the rest goes nowhere, no traceback
         print_line(line, sys.stdout)
+
+
+def _warn(line: str) -> None:
+    print(f"coevo-eval: warning: {line}", file=sys.stderr)
+
+
+def _video(options: dict[str, str]) -> Path | None:
+    return Path(options["video"]) if "video" in options else None
+
+
+def _replay_run(path: Path, options: dict[str, str]) -> tuple[str, np.ndarray]:
+    """(header line, returns) of a run directory's or checkpoint's policy."""
+    from coevo.replay import replay
+
+    pair, task, returns, generation = replay(
+        path,
+        pair_id=_int_option(options, "pair", None, minimum=0),
+        task_text=options.get("task"),
+        episodes=_int_option(options, "episodes", 5, minimum=1),
+        seed=_int_option(options, "seed", 0, minimum=0),
+        video=_video(options),
+        on_skip=_warn,
+    )
+    name = getattr(pair, "name", None)  # a single-policy curriculum's policy has a name
+    label = f"policy {pair.pair_id} ({name})" if name else f"pair {pair.pair_id} policy"
+    task_text = options.get("task", "").strip()
+    # task=ID of a POET run is a pair's task (a single-policy run's is a parameter's value)
+    whose = f"pair {task_text}'s task " if task_text.isdigit() and not name else ""
+    return f"{label} on {whose}{task!r} (checkpoint of generation {generation})", returns
+
+
+def _replay_file(path: Path, kind: str, options: dict[str, str]) -> tuple[str, np.ndarray]:
+    """(header line, returns) of a policy file (`coevo.cli.eval_file`)."""
+    from coevo.cli.eval_file import KIND_NAMES, replay_policy_file
+
+    if "pair" in options:
+        raise ConfigError("pair", f"{path} holds one policy; pair= picks among a run's policies")
+    task, returns = replay_policy_file(
+        path,
+        kind,
+        options.get("task"),
+        episodes=_int_option(options, "episodes", 5, minimum=1),
+        seed=_int_option(options, "seed", 0, minimum=0),
+        video=_video(options),
+        warn=_warn,
+    )
+    return f"{KIND_NAMES[kind]} {path} on {task!r}", returns
 
 
 def _key_values(args: list[str], allowed: tuple[str, ...], program: str) -> dict[str, str]:

@@ -22,6 +22,10 @@ from coevo.resume_rules import allowed_on_resume, leaf_values
 
 DEFAULT_LAST = 3
 DEFAULT_ALPHA = 0.1
+# test_scores.csv's two independent scorings of each row: its return on the even-numbered
+# test episodes ranks the tasks for α-CVaR, its return on the odd-numbered ones is reported.
+RANKED = "return_even"
+RESCORED = "return_odd"
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,8 @@ class RunFigure:
     env_steps: float  # training env steps at the last scoring used
     updates: float  # updates at the last scoring used (NaN: no optimizer_steps column)
     reached_budget: bool  # the run's steps (or updates) got to the budget
-    cvar: float  # α-CVaR of per-task test returns over those scorings (NaN: no test_scores)
+    cvar: float  # α-CVaR over test tasks, ranked and rescored apart (`task_cvar`; NaN: none)
+    cvar_same_episodes: float  # ranked and reported on the same returns (biased low)
 
 
 @dataclass(frozen=True)
@@ -140,18 +145,59 @@ def run_figure(
         updates=float(column(scored, "updates_so_far").iloc[-1]) if len(scored) else math.nan,
         reached_budget=bool(reached),
         cvar=task_cvar(run.test_scores, generations, alpha),
+        cvar_same_episodes=same_episodes_cvar(run.test_scores, generations, alpha),
     )
 
 
-def task_cvar(test_scores: pd.DataFrame | None, generations: tuple[int, ...], alpha: float):
-    """α-CVaR over test tasks of each task's return, averaged over the given scorings and
-    the policies scored there (test_scores.csv's rows: a population's best policy per task,
-    or each of several seeds' policies); NaN without test_scores.csv or scorings."""
+def _per_task(test_scores: pd.DataFrame, generations: tuple[int, ...], columns: list[str]):
+    """Each test task's mean of `columns` over the given scorings and the policies scored
+    there (test_scores.csv's rows: a population's best policy per task, or each of several
+    seeds' policies); tasks with a NaN left out."""
+    scorings = test_scores[test_scores["generation"].isin(generations)]
+    return cast(pd.DataFrame, scorings.groupby("test_task")[columns].mean()).dropna()
+
+
+def task_cvar(
+    test_scores: pd.DataFrame | None, generations: tuple[int, ...], alpha: float
+) -> float:
+    """α-CVaR over test tasks as SFL's evaluation takes it (Rutherford et al. 2024): the
+    worst ⌈α·n⌉ tasks ranked on one scoring and their mean return taken from an independent
+    one. Here the two are each task's return on the even-numbered test episodes (the rank)
+    and on the odd-numbered ones (the figure), averaged over the given scorings; ranking and
+    reporting on the same returns would pick the tasks whose episodes happened to go badly,
+    and report exactly that bad luck.
+
+    NaN without test_scores.csv or scorings, or without a second episode per task: a run
+    needs `test_set.episodes` >= 2 (and coevo from the version that wrote the halves)."""
+    if test_scores is None or not generations or RESCORED not in test_scores:
+        return math.nan
+    per_task = _per_task(test_scores, generations, [RANKED, RESCORED])
+    if not len(per_task):
+        return math.nan
+    return stats.cvar(per_task[RANKED].to_numpy(), alpha, rescore=per_task[RESCORED].to_numpy())
+
+
+def same_episodes_cvar(
+    test_scores: pd.DataFrame | None, generations: tuple[int, ...], alpha: float
+) -> float:
+    """The mean `return` of the worst ⌈α·n⌉ test tasks ranked on that same return: biased
+    low by the selection (`task_cvar` is the one compared); NaN without test_scores.csv or
+    scorings. Kept in compare_runs.csv to show the bias, and for runs with one episode."""
     if test_scores is None or not generations:
         return math.nan
-    scorings = test_scores[test_scores["generation"].isin(generations)]
-    per_task = cast(pd.Series, scorings.groupby("test_task")["return"].mean()).dropna()
-    return stats.cvar(per_task.to_numpy(), alpha) if len(per_task) else math.nan
+    per_task = _per_task(test_scores, generations, ["return"])
+    return stats.cvar(per_task["return"].to_numpy(), alpha) if len(per_task) else math.nan
+
+
+def cvar_gap(run: Run) -> str:
+    """Why a run has no α-CVaR, in words (for the notes); "" when it has one or no scorings."""
+    if run.test_scores is None:
+        return "no test_scores.csv"
+    if RESCORED not in run.test_scores:
+        return "its test_scores.csv has no return_odd (written by an older coevo)"
+    if (run.config.get("test_set") or {}).get("episodes") == 1:
+        return "one episode per test task (test_set.episodes=1)"
+    return "no test task with finite returns on both halves in the scorings used"
 
 
 def _iqm_and_ci(values: np.ndarray, reps: int, seed: int) -> tuple[float, tuple[float, float]]:
@@ -211,7 +257,17 @@ def _notes(runs: list[RunFigure], last: int) -> list[str]:
     few = [r.run.name for r in runs if 0 < len(r.scorings) < last]
     if few:
         notes.append(f"fewer than {last} scorings averaged: {', '.join(few)}")
+    gaps = [f"{r.run.name} ({cvar_gap(r.run)})" for r in runs if _lacks_cvar(r)]
+    if gaps:
+        notes.append(
+            "no α-CVaR (it ranks test tasks on the even-numbered test episodes and reports "
+            f"their return on the odd, so needs test_set.episodes >= 2): {', '.join(gaps)}"
+        )
     return notes
+
+
+def _lacks_cvar(figure: RunFigure) -> bool:
+    return bool(figure.scorings) and not np.isfinite(figure.cvar)
 
 
 def _differing_settings(runs: list[Run]) -> list[str]:

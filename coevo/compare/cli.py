@@ -109,7 +109,9 @@ def compare(args: argparse.Namespace) -> list[GroupStats]:
     )
     print(
         f"{len(runs)} runs in {len(groups)} groups; figure: mean of the last {args.last} "
-        f"{args.metric} scorings inside the budget ({budget.describe()})"
+        f"{args.metric} scorings inside the budget ({budget.describe()}); {args.alpha:g}-CVaR: "
+        f"the worst {args.alpha:.0%} of test tasks ranked on the even-numbered test episodes, "
+        "their mean return on the odd-numbered ones"
     )
     print(console_table(groups, by, args.metric, args.baseline, args.alpha))
     print(f"wrote {out / HTML}, {out / GROUPS_CSV}, {out / RUNS_CSV}")

@@ -69,6 +69,7 @@ def run_frame(groups: Sequence[GroupStats], by: str) -> pd.DataFrame:
                     "updates": r.updates,
                     "reached_budget": r.reached_budget,
                     "cvar": r.cvar,
+                    "cvar_same_episodes": r.cvar_same_episodes,
                     "run_dir": r.run.name,
                 }
             )
@@ -78,9 +79,11 @@ def run_frame(groups: Sequence[GroupStats], by: str) -> pd.DataFrame:
 def console_table(
     groups: Sequence[GroupStats], by: str, metric: str, baseline: str | None, alpha: float
 ) -> str:
-    """The groups side by side: per-seed values, IQM with its 95 % interval, α-CVaR and
-    P(improvement) over the baseline."""
-    lines = [f"{by} | seeds | per-seed {metric} | IQM [95% CI] | {alpha:g}-CVaR IQM [95% CI]"]
+    """The groups side by side: per-seed values, IQM with its 95 % interval, α-CVaR
+    (ranked and rescored apart, `analysis.task_cvar`) and P(improvement) over the baseline."""
+    lines = [
+        f"{by} | seeds | per-seed {metric} | IQM [95% CI] | {alpha:g}-CVaR (rescored) IQM [95% CI]"
+    ]
     if baseline is not None:
         lines[0] += f" | P(> {baseline}) [95% CI]"
     for g in groups:
@@ -165,8 +168,12 @@ def write_html(
         f"Each run's figure: the mean of its last {last} held-out test scorings ({metric}) "
         f"inside the budget ({html.escape(budget.describe())}). IQM: the 25 % trimmed mean over "
         "runs; intervals: 95 % stratified bootstrap, percentile method (rliable's definitions). "
-        f"{alpha:g}-CVaR: the mean test return of the worst {alpha:.0%} of test tasks, per run, "
-        "from test_scores.csv."
+        f"{alpha:g}-CVaR, per run, as SFL's evaluation takes it (Rutherford et al. 2024): the "
+        f"worst {alpha:.0%} of test tasks ranked on one scoring and their mean test return "
+        "taken from an independent one, here each task's return on the even-numbered and on "
+        "the odd-numbered test episodes of the scorings averaged (test_scores.csv's "
+        "return_even and return_odd; test_set.episodes must be 2 or more). compare_runs.csv's "
+        "cvar_same_episodes ranks and reports on the same returns: biased low, for reference."
     )
     if baseline is not None:
         definition += f" P(improvement): the probability that a run beats one of {baseline}'s."

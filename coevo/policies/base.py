@@ -55,6 +55,8 @@ class ActionSpec:
     Continuous: `size` dimensions in [low, high]; `mode` deterministic (the output is the
     action's mean) or gaussian (mean + exp(log_std) * N(0, 1), log_std learned as the last
     `size` parameters); `bounds` clip (as SB3 does) or tanh (squash into the bounds).
+    `log_std_range` (gaussian only): the network gives log_std per observation, as its
+    second `size` outputs after the mean, clipped to (min, max) (SB3's SAC actor).
     """
 
     discrete: bool
@@ -63,6 +65,7 @@ class ActionSpec:
     bounds: str = "tanh"
     low: tuple[float, ...] = ()
     high: tuple[float, ...] = ()
+    log_std_range: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         allowed = DISCRETE_MODES if self.discrete else CONTINUOUS_MODES
@@ -75,6 +78,11 @@ class ActionSpec:
         if self.bounds not in BOUNDS:
             raise ConfigError(
                 "policy.bounds", f"unknown value '{self.bounds}'; allowed: {', '.join(BOUNDS)}"
+            )
+        if self.log_std_range is not None and self.mode != "gaussian":
+            raise ConfigError(
+                "policy.action",
+                f"a log_std given by the network is for mode 'gaussian', not '{self.mode}'",
             )
 
     @classmethod
@@ -114,8 +122,13 @@ class ActionSpec:
 
     @property
     def extra_params(self) -> int:
-        """Parameters the head adds after the network's: a Gaussian's log_std."""
-        return self.size if self.mode == "gaussian" else 0
+        """Parameters the head adds after the network's: a Gaussian's learned log_std."""
+        return self.size if self.mode == "gaussian" and self.log_std_range is None else 0
+
+    @property
+    def outputs(self) -> int:
+        """The network's outputs per row: `size`, twice it when it gives log_std too."""
+        return 2 * self.size if self.log_std_range is not None else self.size
 
 
 @dataclass(frozen=True)
@@ -307,7 +320,13 @@ class Policy(ABC):
         mean = out
         log_prob = None
         if spec.mode == "gaussian":
-            log_std = params[:, self.num_network_params :]
+            if spec.log_std_range is None:
+                log_std = params[:, self.num_network_params :]
+            else:  # per observation, after the mean (SB3's SAC clamps it so)
+                mean, log_std = (
+                    out[:, : spec.size],
+                    np.clip(out[:, spec.size :], *spec.log_std_range),
+                )
             draw = gaussian_from_uniforms(_given_noise(spec, noise), spec.size)
             raw = (mean + np.exp(log_std) * draw).astype(np.float32)
             if return_info:

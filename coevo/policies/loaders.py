@@ -80,7 +80,23 @@ def load_torchscript(file: str | Path, field: str) -> torch.nn.Module:
     try:
         return torch.jit.load(str(path), map_location="cpu")
     except Exception as error:
+        if _holds_state_dict(path):
+            raise ConfigError(
+                field,
+                f"{file} holds a torch state_dict (torch.save), not a TorchScript module "
+                "(torch.jit.save): a state_dict needs its module class, e.g. in a pairs file "
+                "{torch: FILE, module: 'package.module:Class'}",
+            ) from None
         raise ConfigError(field, f"{file} is not a TorchScript file: {error}") from None
+
+
+def _holds_state_dict(path: Path) -> bool:
+    """Whether torch.load reads a mapping of tensors (weights only) from `path`."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:  # noqa: BLE001 - anything unreadable is simply not a state_dict
+        return False
+    return isinstance(state, dict) and all(isinstance(v, torch.Tensor) for v in state.values())
 
 
 @dataclass(frozen=True)

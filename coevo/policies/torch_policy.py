@@ -132,6 +132,9 @@ class TorchPolicy(Policy):
         kind = type(self.module)
         return (
             f"{kind.__module__}.{kind.__qualname__}",
+            # Its layers and activations: one class may wrap different functions (SB3
+            # actors of one shape differing in activation_fn were judged as one).
+            repr(self.module),
             self.shapes,
             buffers,
             self.obs_dim,
@@ -206,7 +209,7 @@ class TorchPolicy(Policy):
     def _network_scripted(self, params: np.ndarray, obs: np.ndarray):
         """Rows grouped by parameter vector; each group in fixed blocks of batched obs."""
         block = self.batch_block
-        out = np.zeros((obs.shape[0], self.act_dim), dtype=np.float32)
+        out = np.zeros((obs.shape[0], self.action.outputs), dtype=np.float32)
         vectors, inverse = np.unique(params, axis=0, return_inverse=True)
         with torch.inference_mode():
             for group, vector in enumerate(vectors):
@@ -309,11 +312,11 @@ class TorchPolicy(Policy):
                 f"{self.source} fails on an observation of shape ({self.obs_dim},): {error!r}"
                 + self._input_mismatch(),
             ) from None
-        if out.shape != (1, self.act_dim):
+        if out.shape != (1, self.action.outputs):
             raise ConfigError(
                 "policy.module",
                 f"{self.source} outputs shape {tuple(out.shape[1:])} per observation; the "
-                f"action space needs ({self.act_dim},)",
+                f"action space needs ({self.action.outputs},)",
             )
         if state.shape != (1, self.state_size):
             raise ConfigError(

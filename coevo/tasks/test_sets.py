@@ -14,6 +14,9 @@ as transfer would pick; a single-policy curriculum's policy is scored alone, and
 seeds side by side (`best_of=False`) the share is their mean. Test episodes are counted
 apart: the result carries its own episode and env-step counts, which never enter the
 training counters (the runner measures after the generation's own figures are taken).
+With two or more episodes per task, test_scores.csv also keeps the returns of the even- and
+of the odd-numbered episodes apart: two independent scorings, so coevo-compare can pick a
+run's worst tasks on one and report their return from the other (its α-CVaR).
 """
 
 from __future__ import annotations
@@ -47,7 +50,12 @@ class TestSetConfig(Checked):
     every: int = setting(5, low=0, doc="score every N generations (0: never)")
     size: int = setting(DEFAULT_SIZE, low=1, doc="test tasks")
     seed: int = setting(DEFAULT_SEED, low=0, doc="seed of the test tasks and episodes")
-    episodes: int = setting(DEFAULT_EPISODES, low=1, doc="episodes per policy and test task")
+    episodes: int = setting(
+        DEFAULT_EPISODES,
+        low=1,
+        doc="episodes per policy and test task (2 or more: coevo-compare's α-CVaR ranks "
+        "tasks on the even-numbered episodes and reports the odd)",
+    )
     threshold: float | None = setting(None, doc="mastery threshold (None: solved_score)")
     params: dict = setting(
         factory=dict,
@@ -107,6 +115,12 @@ class TestScore:
     returns: np.ndarray  # [tasks]: best over policies (NaN: all failed)
     best_policy: np.ndarray  # [tasks]: index of the policy that scored it (-1: all failed)
     mastered: np.ndarray  # [policies, tasks] bool: each policy's own mastery
+    # [policies, tasks]: mean return over the even-numbered episodes (reset seeds seed,
+    # seed + 2, ...) and over the odd-numbered ones (NaN: none, or one failed): two
+    # independent scorings of each policy on each task (coevo-compare's α-CVaR ranks tasks
+    # on one and reports the other).
+    even: np.ndarray
+    odd: np.ndarray
     best_of: bool  # a task counts as mastered when any policy masters it
     episodes: int  # test episodes run (counted apart from training)
     env_steps: float  # env steps of those episodes
@@ -129,10 +143,17 @@ class TestScore:
         """test_scores.csv's rows: the returns the share counts, on each test task
         (`test_task`: its index in the test set, easiest first), and whether each reached
         the threshold. A population's task has one row, its best policy's (empty `policy`
-        when every policy failed there); policies that each count have a row per task."""
+        when every policy failed there); policies that each count have a row per task.
+
+        `return_even` and `return_odd`: the row's mean return over the even-numbered and
+        over the odd-numbered episodes (NaN with one episode per task). A population's
+        halves are those of the policy the even episodes pick, which may differ from
+        `policy` (picked on all of them): so both the pick and the task's rank can come
+        from the even episodes and the return reported from the odd, unbiased by either."""
         rows: list[dict[str, object]] = []
         tasks = self.scores.shape[1]
         if self.best_of:
+            picked = np.argmax(np.where(np.isfinite(self.even), self.even, -np.inf), axis=0)
             for task in range(tasks):
                 best = int(self.best_policy[task])
                 # Every policy failed there: the first one's error says why.
@@ -144,6 +165,7 @@ class TestScore:
                         "return": float(self.returns[task]),
                         "mastered": bool(best >= 0 and self.mastered[best, task]),
                         "error": failed,
+                        **self._halves(int(picked[task]), task),
                     }
                 )
             return rows
@@ -156,9 +178,15 @@ class TestScore:
                         "return": float(self.scores[index, task]),
                         "mastered": bool(self.mastered[index, task]),
                         "error": self.errors.get(index * tasks + task, ""),
+                        **self._halves(index, task),
                     }
                 )
         return rows
+
+    def _halves(self, policy: int, task: int) -> dict[str, float]:
+        even = float(self.even[policy, task])
+        odd = float(self.odd[policy, task]) if np.isfinite(even) else float("nan")
+        return {"return_even": even, "return_odd": odd}
 
     def summary(self) -> dict[str, float]:
         """summary.csv's test columns."""
@@ -319,7 +347,8 @@ def score_test_set(
     pairs = [(theta, task) for theta in policies for task in test_set.tasks]
     returns, errors = pool.evaluate_detailed(pairs, episodes, seed)
     after = pool.stats_snapshot()
-    matrix = returns.mean(axis=1).reshape(len(policies), len(test_set))
+    shape = (len(policies), len(test_set))
+    matrix = returns.mean(axis=1).reshape(shape)
     finite = np.where(np.isfinite(matrix), matrix, -np.inf)
     best_policy = np.argmax(finite, axis=0)
     best = finite[best_policy, np.arange(len(test_set))]
@@ -330,11 +359,21 @@ def score_test_set(
         returns=np.where(failed, np.nan, best),
         best_policy=np.where(failed, -1, best_policy),
         mastered=mastered,
+        even=_mean_of(returns[:, 0::2], shape),
+        odd=_mean_of(returns[:, 1::2], shape),
         best_of=best_of,
         episodes=len(pairs) * episodes,
         env_steps=float(after["env_steps"] - before["env_steps"]),
         errors=errors,
     )
+
+
+def _mean_of(returns: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Each pair's mean over some of its episodes ([pairs, episodes]), as [policies, tasks];
+    all NaN when there are none (one episode per task has no odd-numbered one)."""
+    if not returns.shape[1]:
+        return np.full(shape, np.nan)
+    return returns.mean(axis=1).reshape(shape)
 
 
 def measure(curriculum, test_set: TestSet, config: TestSetConfig) -> dict[str, float]:

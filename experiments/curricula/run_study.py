@@ -9,21 +9,25 @@ compared by `coevo-compare`.
     python experiments/curricula/run_study.py --quick optimizer.lr=0.02   # + Hydra overrides
 
 The protocol:
-- An arm is (task space, optimizer, curriculum) plus the study's declared overrides (ARM_
-  OVERRIDES, each with its reason) and any overrides given on the command line; its directory
-  is named by its overrides. Each arm declares beforehand what it is expected to show
-  (EXPECTATIONS), and the study says whether it did.
-- Budget in training env steps (test episodes are counted apart). coevo-run counts
-  generations, so a run goes in legs: its first `first_generations`, then `coevo-run resume=`
-  with more generations, estimated from its own env steps per generation, until the budget is
-  reached. The generations of every leg are recorded (study_run.yaml), so `--check` replays
-  the run exactly. The last leg may pass the budget; scorings past it are not counted.
+- An arm is (task space, optimizer, curriculum) plus the study's declared overrides (ARM_,
+  OPTIMIZER_ and SPACE_OVERRIDES, each with its reason) and any overrides given on the
+  command line; its directory is named by its overrides. Each arm declares beforehand what
+  it is expected to show (EXPECTATIONS), and the study says whether it did.
+- Budget in training env steps: every episode a curriculum runs, scored levels included
+  (PLR⊥'s and ACCEL's new levels, SFL's samples); test episodes are counted apart.
+  coevo-run counts generations, so a run goes in legs: its first `first_generations`, then
+  `coevo-run resume=` with more generations, estimated from its own env steps per
+  generation, until the budget is reached. The generations of every leg are recorded
+  (study_run.yaml), so `--check` replays the run exactly. The last leg may pass the budget;
+  scorings past it are not counted.
 - Scorings: the held-out test set every `test_set.every` generations, chosen per arm from a
   pilot run (seed 0, no scorings, to the budget) so that about `test_points` fall inside the
   budget: a POET generation is 100x a PLR round, so one period cannot suit both.
 - The figure of a run: the mean of its last 3 scorings inside the budget; per arm, IQM with
-  a stratified-bootstrap 95 % interval, α-CVaR of per-task returns, and the probability of
-  improvement over DR (coevo.compare, to rliable's definitions).
+  a stratified-bootstrap 95 % interval, α-CVaR over test tasks as SFL's evaluation takes it
+  (the worst 10 % ranked on one test episode per task and their return taken from the other:
+  `test_set.episodes=2`), and the probability of improvement over DR (coevo.compare, to
+  rliable's definitions).
 - Every run directory keeps its resolved config (config.yaml, and Hydra's .hydra/).
 
 Writes under --out (default: protocol/full/ or protocol/quick/ beside this script):
@@ -55,10 +59,14 @@ from coevo.pool.stats import is_runtime_column
 
 HERE = Path(__file__).resolve().parent
 COEVO_RUN = str(Path(sys.executable).parent / "coevo-run")
-CURRICULA = ("dr", "plr", "accel", "alp_gmm", "poet", "enhanced_poet")
+CURRICULA = ("dr", "plr", "accel", "sfl", "alp_gmm", "poet", "enhanced_poet")
 BASELINE = "dr"
 RUN_RECORD = "study_run.yaml"
 ARM_RECORD = "arm.yaml"
+# Episodes per test task at each scoring: coevo-compare's α-CVaR ranks the test tasks on the
+# even-numbered episodes and reports their return on the odd, so it needs two; mastery is
+# then the mean of the two (test episodes are not counted in the budget).
+TEST_EPISODES = 2
 
 # The study's settings beyond the config files', and why (Hydra overrides, per curriculum or
 # per curriculum on a task space).
@@ -66,6 +74,24 @@ ARM_OVERRIDES: dict[str, tuple[str, ...]] = {
     # dcd's buffer of 4000 levels replays nothing before 2000 are scored: past these budgets.
     "plr": ("curriculum.buffer_size=64",),
     "accel": ("curriculum.buffer_size=64",),
+    # SFL's refreshes score fresh levels without training on them, and the budget counts
+    # those env steps (as it counts PLR⊥'s and ACCEL's scoring of new levels). At its
+    # defaults (100 levels x 10 episodes every 10 optimizer steps) a CartPole pilot spent 73 %
+    # of an ES run's env steps and 93 % of a PPO run's scoring, leaving DR 4x to 14x the
+    # training. Half the sample (the 10 kept are then its top 20 %, not 10 %) and a refresh
+    # period per optimizer (OPTIMIZER_OVERRIDES) bring it to 40 % (ES) and 33 % (PPO) in
+    # the pilot (seed 0, 63 and 202 generations); the 10 episodes per level, which make
+    # learnability's estimate, stay.
+    "sfl": ("curriculum.levels_sampled=50",),
+}
+# Per (optimizer, curriculum): SFL's refresh period in optimizer steps. An ES step is 32
+# episodes, an ARS step 16, a PPO step 2048 env steps (4 streams x 512): 20 ES steps, 40
+# ARS steps and 100 PPO updates (the reference's EVAL_FREQ) each train on about as many env
+# steps as a refresh of 50 levels x 10 episodes takes.
+OPTIMIZER_OVERRIDES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("es", "sfl"): ("curriculum.refresh_every=20",),
+    ("ars", "sfl"): ("curriculum.refresh_every=40",),
+    ("ppo", "sfl"): ("curriculum.refresh_every=100",),
 }
 # POET's thresholds are returns; the config files' are CartPole's ([0, 500]). Acrobot's lie on
 # [-500, 0]: the same thresholds mapped linearly onto that range.
@@ -100,6 +126,11 @@ EXPECTATIONS: dict[str, Expectation] = {
     ),
     "accel": Expectation(
         "ACCEL beats DR on held-out tasks (Parker-Holder et al. 2022): P(improvement) > 0.5",
+        _beats_baseline,
+    ),
+    "sfl": Expectation(
+        "SFL beats DR on held-out tasks (Rutherford et al. 2024, who report it beating DR and "
+        "PLR⊥): P(improvement over DR) > 0.5",
         _beats_baseline,
     ),
     "alp_gmm": Expectation(
@@ -147,6 +178,7 @@ class Arm:
             f"curriculum={self.curriculum}",
             "pool=local",
             *ARM_OVERRIDES.get(self.curriculum, ()),
+            *OPTIMIZER_OVERRIDES.get((self.optimizer, self.curriculum), ()),
             *SPACE_OVERRIDES.get((self.space, self.curriculum), ()),
             *self.extra,
         )
@@ -222,6 +254,7 @@ def run_arm_seed(arm: Arm, seed: int, every: int, scale: Scale, out: Path) -> Pa
         f"seed={seed}",
         f"test_set.every={every}",
         f"test_set.size={scale.test_size}",
+        f"test_set.episodes={TEST_EPISODES}",
     ]
     legs = run_to_budget(overrides, run_dir, scale)
     figure = run_figure(load_run(run_dir), arm.curriculum, "test_mastered", _budget(scale), 3, 0.1)

@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from cli_support import COEVO_RUN, ROOT
@@ -33,6 +32,7 @@ def sweep(tmp_path_factory):
             f"curriculum.generations={GENERATIONS}",
             "test_set.every=1",
             "test_set.size=10",
+            "test_set.episodes=2",  # α-CVaR ranks on one episode and reports the other
             f"hydra.sweep.dir={out}",
         ],
         capture_output=True,
@@ -81,16 +81,20 @@ def test_groups_by_curriculum_with_per_seed_values_and_iqm(sweep, capsys):
 
 
 def test_cvar_comes_from_the_per_task_returns_of_the_scorings_used(sweep, capsys):
-    compare(capsys, sweep)
+    out = compare(capsys, sweep)
     runs = pd.read_csv(sweep / "compare_runs.csv")
     row = runs.iloc[0]
     run_dir = sweep / "0"
     scores = pd.read_csv(run_dir / "test_scores.csv")
     used = [int(g) for g in str(row["generations"]).split()]
     assert used == [GENERATIONS - 2, GENERATIONS - 1, GENERATIONS]  # the last 3 scorings
-    per_task = scores[scores["generation"].isin(used)].groupby("test_task")["return"].mean()
-    worst = np.sort(per_task.to_numpy())[:1]  # 10 % of 10 tasks
-    assert row["cvar"] == pytest.approx(worst.mean())
+    columns = ["return", "return_even", "return_odd"]
+    per_task = scores[scores["generation"].isin(used)].groupby("test_task")[columns].mean()
+    worst = per_task["return_even"].idxmin()  # 10 % of 10 tasks, ranked on the even episode
+    assert row["cvar"] == pytest.approx(per_task.loc[worst, "return_odd"])  # reported: odd
+    assert row["cvar_same_episodes"] == pytest.approx(per_task["return"].min())
+    assert "0.1-CVaR (rescored) IQM" in out and "ranked on the even-numbered" in out
+    assert "no α-CVaR" not in out
 
 
 def test_a_budget_keeps_only_the_scorings_inside_it(sweep, capsys):
@@ -128,6 +132,8 @@ def test_html_page_is_self_contained_with_tables_and_curves(sweep, capsys):
     assert "data:image/png;base64," in page
     assert "src='http" not in page and 'src="http' not in page
     assert "mean of its last 3 held-out test scorings" in page
+    assert "ranked on one scoring and their mean test return taken from an independent" in page
+    assert "cvar_same_episodes" in page
     for text in ("<h2>Groups</h2>", "<h2>Runs</h2>", ">dr<", ">plr<", "iqm_ci_low"):
         assert text in page
 

@@ -77,8 +77,8 @@ def files(tmp_path_factory):
     cartpole = _train("CartPole-v1", False, path)
     pendulum = _train("Pendulum-v1", True, path)
     dqn = _train("CartPole-v1", False, path, "DQN")
-    sac = sb3.SAC("MlpPolicy", "Pendulum-v1", seed=0, device="cpu")
-    sac.save(path / "sac.zip")
+    sac = sb3.SAC("MlpPolicy", "Pendulum-v1", use_sde=True, seed=0, device="cpu")
+    sac.save(path / "sac_gsde.zip")  # gSDE: refused
     return {
         "path": path,
         "actor": actor,
@@ -390,11 +390,9 @@ def test_bad_input_stops_with_the_field_and_exit_code_2(files, tmp_path, case):
             "'net.0.weight' has shape (32, 4) in the file, (8, 4) in the module"
         )
     elif case == "sb3_class":
-        pairs = [{"policy": {"sb3": str(path / "sac.zip")}}]
+        pairs = [{"policy": {"sb3": str(path / "sac_gsde.zip")}}]
         args = ["task=pendulum", f"eligible.pairs_file={_write_pairs(tmp_path, pairs)}"]
-        expected = (
-            "pairs[0].policy.sb3: " + str(path / "sac.zip") + ": unsupported SB3 policy class"
-        )
+        expected = "pairs[0].policy.sb3: " + str(path / "sac_gsde.zip") + ": SACPolicy with gSDE"
     elif case == "pair_task_param":
         np.save(tmp_path / "mlp.npy", np.zeros(114, dtype=np.float32))  # the default MLP's
         pairs = [{"policy": "mlp.npy"}, {"policy": "mlp.npy", "task": {"gravty": 9.8}}]

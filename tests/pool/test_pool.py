@@ -210,17 +210,17 @@ def test_an_env_error_at_its_task_shows_the_envs_own_lines(rng):
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("kwargs", "phrases"),
     [
-        ({"backend": "spark"}, "pool.backend: unknown backend 'spark'; allowed: local, ray"),
-        ({"num_workers": 0}, "pool.num_workers: must be a positive integer, got 0"),
-        ({"envs_per_worker": -2}, "pool.envs_per_worker: must be a positive integer, got -2"),
+        ({"backend": "spark"}, ("pool.backend: ", "'spark'", "allowed: local, ray")),
+        ({"num_workers": 0}, ("pool.num_workers: ", "positive integer", "got 0")),
+        ({"envs_per_worker": -2}, ("pool.envs_per_worker: ", "positive integer", "got -2")),
     ],
 )
-def test_bad_pool_arguments_name_the_field(cartpole, cartpole_policy, kwargs, message):
+def test_bad_pool_arguments_name_the_field(cartpole, cartpole_policy, kwargs, phrases):
     with pytest.raises(ConfigError) as info:
         EvaluationPool(cartpole, cartpole_policy, **{"backend": "local", **kwargs})
-    assert str(info.value) == message
+    assert_says(str(info.value), *phrases)
 
 
 def test_unregistered_weights_are_refused(cartpole, cartpole_policy):
@@ -435,7 +435,7 @@ def test_a_pool_refuses_arguments_that_are_not_a_space_and_a_policy(cartpole, ca
     ]:
         with pytest.raises(TypeError) as refused:
             EvaluationPool(*arguments, backend="local")
-        assert str(refused.value) == takes + got
+        assert_says(str(refused.value), takes, got)  # what each position takes, what came
 
 
 def test_wrong_evaluation_inputs_are_refused_up_front(cartpole, cartpole_policy, workload):
@@ -505,8 +505,15 @@ def test_wrong_evaluation_inputs_are_refused_up_front(cartpole, cartpole_policy,
         for call, error, message in refusals:
             with pytest.raises(error) as refused:
                 call(pool)
-            assert str(refused.value) == message
+            assert_says(str(refused.value), *_key_phrases(message))
         assert pool.stats["jobs"] == 0  # every call refused before an episode ran
         # What stays allowed: lists and numpy integers.
         got = pool.evaluate([(theta.tolist(), task)], 1, seed=np.int64(3))
         assert got.tolist() == pool.evaluate([(theta, task)], 1, seed=3).tolist()
+
+
+def _key_phrases(message: str) -> tuple[str, ...]:
+    """A refusal's key phrases: where (up to its first colon) and each clause after the
+    first "; " (what is allowed, the way out), not the wording between."""
+    where, _, rest = message.partition(": ")
+    return (f"{where}: " if rest else where, *message.split("; ")[1:])

@@ -9,16 +9,17 @@ import pandas as pd
 from cli_support import cli_in_process, run_and_kill_after_checkpoint, run_tables
 
 # Generations take long enough (a fraction of a second with batched physics, more on the
-# gym path) and are many enough that a kill right after generation 3 lands mid-run.
+# gym path) and are many enough that a kill right after generation 3 lands mid-run; 6 hold
+# children, refusals and transfers.
 ARGS = [
     "pool=local",
-    "curriculum.generations=12",
+    "curriculum.generations=6",
     "curriculum.optimizer_steps=3",
     "curriculum.repro_threshold=100",
     "curriculum.reproduce_every=1",
     "curriculum.max_children=6",
     "curriculum.transfer_every=2",
-    "optimizer.population=48",
+    "optimizer.population=24",
     "seed=5",
 ]
 
@@ -31,23 +32,23 @@ def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path)
     killed = tmp_path / "killed"
     process = run_and_kill_after_checkpoint(ARGS, killed)
     assert process.returncode == -signal.SIGKILL
-    assert not (killed / "checkpoints" / "gen_000012.pkl").exists()
+    assert not (killed / "checkpoints" / "gen_000006.pkl").exists()
     summary_at_kill = pd.read_csv(killed / "summary.csv")
-    assert summary_at_kill["generation"].max() < 12
+    assert summary_at_kill["generation"].max() < 6
 
     resumed = cli_in_process("coevo-run", f"resume={killed}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "resuming" in resumed.stdout and "gen  12/12" in resumed.stdout
+    assert "resuming" in resumed.stdout and "gen   6/6" in resumed.stdout
 
     expected, got = run_tables(clean), run_tables(killed)
     for name in expected:
         pd.testing.assert_frame_equal(got[name], expected[name], obj=name)
-    assert expected["summary.csv"]["generation"].tolist() == list(range(1, 13))
+    assert expected["summary.csv"]["generation"].tolist() == list(range(1, 7))
 
 
 def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous_one(tmp_path):
     run = tmp_path / "run"
-    args = [a.replace("generations=12", "generations=3") for a in ARGS]
+    args = [a.replace("generations=6", "generations=3") for a in ARGS]
     done = cli_in_process("coevo-run", *args, f"hydra.run.dir={run}")
     assert done.returncode == 0, done.stderr[-3000:]
     newest = run / "checkpoints" / "gen_000003.pkl"

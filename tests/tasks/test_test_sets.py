@@ -105,3 +105,30 @@ def test_failed_test_episodes_are_never_mastered(cartpole, cartpole_policy, cart
         score = score_test_set(pool, [broken], test_set)
     assert score.share_mastered == 0.0
     assert not score.mastered.any()
+
+
+def test_the_even_and_odd_episodes_are_kept_apart_for_an_independent_rescoring(
+    cartpole, cartpole_policy, cartpole_solver
+):
+    """test_scores.csv's return_even / return_odd: each row's mean over the even-numbered
+    episodes and over the odd-numbered ones; a population's pick made on the even ones."""
+    test_set = make_test_set(cartpole, size=12, seed=0)
+    novice = np.zeros_like(cartpole_solver)
+    with EvaluationPool(cartpole, cartpole_policy, "local", 1, envs_per_worker=8) as pool:
+        both = score_test_set(pool, [novice, cartpole_solver], test_set, episodes=3, seed=5)
+        seeds = score_test_set(pool, [novice, cartpole_solver], test_set, 3, 5, best_of=False)
+        single = score_test_set(pool, [cartpole_solver], test_set, episodes=1, seed=5)
+        pairs = [(theta, t) for theta in (novice, cartpole_solver) for t in test_set.tasks]
+        episodes = pool.evaluate(pairs, 3, 5).reshape(2, 12, 3)  # reset seeds 5, 6, 7
+    np.testing.assert_array_equal(both.even, episodes[:, :, [0, 2]].mean(axis=2))
+    np.testing.assert_array_equal(both.odd, episodes[:, :, 1])
+    assert not np.array_equal(both.even, both.odd)  # the solver's episodes differ by seed
+    rows = both.rows(["novice", "solver"])
+    picked = both.even.argmax(axis=0)  # the novice never beats the solver here
+    assert [r["return_even"] for r in rows] == list(both.even[picked, range(12)])
+    assert [r["return_odd"] for r in rows] == list(both.odd[picked, range(12)])
+    per_policy = seeds.rows(["novice", "solver"])  # a row per policy and task, its own halves
+    assert [r["return_odd"] for r in per_policy] == list(seeds.odd.ravel())
+    # One episode per task: no odd-numbered episode to rescore on.
+    (row, *_) = single.rows(["solver"])
+    assert row["return_even"] == row["return"] and np.isnan(row["return_odd"])
