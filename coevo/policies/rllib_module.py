@@ -78,8 +78,7 @@ def load_rllib(
     except Exception as error:
         raise ConfigError(field, f"{files.module}: RLlib cannot read it: {error!r}") from None
     what = f"{files.module}: {type(module).__name__}"
-    obs_space, act_space = module.observation_space, module.action_space
-    _check_spaces(obs_space, act_space, what, field)
+    obs_space, act_space = _spaces(module, what, field)
     mode = action or ("argmax" if isinstance(act_space, gym.spaces.Discrete) else "deterministic")
     if mode == "gaussian":
         raise ConfigError(
@@ -94,7 +93,10 @@ def load_rllib(
     return actor.eval(), obs_space, spec
 
 
-def _check_spaces(obs_space: Any, act_space: Any, what: str, field: str) -> None:
+def _spaces(module: Any, what: str, field: str) -> tuple[gym.spaces.Box, gym.Space]:
+    """The module's (observation, action) spaces, refused unless 1-D Box and Discrete or
+    1-D Box."""
+    obs_space, act_space = module.observation_space, module.action_space
     if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
         raise ConfigError(
             field, f"{what} on observations {obs_space} is not supported (allowed: 1-D Box)"
@@ -105,6 +107,7 @@ def _check_spaces(obs_space: Any, act_space: Any, what: str, field: str) -> None
         raise ConfigError(
             field, f"{what} with actions {act_space} is not supported (allowed: Discrete, 1-D Box)"
         )
+    return obs_space, act_space
 
 
 def _bounded(space: gym.spaces.Box) -> bool:

@@ -117,8 +117,9 @@ def test_a_pairs_file_and_coevo_eval_score_what_rllib_scores(checkpoint, tmp_pat
     assert done.returncode == 0, done.stderr
     returns = pd.read_csv(run / "returns.csv")
     assert list(returns["policy"]) == [f"rllib:{checkpoint}", f"rllib:{checkpoint / MODULE}"]
+    episodes = [f"episode_{k}" for k in SEEDS]
     for row in range(2):
-        np.testing.assert_array_equal(returns.loc[row, ["episode_0", "episode_1", "episode_2"]], expected)
+        np.testing.assert_array_equal(returns.loc[row, episodes], expected)
     shown = cli_in_process("coevo-eval", checkpoint, "task=cartpole", f"episodes={len(SEEDS)}")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith(f"RLlib checkpoint {checkpoint} on Task(cartpole: ")
