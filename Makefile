@@ -13,7 +13,7 @@ STAMP := $(VENV)/.coevo-installed
 RLLIB_VENV ?= .venv-rllib
 RLLIB_STAMP := $(RLLIB_VENV)/.coevo-installed
 # The tests that need RLlib; the main venv skips them.
-RLLIB_TESTS := tests/integrations/test_rllib.py tests/test_examples.py::test_rllib_plr
+RLLIB_TESTS := tests/integrations/test_rllib.py tests/policies/test_rllib_module.py tests/test_examples.py::test_rllib_plr
 ARGS ?=
 
 .PHONY: install run test lint docs bench clean

@@ -15,6 +15,8 @@ Pairs come from a YAML or CSV file. YAML:
         policy: {torchscript: actor_scripted.pt}
       - name: sb3-ppo                             # a Stable-Baselines3 zip (coevo[sb3])
         policy: {sb3: ppo_cartpole.zip}           # optional: vecnormalize: stats.pkl
+      - name: rllib-ppo                           # an RLlib checkpoint directory (coevo[rllib])
+        policy: {rllib: ppo_checkpoint}           # an algorithm's or an RLModule's
 
 `.npy` policies use this command's policy config; a checkpoint's policy its own run's
 (RUN/config.yaml; this command's for a checkpoint outside a run directory); the others
@@ -22,7 +24,8 @@ bring their own architecture. Pairs are evaluated in groups of one architecture 
 pool per group). CSV: columns `name`, `policy`, optional `pair` (with a checkpoint policy), and one
 column per task parameter (`gravity`, ...). A task space of one parameter (e.g. a level
 index) also takes the value alone: `task: 3`. A `.zip` policy is read as SB3, a `.pt` one as
-TorchScript.
+TorchScript, a directory RLlib wrote (`rllib_checkpoint.json`, or an RLModule's
+`class_and_ctor_args.pkl` and `module_state.pkl`) as `rllib:`.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from coevo.curricula.base import Decision
 from coevo.curricula.poet import rules
 from coevo.errors import ConfigError, yaml_error_text
 from coevo.policies.base import ActionSpec, Policy, obs_dim_of
+from coevo.policies.rllib_files import is_rllib_checkpoint
 from coevo.pool import EvaluationPool
 from coevo.run_files import CHECKPOINTS, CONFIG_FILE
 from coevo.start_policy import read_npy_vector
@@ -50,7 +54,7 @@ from coevo.tasks.task import Task, TaskSpace
 
 # Keys of a YAML pair's `policy` mapping that name a file of each kind.
 log = logging.getLogger(__name__)
-POLICY_FORMS = ("checkpoint", "torch", "torchscript", "sb3")
+POLICY_FORMS = ("checkpoint", "torch", "torchscript", "sb3", "rllib")
 
 
 @dataclass(frozen=True)
@@ -178,12 +182,14 @@ def _load_policy(
         spec = {"sb3": spec}
     elif isinstance(spec, str) and spec.endswith(".pt"):
         spec = {"torchscript": spec}
+    elif isinstance(spec, str) and is_rllib_checkpoint(base / spec):
+        spec = {"rllib": spec}
     forms = [k for k in POLICY_FORMS if k in spec] if isinstance(spec, Mapping) else []
     if not isinstance(spec, Mapping) or len(forms) != 1:
         raise ConfigError(
             field,
             "must be a .npy file or a mapping with one of "
-            + ", ".join(f"{k}: FILE" for k in POLICY_FORMS)
+            + ", ".join(f"{k}: {'DIR' if k == 'rllib' else 'FILE'}" for k in POLICY_FORMS)
             + f" (got {spec!r})",
         )
     form = forms[0]
@@ -269,7 +275,7 @@ def _run_policy(run_dir: Path, field: str, spaces: tuple, loaded: dict[tuple, An
 
 
 def _load_own_policy(form: str, spec: Mapping, base: Path, field: str, spaces: tuple) -> Any:
-    """A torch, TorchScript or SB3 policy, checked against the task space's env."""
+    """A torch, TorchScript, SB3 or RLlib policy, checked against the task space's env."""
     from coevo.policies import loaders  # imports torch: only when a pairs file needs it
 
     obs_space, act_space = spaces
@@ -279,6 +285,7 @@ def _load_own_policy(form: str, spec: Mapping, base: Path, field: str, spaces: t
         "torch": {"torch", "module", "kwargs"},
         "torchscript": {"torchscript"},
         "sb3": {"sb3", "vecnormalize"},
+        "rllib": {"rllib"},
     }[form] | set(options)
     unknown = sorted(set(spec) - allowed)
     if unknown:
@@ -305,6 +312,8 @@ def _load_own_policy(form: str, spec: Mapping, base: Path, field: str, spaces: t
         own = loaders.load_torchscript_policy(
             file, obs_space, act_space, f"{field}.torchscript", options
         )
+    elif form == "rllib":
+        own = loaders.load_rllib_policy(file, f"{field}.rllib", options)
     else:
         vecnormalize = spec.get("vecnormalize")
         own = loaders.load_sb3_policy(

@@ -1,6 +1,6 @@
 """`coevo-eval FILE task=SPACE[,name=value,...]`: a policy file made outside coevo (an SB3
-zip, a TorchScript module) played on a task space named on the command line, as a run's
-saved policy is played (`coevo.replay`)."""
+zip, a TorchScript module, an RLlib checkpoint directory) played on a task space named on the
+command line, as a run's saved policy is played (`coevo.replay`)."""
 
 from __future__ import annotations
 
@@ -15,19 +15,27 @@ from coevo.cli.conf import CONF_DIR
 from coevo.config import parse_config
 from coevo.curricula.poet.population import Population
 from coevo.errors import ConfigError, yaml_error_text
+from coevo.policies.rllib_files import is_rllib_checkpoint
 from coevo.replay import episode_returns, parse_task, record_gif
 from coevo.tasks.level_kind import is_numeric
 from coevo.tasks.task import Task, TaskSpace
 
 # A file's kind by its suffix, as a pairs file reads `policy: FILE` (coevo.eligible).
 POLICY_FILES = {".zip": "sb3", ".pt": "torchscript", ".pth": "torchscript"}
-KIND_NAMES = {"sb3": "SB3 zip", "torchscript": "TorchScript module"}
+KIND_NAMES = {
+    "sb3": "SB3 zip",
+    "torchscript": "TorchScript module",
+    "rllib": "RLlib checkpoint",
+}
 TASK_EXAMPLE = "e.g. task=pendulum or task=pendulum,gravity=12"
 
 
 def policy_file_kind(path: Path) -> str | None:
-    """'sb3' (.zip) or 'torchscript' (.pt, .pth) for a file coevo-eval plays without a run;
-    None for anything else (a run directory, a checkpoint)."""
+    """'sb3' (.zip) or 'torchscript' (.pt, .pth) for a file coevo-eval plays without a run,
+    'rllib' for a directory RLlib wrote (`coevo.policies.rllib_files`); None for anything
+    else (a run directory, a checkpoint)."""
+    if path.is_dir():
+        return "rllib" if is_rllib_checkpoint(path) else None
     return POLICY_FILES.get(path.suffix.lower()) if path.is_file() else None
 
 
@@ -100,6 +108,8 @@ def replay_policy_file(
         env.close()
     if kind == "sb3":
         loaded = loaders.load_sb3_policy(path, "policy")
+    elif kind == "rllib":
+        loaded = loaders.load_rllib_policy(path, "policy")
     else:
         loaded = loaders.load_torchscript_policy(path, obs_space, act_space, "policy")
     check_policy_fits(loaded.policy, obs_space, act_space, "policy")

@@ -34,13 +34,15 @@ policy file made outside coevo, and print its return in each episode, determinis
   video=FILE.gif film the first episode (reset seed S) as a GIF
 
 A POLICY_FILE is an SB3 zip (.zip: PPO, A2C, DQN, SAC, TD3 MlpPolicy, acting as SB3's
-predict(deterministic=True)) or a TorchScript module (.pt, .pth). Its task= names the task
-space first, as coevo-run's task= does (or a task YAML file), then optionally parameter
-values: task=pendulum or task=pendulum,gravity=12."""
+predict(deterministic=True)), a TorchScript module (.pt, .pth) or an RLlib checkpoint
+directory (an algorithm's or an RLModule's, new API stack: PPO's default torch module,
+acting as RLlib's forward_inference with explore=False; needs coevo[rllib]). Its task= names
+the task space first, as coevo-run's task= does (or a task YAML file), then optionally
+parameter values: task=pendulum or task=pendulum,gravity=12."""
 # What a file coevo-eval cannot read is told it can take instead.
 TAKES = (
-    "coevo-eval takes a run directory, a checkpoint file, an SB3 zip (.zip) or a TorchScript "
-    "module (.pt) with task=SPACE"
+    "coevo-eval takes a run directory, a checkpoint file, an SB3 zip (.zip), a TorchScript "
+    "module (.pt) or an RLlib checkpoint directory with task=SPACE"
 )
 
 

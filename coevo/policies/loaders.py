@@ -1,4 +1,5 @@
-"""Policies from files: a torch state_dict for a module, a TorchScript file, an SB3 zip.
+"""Policies from files: a torch state_dict for a module, a TorchScript file, an SB3 zip, an
+RLlib RLModule checkpoint directory.
 
 Each loader fails with a `ConfigError` naming the field it was given under (e.g.
 `pairs.yaml: pairs[2].policy.torch`) and what went wrong.
@@ -176,3 +177,26 @@ def load_sb3_policy(
     if spec.extra_params and log_std is not None:
         theta[policy.num_network_params :] = log_std
     return LoadedPolicy(policy, theta, str(file))
+
+
+def load_rllib_policy(
+    path: str | Path,
+    field: str = "policy",  # names the setting in error messages
+    options: Mapping[str, Any] | None = None,
+) -> LoadedPolicy:
+    """`{rllib: DIR}`: an RLlib algorithm or RLModule checkpoint directory (new API stack,
+    PPO's default torch module), acting as RLlib's `forward_inference` with `explore=False`
+    (coevo.policies.rllib_module); the driver needs RLlib, the workers do not."""
+    from coevo.policies.rllib_module import load_rllib
+    from coevo.policies.torch_policy import DEFAULT_BATCH_BLOCK, TorchPolicy
+
+    options = dict(options or {})
+    actor, obs_space, spec = load_rllib(path, field, options.get("action"))
+    policy = TorchPolicy(
+        actor,
+        obs_dim_of(obs_space),
+        spec,
+        batch_block=int(options.get("batch_block") or DEFAULT_BATCH_BLOCK),
+        source=str(path),
+    )
+    return LoadedPolicy(policy, policy.init_from_module(), str(path))
