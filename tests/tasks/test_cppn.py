@@ -188,15 +188,15 @@ TINY = [
 
 
 def test_epoet_on_cppn_terrains_resumes_after_sigkill_and_ignores_worker_counts(tmp_path):
-    from cli_support import cli, run_and_kill_after_checkpoint, run_tables
+    from cli_support import cli_in_process, run_and_kill_after_checkpoint, run_tables
 
     clean = tmp_path / "clean"
-    done = cli("coevo-run", *TINY, "pool.num_workers=1", f"hydra.run.dir={clean}")
+    done = cli_in_process("coevo-run", *TINY, "pool.num_workers=1", f"hydra.run.dir={clean}")
     assert done.returncode == 0, done.stderr[-3000:]
     killed = tmp_path / "killed"
     process = run_and_kill_after_checkpoint([*TINY, "pool.num_workers=2"], killed, generation=3)
     assert process.returncode == -signal.SIGKILL
-    resumed = cli("coevo-run", f"resume={killed}")
+    resumed = cli_in_process("coevo-run", f"resume={killed}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     expected, got = run_tables(clean), run_tables(killed)
     for table in expected:  # 1 worker straight through = 2 workers killed and resumed
