@@ -11,7 +11,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from cli_support import ROOT
+from cli_support import ROOT, cli_in_process
 
 # The module's quick study runs once, on one xdist worker, for the tests that read it.
 pytestmark = pytest.mark.xdist_group("test_curricula_study")
@@ -97,16 +97,14 @@ def test_check_reproduces_a_recorded_cell_bit_for_bit(quick):
         record_file.write_text(yaml.safe_dump(record))
 
 
-@pytest.mark.slow
-def test_a_ppo_arm_runs_the_config_files_ppo(tmp_path):
+def test_a_ppo_arm_runs_the_config_files_ppo():
     """The issue's bug: the old study passed only the optimizer's name, so PPOConfig's
-    defaults (8 x 256, gamma 0.99) ran instead of conf/optimizer/ppo.yaml."""
-    done = study(
-        "--quick", "--optimizers", "ppo", "--curricula", "dr", "--seeds", "1", "--out", tmp_path
-    )
+    defaults (8 x 256, gamma 0.99) ran instead of conf/optimizer/ppo.yaml. An arm is now
+    coevo-run's own composition of its overrides (the quick study above runs such arms)."""
+    arm = study_module().Arm("cartpole", "ppo", "dr")
+    done = cli_in_process("coevo-run", *arm.overrides, "seed=0", "--cfg", "job")
     assert done.returncode == 0, done.stderr[-3000:]
-    run_dir = tmp_path / "arms" / "task=cartpole,optimizer=ppo,curriculum=dr" / "seed=0"
-    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    config = yaml.safe_load(done.stdout)
     written = yaml.safe_load((ROOT / "conf" / "optimizer" / "ppo.yaml").read_text())
     for key in ("n_envs", "n_steps", "batch_size", "gamma"):
         assert config["optimizer"][key] == written[key]
