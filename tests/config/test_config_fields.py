@@ -246,8 +246,8 @@ print(json.dumps({"results": results, "ray imported": "ray" in sys.modules}))
 def test_coevo_run_refuses_every_case_with_exit_code_2_before_ray_starts(tmp_path):
     # Every field's refusal is checked through parse_config above; here, that each kind of
     # refusal reaches the command line from each section and plug-in (a coevo-run costs
-    # ~0.4 s of Hydra composition): the last case of each (plug-in, section, kind), and
-    # every section's unknown key.
+    # ~0.4 s of Hydra composition): the last case of each plug-in and of each (section,
+    # kind), and every section's unknown key.
     sections = {section for section, _ in _sections()}
     last: dict[Any, tuple[list[str], str, str]] = {}
     for case_id, raw, field, message, _, plugin in CASES:
@@ -259,12 +259,11 @@ def test_coevo_run_refuses_every_case_with_exit_code_2_before_ray_starts(tmp_pat
         if path in sections:  # a whole section is a Hydra config group, not a value
             continue
         group = [f"{plugin[0]}={plugin[1]}"] if plugin else []
-        kind = _refusal_kind(case_id, message)
-        last[(plugin, path.rpartition(".")[0], kind)] = (
-            [*group, _override(path, value)],
-            field,
-            message,
-        )
+        section = path.rpartition(".")[0]
+        # A plug-in's fields: one case each (its config class reached by name); a section's
+        # own: one per kind of refusal.
+        key = (plugin, section) if plugin else (section, _refusal_kind(case_id, message))
+        last[key] = ([*group, _override(path, value)], field, message)
     cases = list(last.values())
     cases.append((["resume=/no/such/run"], None, "/no/such/run/config.yaml not found"))
     # The pairs file is read (before Ray starts) in eligible_parents mode.
