@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 import Box2D
 import numpy as np
@@ -131,10 +133,16 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
         self.terrain_y = [p[1] for p in points]
 
     def _course(self, seed: int) -> _Course:
-        key = (tuple(sorted(self._task.items())), seed)
+        task = self._task
+        return self._cached_course(
+            (tuple(sorted(task.items())), seed), lambda: generate_terrain(task, seed)
+        )
+
+    def _cached_course(self, key: Any, build: Callable[[], Terrain]) -> _Course:
+        """The course under `key` (least recently used first out), built when missing."""
         cached = self._courses.get(key)
         if cached is None:
-            course = generate_terrain(self._task, seed)
+            course = build()
             cached = course, [(float(x), float(y)) for x, y in course.points]
             self._courses[key] = cached
             if len(self._courses) > _COURSE_CACHE:

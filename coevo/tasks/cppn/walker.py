@@ -16,9 +16,6 @@ from coevo.tasks.cppn.level import CppnTerrain, as_terrain, flat_terrain
 from coevo.tasks.cppn.profile import course_points
 from coevo.tasks.terrain import Terrain
 
-# Courses kept per env (by level id): a worker's slot sees a few levels per call.
-_COURSE_CACHE = 64
-
 
 class CppnBipedalWalker(TaskBipedalWalker):
     """The terrain walker whose ground is a CPPN terrain's profile; `set_task` takes the
@@ -46,14 +43,5 @@ class CppnBipedalWalker(TaskBipedalWalker):
         return super().reset(seed=seed, options=options)
 
     def _course(self, seed: int) -> tuple[Terrain, list[tuple[float, float]]]:
-        key = ("cppn", self._level.id)
-        cached = self._courses.get(key)
-        if cached is None:
-            points = course_points(self._level)
-            cached = Terrain(points, ()), [(float(x), float(y)) for x, y in points]
-            self._courses[key] = cached
-            if len(self._courses) > _COURSE_CACHE:
-                self._courses.popitem(last=False)
-        else:
-            self._courses.move_to_end(key)
-        return cached
+        level = self._level  # the ground is the genome's alone: the seed does not change it
+        return self._cached_course(("cppn", level.id), lambda: Terrain(course_points(level), ()))
