@@ -154,27 +154,17 @@ class EnvClock(gym.Wrapper):
         return out
 
 
-class CurriculumClock(gym.Wrapper):
+class CurriculumClock(EnvClock):
     """The outermost layer: its time less the `EnvClock`'s is the curriculum's time."""
 
     def __init__(self, env: gym.Env, inner: EnvClock):
         super().__init__(env)
         self.inner = inner
-        self.seconds = 0.0
         self.episodes = 0
-
-    def reset(self, **kwargs: Any) -> Any:
-        """Reset through the curriculum's wrappers, timed."""
-        start = time.perf_counter()
-        out = self.env.reset(**kwargs)
-        self.seconds += time.perf_counter() - start
-        return out
 
     def step(self, action: Any) -> Any:
         """Step through the curriculum's wrappers, timed; episodes counted."""
-        start = time.perf_counter()
-        out = self.env.step(action)
-        self.seconds += time.perf_counter() - start
+        out = super().step(action)
         self.episodes += bool(out[2] or out[3])
         return out
 
