@@ -46,9 +46,9 @@ import yaml  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))  # target:TargetTasks, the direct arm's curriculum
+sys.path.insert(0, str(HERE))  # gate_target:TargetTasks, the direct arm's curriculum
 
-from target import NAME as TARGET_CURRICULUM  # noqa: E402
+from gate_target import NAME as TARGET_CURRICULUM  # noqa: E402
 
 from coevo import hydra_configs, run_setup  # noqa: E402
 from coevo.compare.stats import iqm, stratified_bootstrap_ci  # noqa: E402
@@ -102,7 +102,7 @@ PPO = (
 )
 COMMON = ("task=point_mass_gate", "pool=local", "curriculum.generations=1000000", *PPO)
 ARMS: dict[str, tuple[str, ...]] = {
-    # The target itself (the papers' "default"): see target.py.
+    # The target itself (the papers' "default"): see gate_target.py.
     "direct": ("curriculum=dr", f"curriculum.name={TARGET_CURRICULUM}"),
     "dr": ("curriculum=dr",),
     # CurrOT's ALP-GMM for PPO: fit every 100 tasks (bootstrap = fit rate, as TeachMyAgent),

@@ -4,7 +4,7 @@
 CurrOT's target is two narrow gates (at -3 and at 3), which no box of bounds holds alone, so
 `direct` is not DR on collapsed bounds: it is DR whose every task is drawn from the target
 (`coevo.tasks.point_mass_gate.target_task`, the distribution the test set is drawn from).
-Named by import path (`curriculum.name=target:TargetTasks`, with experiments/gate/ on the
+Named by import path (`curriculum.name=gate_target:TargetTasks`, with experiments/gate/ on the
 path, as run.py puts it).
 """
 
@@ -18,7 +18,7 @@ from coevo.curricula.level_sampling import Plan, Student
 from coevo.settings import setting
 from coevo.tasks.point_mass_gate import target_task
 
-NAME = "target:TargetTasks"
+NAME = "gate_target:TargetTasks"
 
 
 @dataclass(frozen=True)
