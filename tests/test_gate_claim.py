@@ -52,6 +52,7 @@ def test_quick_run_writes_parseable_results_and_resumes_from_its_cache(tmp_path)
     assert bool(runs["success_late"].between(0, 100).all())
     curves = pd.read_csv(tmp_path / "a" / "curves.csv")
     assert len(curves) == len(gate.ARMS) * gate.MODES["quick"].scorings
+    assert bool(curves["uniform_success"].between(0, 100).all())  # the diagnostic column
     table = (tmp_path / "a" / "table.md").read_text()
     assert "IQM" in table and "Verdict: **none: probe seeds" in table and "sfl" in table
     assert (tmp_path / "a" / "success.png").stat().st_size > 0

@@ -53,8 +53,15 @@ from gate_target import NAME as TARGET_CURRICULUM  # noqa: E402
 from coevo import hydra_configs, run_setup  # noqa: E402
 from coevo.compare.stats import iqm, stratified_bootstrap_ci  # noqa: E402
 from coevo.config import RunConfig, parse_config  # noqa: E402
+from coevo.curricula.base import Curriculum  # noqa: E402
 from coevo.pool import EvaluationPool  # noqa: E402
-from coevo.tasks.test_sets import make_test_set, score_test_set  # noqa: E402
+from coevo.tasks.task import TaskSpace  # noqa: E402
+from coevo.tasks.test_sets import (  # noqa: E402
+    TestSet,
+    make_test_set,
+    mastery_threshold,
+    score_test_set,
+)
 
 CONF_DIR = ROOT / "conf"
 # The papers' budgets: CurrOT (point_mass_2d, PPO) 200 updates x 4096 steps = 819,200 env
@@ -69,6 +76,7 @@ TEST_EPISODE_SEED = 10_000
 # Seeds: probes (the pilot, --quick) from 1000 up; the confirming --full run 0..9, never probed.
 PROBE_SEED_START = 1000
 CONFIRM_SEEDS = tuple(range(10))
+CACHE_FORMAT = 2  # what a cached run records; a new one makes runs recorded before run again
 
 # The expectation, committed before the confirming seeds were run.
 EXPECTATION = (
@@ -169,12 +177,36 @@ def arm_config(arm: str, seed: int, mode: Mode) -> RunConfig:
     return parse_config(hydra_configs.compose(CONF_DIR, [*overrides(arm, mode), f"seed={seed}"]))
 
 
+def uniform_tasks(space: TaskSpace, size: int) -> TestSet:
+    """A diagnostic set beside the target: `size` tasks drawn uniformly from the whole
+    space (DR's distribution, mostly wide gates), seeded apart from the test set."""
+    rng = np.random.default_rng([TEST_SEED, 7])
+    tasks = tuple(space.sample(rng) for _ in range(size))
+    return TestSet(space.name, tasks, mastery_threshold(space), TEST_SEED)
+
+
+def scoring(pool: EvaluationPool, built: Curriculum, sets: dict[str, TestSet]) -> dict:
+    """The curriculum's test policies on each set: % solved (and the target's mean return)."""
+    policies = list(built.policies_for_testing().policies.values())
+    out = {}
+    for name, tasks in sets.items():
+        score = score_test_set(pool, policies, tasks, 1, TEST_EPISODE_SEED)
+        out[name] = 100.0 * score.share_mastered
+        if name == "success":
+            out["mean_return"] = float(np.nanmean(score.returns))
+    return out
+
+
 def run_one(arm: str, seed: int, mode: Mode) -> dict:
-    """One run to the budget, scored on the target test set at `mode.scorings` marks."""
+    """One run to the budget, scored on the target test set at `mode.scorings` marks (and,
+    as a diagnostic, on uniform tasks: `uniform_success`)."""
     config = arm_config(arm, seed, mode)
     started, cpu = time.perf_counter(), time.process_time()
     space, policy = run_setup.prepare(config)
-    test_set = make_test_set(space, mode.test_size, TEST_SEED)
+    sets = {
+        "success": make_test_set(space, mode.test_size, TEST_SEED),
+        "uniform_success": uniform_tasks(space, mode.test_size),
+    }
     marks = [mode.budget * (k + 1) / mode.scorings for k in range(mode.scorings)]
     curve, steps, updates = [], 0.0, 0
     with EvaluationPool(space, policy, "local", 1) as pool:
@@ -187,18 +219,7 @@ def run_one(arm: str, seed: int, mode: Mode) -> dict:
                 continue
             while marks and steps >= marks[0]:
                 marks.pop(0)
-            chosen = built.policies_for_testing()
-            score = score_test_set(
-                pool, list(chosen.policies.values()), test_set, 1, TEST_EPISODE_SEED
-            )
-            curve.append(
-                {
-                    "env_steps": steps,
-                    "updates": updates,
-                    "success": 100.0 * score.share_mastered,
-                    "mean_return": float(np.nanmean(score.returns)),
-                }
-            )
+            curve.append({"env_steps": steps, "updates": updates, **scoring(pool, built, sets)})
     late = float(np.mean([point["success"] for point in curve[-LAST:]]))
     row = {
         "arm": arm,
@@ -208,6 +229,7 @@ def run_one(arm: str, seed: int, mode: Mode) -> dict:
         "updates": updates,
         "success_late": late,
         "success_final": curve[-1]["success"],
+        "uniform_final": curve[-1]["uniform_success"],
         "wall_s": round(time.perf_counter() - started, 1),
         "cpu_s": round(time.process_time() - cpu, 1),
     }
@@ -215,7 +237,15 @@ def run_one(arm: str, seed: int, mode: Mode) -> dict:
 
 
 def _key(arm: str, seed: int, mode: Mode) -> str:
-    text = json.dumps([overrides(arm, mode), seed, mode.budget, mode.test_size, mode.scorings])
+    settings = [
+        CACHE_FORMAT,
+        overrides(arm, mode),
+        seed,
+        mode.budget,
+        mode.test_size,
+        mode.scorings,
+    ]
+    text = json.dumps(settings)
     return f"{arm}_{seed}_{hashlib.sha1(text.encode()).hexdigest()[:10]}.json"
 
 
@@ -299,11 +329,13 @@ def table(results: list[dict], mode: Mode, wall_s: float) -> str:
         f"deterministic episode each, scored {mode.scorings} times; figure: the mean of the "
         f"last {LAST} scorings. Wall time {wall_s:.0f} s for this call (cached runs cost "
         f"none), {runs['wall_s'].sum():.0f} s and {runs['cpu_s'].sum():.0f} CPU s summed over "
-        "runs.",
+        "runs. Uniform tasks: a diagnostic, the same number of tasks drawn uniformly from the "
+        "whole space (mostly wide gates), scored alike.",
         "",
-        "| arm | runs | success, last 3 scorings | at the last scoring (mean) | env steps "
-        "(mean) | updates (mean) | wall s / run | CPU s / run |",
-        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| arm | runs | success, last 3 scorings | at the last scoring (mean) | uniform tasks "
+        "solved, last scoring (mean) | env steps (mean) | updates (mean) | wall s / run | "
+        "CPU s / run |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     late = {}
     for arm in ARMS:
@@ -314,7 +346,8 @@ def table(results: list[dict], mode: Mode, wall_s: float) -> str:
         value, low, high = interval(late[arm])
         lines.append(
             f"| {arm} | {len(part)} | {value:.1f} [{low:.1f}, {high:.1f}] | "
-            f"{part['success_final'].mean():.1f} | {part['env_steps'].mean():,.0f} | "
+            f"{part['success_final'].mean():.1f} | {part['uniform_final'].mean():.1f} | "
+            f"{part['env_steps'].mean():,.0f} | "
             f"{part['updates'].mean():.0f} | {part['wall_s'].mean():.0f} | "
             f"{part['cpu_s'].mean():.0f} |"
         )
