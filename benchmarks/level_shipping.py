@@ -22,9 +22,9 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-import cloudpickle
 import numpy as np
 import ray
+import ray.cloudpickle.cloudpickle as cloudpickle
 
 from coevo import tasks
 from coevo.policies.registry import make_policy

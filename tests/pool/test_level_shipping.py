@@ -8,9 +8,9 @@ import signal
 import threading
 import time
 
-import cloudpickle
 import numpy as np
 import pytest
+import ray.cloudpickle.cloudpickle as cloudpickle
 from phrases import assert_says
 
 from coevo import tasks
@@ -64,6 +64,7 @@ def test_a_job_on_its_way_names_its_level_by_id_and_a_new_level_is_put_once(maze
     sent, sources = store.send([jobs[:25], jobs[25:]])
     assert puts == [(maze,)]  # one block, the level once
     assert [len(chunk) for chunk in sent] == [25, 15]
+    assert all(isinstance(job.task, LevelKey) for chunk in sent for job in chunk)
     assert {job.task.id for chunk in sent for job in chunk} == {maze.id}
     assert [job.seed for chunk in sent for job in chunk] == list(range(40))
     assert sources == [{maze.id: sources[0][maze.id]}] * 2
