@@ -102,20 +102,21 @@ DOMAINS = {
 
 @dataclass(frozen=True)
 class Arm:
-    """How an arm trains: a curriculum with settings, on the domain's space or (`collapse`)
-    on the hard task alone. Every arm is ES with the same policy and optimizer settings."""
+    """How an arm trains: a curriculum with settings, on the domain's space or on one task
+    alone (`only`: "hard", or "initial", the curricula's first task). Every arm is ES with
+    the same policy and optimizer settings."""
 
     curriculum: str
     doc: str
     settings: dict = field(default_factory=dict)
-    collapse: bool = False
+    only: str = ""
 
 
 ARMS = {
     "direct": Arm(
         "dr",
         "ES on the hard task alone (DR over bounds collapsed onto it: the same machinery)",
-        collapse=True,
+        only="hard",
     ),
     "dr": Arm("dr", "domain randomisation over the domain's space"),
     "dr_x6": Arm(
@@ -133,6 +134,12 @@ ARMS = {
     ),
     "alp_gmm": Arm("alp_gmm", "ALP-GMM over the domain's space (an optional extra arm)"),
     "plr": Arm("plr", "PLR over the domain's space (an optional extra arm)"),
+    "easy": Arm(
+        "dr",
+        "ES on the curricula's first task alone (an optional extra arm: does the easiest "
+        "task's policy already solve the hard one?)",
+        only="initial",
+    ),
 }
 CLAIM_ARMS = ("direct", "dr", "dr_x6", "poet", "poet_no_transfer")
 
@@ -148,17 +155,22 @@ class Job:
     episodes: int
 
 
-def space_config(domain: Domain, collapse: bool) -> dict:
-    """The task section of the run's config: the domain's space, or the hard task alone."""
-    if not collapse:
+def space_config(domain: Domain, only: str = "") -> dict:
+    """The task section of the run's config: the domain's space, or one task alone (its
+    bounds collapsed onto the hard task, or onto the initial values of the domain's params)."""
+    if not only:
         return {"name": domain.space, "params": domain.params}
+    if only == "hard":
+        task = domain.hard
+    else:
+        task = {name: spec["init"] for name, spec in domain.params.items()}
     return {
         "name": domain.space,
         "params": {
             name: {"low": value, "high": value, "init": value, "step": 0.0}
-            for name, value in domain.hard.items()
+            for name, value in task.items()
         }
-        | {name: spec for name, spec in domain.params.items() if name not in domain.hard},
+        | {name: spec for name, spec in domain.params.items() if name not in task},
     }
 
 
@@ -170,7 +182,7 @@ def arm_config(domain_name: str, arm_name: str, seed: int) -> RunConfig:
         {
             "seed": seed,
             "pool": {"backend": "local", "num_workers": 1},
-            "task": space_config(domain, arm.collapse),
+            "task": space_config(domain, arm.only),
             "curriculum": {
                 "name": arm.curriculum,
                 "generations": 10**6,  # the budget of env steps ends the run
