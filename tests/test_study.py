@@ -64,8 +64,9 @@ def test_quick_runs_every_arm_writes_the_results_and_resumes(tmp_path):
     assert_says(
         table,
         "| dr_x6 |",
-        "poet > direct (primary)",
-        "poet > dr_x6 (primary)",
+        "Primary: seeds reaching the hard task at the last scoring",
+        "poet > direct (control)",
+        "poet > dr_x6 (control)",
         "poet > poet_no_transfer (mechanism control)",
         "one-sided Fisher exact p =",
         "150,000 training env steps",

@@ -102,21 +102,20 @@ DOMAINS = {
 
 @dataclass(frozen=True)
 class Arm:
-    """How an arm trains: a curriculum with settings, on the domain's space or on one task
-    alone (`only`: "hard", or "initial", the curricula's first task). Every arm is ES with
-    the same policy and optimizer settings."""
+    """How an arm trains: a curriculum with settings, on the domain's space or (`collapse`)
+    on the hard task alone. Every arm is ES with the same policy and optimizer settings."""
 
     curriculum: str
     doc: str
     settings: dict = field(default_factory=dict)
-    only: str = ""
+    collapse: bool = False
 
 
 ARMS = {
     "direct": Arm(
         "dr",
         "ES on the hard task alone (DR over bounds collapsed onto it: the same machinery)",
-        only="hard",
+        collapse=True,
     ),
     "dr": Arm("dr", "domain randomisation over the domain's space"),
     "dr_x6": Arm(
@@ -135,10 +134,11 @@ ARMS = {
     "alp_gmm": Arm("alp_gmm", "ALP-GMM over the domain's space (an optional extra arm)"),
     "plr": Arm("plr", "PLR over the domain's space (an optional extra arm)"),
     "easy": Arm(
-        "dr",
-        "ES on the curricula's first task alone (an optional extra arm: does the easiest "
-        "task's policy already solve the hard one?)",
-        only="initial",
+        "poet",
+        "ES on the curricula's first task alone: POET with no children, one pair on the "
+        "initial task (an optional extra arm: does the easiest task's policy solve the hard "
+        "one?)",
+        settings={"max_children": 0},
     ),
 }
 CLAIM_ARMS = ("direct", "dr", "dr_x6", "poet", "poet_no_transfer")
@@ -155,22 +155,17 @@ class Job:
     episodes: int
 
 
-def space_config(domain: Domain, only: str = "") -> dict:
-    """The task section of the run's config: the domain's space, or one task alone (its
-    bounds collapsed onto the hard task, or onto the initial values of the domain's params)."""
-    if not only:
+def space_config(domain: Domain, collapse: bool) -> dict:
+    """The task section of the run's config: the domain's space, or the hard task alone."""
+    if not collapse:
         return {"name": domain.space, "params": domain.params}
-    if only == "hard":
-        task = domain.hard
-    else:
-        task = {name: spec["init"] for name, spec in domain.params.items()}
     return {
         "name": domain.space,
         "params": {
             name: {"low": value, "high": value, "init": value, "step": 0.0}
-            for name, value in task.items()
+            for name, value in domain.hard.items()
         }
-        | {name: spec for name, spec in domain.params.items() if name not in task},
+        | {name: spec for name, spec in domain.params.items() if name not in domain.hard},
     }
 
 
@@ -182,7 +177,7 @@ def arm_config(domain_name: str, arm_name: str, seed: int) -> RunConfig:
         {
             "seed": seed,
             "pool": {"backend": "local", "num_workers": 1},
-            "task": space_config(domain, arm.only),
+            "task": space_config(domain, arm.collapse),
             "curriculum": {
                 "name": arm.curriculum,
                 "generations": 10**6,  # the budget of env steps ends the run

@@ -25,6 +25,14 @@ def present(runs: pd.DataFrame, arms: tuple[str, ...]) -> list[str]:
     return [arm for arm in arms if (runs["arm"] == arm).to_numpy().any()]
 
 
+def others(runs: pd.DataFrame) -> list[tuple[str, str]]:
+    """(arm, role) of every arm POET is compared with: the controls, the mechanism control,
+    then any extra arm that ran."""
+    extra = tuple(a for a in dict.fromkeys(runs["arm"]) if a not in ("poet", *CONTROLS, MECHANISM))
+    roles = {arm: "control" for arm in CONTROLS} | {MECHANISM: "mechanism control"}
+    return [(arm, roles.get(arm, "extra arm")) for arm in present(runs, (*roles, *extra))]
+
+
 def fisher_greater(ours: np.ndarray, theirs: np.ndarray) -> float:
     """One-sided Fisher exact p of 'ours reaches on a larger share of seeds than theirs'
     (boolean arrays: did each seed reach the hard task)."""
@@ -35,16 +43,18 @@ def fisher_greater(ours: np.ndarray, theirs: np.ndarray) -> float:
     return float(cast(float, result[1]))
 
 
-def fisher_lines(runs: pd.DataFrame) -> tuple[dict[str, float], list[str]]:
-    """POET against each control and the mechanism control: p-values and a line each."""
+def fisher_lines(
+    runs: pd.DataFrame, reached: str = "reached"
+) -> tuple[dict[str, float], list[str]]:
+    """POET against each control and the mechanism control, on a column of runs.csv that
+    says whether each seed reached the hard task: p-values and a line each."""
     if not present(runs, ("poet",)):
         return {}, []
-    poet = column(runs, "poet", "reached", bool)
+    poet = column(runs, "poet", reached, bool)
     p_values, lines = {}, []
-    for other in present(runs, (*CONTROLS, MECHANISM)):
-        theirs = column(runs, other, "reached", bool)
+    for other, role in others(runs):
+        theirs = column(runs, other, reached, bool)
         p_values[other] = p = fisher_greater(poet, theirs)
-        role = "mechanism control" if other == MECHANISM else "primary"
         lines.append(
             f"- poet > {other} ({role}): {poet.sum()} of {len(poet)} vs {theirs.sum()} of "
             f"{len(theirs)}, one-sided Fisher exact p = {p:.4f}"
@@ -61,7 +71,7 @@ def mann_whitney_lines(runs: pd.DataFrame) -> list[str]:
         return []
     lines = []
     ours = column(runs, "poet", "late_return")
-    for other in present(runs, (*CONTROLS, MECHANISM)):
+    for other, _ in others(runs):
         theirs = column(runs, other, "late_return")
         if np.ptp(np.concatenate([ours, theirs])) == 0:
             lines.append(f"- poet > {other}: all seeds equal, no test")
