@@ -77,7 +77,8 @@ def test_quick_runs_every_arm_writes_the_results_and_resumes(tmp_path):
     saved = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()}
     again = _script().main(["--quick", "--out", str(tmp_path)])
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()} == saved
-    pd.testing.assert_frame_equal(again.reset_index(drop=True), runs, check_dtype=False)
+    assert list(again["hard_return"]) == list(runs["hard_return"])
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "runs.csv"), runs)
 
 
 @pytest.mark.parametrize(

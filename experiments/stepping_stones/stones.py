@@ -188,15 +188,31 @@ def arm_config(domain_name: str, arm_name: str, seed: int) -> RunConfig:
     )
 
 
-def hard_task_policies(curriculum) -> tuple[dict[str, np.ndarray], set[str]]:
-    """The policies whose best score on the hard task counts, and which of them are archived:
-    every pair of a POET population (archived ones too, so a solver that was archived still
-    counts); a single-policy curriculum's `policies_for_testing` (all 6 of DR x 6)."""
+@dataclass
+class Candidates:
+    """The policies whose best score on the hard task counts; which are archived; the task
+    each was trained on (POET's pairs; none for a single-policy curriculum)."""
+
+    policies: dict[str, np.ndarray]
+    archived: set[str] = field(default_factory=set)
+    tasks: dict[str, str] = field(default_factory=dict)
+
+
+def hard_task_policies(curriculum) -> Candidates:
+    """Every pair of a POET population (archived ones too, so a solver that was archived
+    still counts); a single-policy curriculum's `policies_for_testing` (all 6 of DR x 6)."""
     population = getattr(curriculum, "population", None)
     if population is None:
-        return dict(curriculum.policies_for_testing().policies), set()
-    policies = {f"pair_{p.pair_id}": p.theta for p in population.all_pairs()}
-    return policies, {f"pair_{p.pair_id}" for p in population.archive}
+        return Candidates(dict(curriculum.policies_for_testing().policies))
+    pairs = {f"pair_{p.pair_id}": p for p in population.all_pairs()}
+    return Candidates(
+        {name: p.theta for name, p in pairs.items()},
+        {f"pair_{p.pair_id}" for p in population.archive},
+        {
+            name: " ".join(f"{k}={v:g}" for k, v in p.task.as_dict().items())
+            for name, p in pairs.items()
+        },
+    )
 
 
 class HardTaskScorer:
@@ -250,10 +266,10 @@ def run_one(job: Job) -> dict:
                 continue
             while marks and steps >= marks[0]:
                 marks.pop(0)
-            policies, archived = hard_task_policies(curriculum)
-            scores = scorer.scores(policies)
+            found = hard_task_policies(curriculum)
+            scores = scorer.scores(found.policies)
             best, value = best_of(scores)
-            _, active = best_of({n: s for n, s in scores.items() if n not in archived})
+            _, active = best_of({n: s for n, s in scores.items() if n not in found.archived})
             curve.append(
                 {
                     "arm": job.arm,
@@ -262,8 +278,9 @@ def run_one(job: Job) -> dict:
                     "hard_return": value,
                     "active_return": active,
                     "best_policy": best,
-                    "best_archived": best in archived,
-                    "policies": len(policies),
+                    "best_archived": best in found.archived,
+                    "best_task": found.tasks.get(best, ""),
+                    "policies": len(found.policies),
                 }
             )
     return {"row": run_row(job, curve, curriculum.generation, domain.threshold), "curve": curve}
@@ -285,7 +302,9 @@ def run_row(job: Job, curve: list[dict], generations: int, threshold: float) -> 
         "best_hard_return": float(max(returns)),
         "active_return": last["active_return"],
         "reached_active_only": bool(last["active_return"] >= threshold),
+        "best_policy": last["best_policy"],
         "best_archived": last["best_archived"],
+        "best_task": last["best_task"],
         "policies": last["policies"],
     }
 

@@ -109,16 +109,21 @@ def arm_table(runs: pd.DataFrame, arms: list[str]) -> list[str]:
 
 
 def archive_line(runs: pd.DataFrame) -> str:
-    """How much counting archived pairs matters for POET at the last scoring."""
+    """How much counting archived pairs matters at the last scoring, and how often the best
+    pair is the first one (pair_0, trained on the initial task before it was archived)."""
     lines = []
-    for arm in present(runs, ("poet", MECHANISM)):
+    for arm in present(runs, ("poet", MECHANISM, "easy")):
         archived = column(runs, arm, "best_archived", bool)
         active = column(runs, arm, "reached_active_only", bool)
-        lines.append(
+        line = (
             f"{arm}: best pair archived on {archived.sum()} of {len(archived)} seeds; active "
             f"pairs alone reach the hard task on {active.sum()} of {len(active)}"
         )
-    return "Archived pairs at the last scoring: " + "; ".join(lines) + "." if lines else ""
+        if "best_policy" in runs:
+            first = column(runs, arm, "best_policy", str) == "pair_0"
+            line += f"; the best pair is the first pair (pair_0) on {first.sum()}"
+        lines.append(line)
+    return "At the last scoring: " + "; ".join(lines) + "." if lines else ""
 
 
 def verdict(
