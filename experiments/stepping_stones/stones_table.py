@@ -141,7 +141,7 @@ def verdict(
         for arm in CONTROLS
     }
     mechanism = {
-        f"poet_no_transfer on fewer seeds than poet ({reached[MECHANISM]} < "
+        f"the paper's mechanism: poet_no_transfer on fewer seeds than poet ({reached[MECHANISM]} < "
         f"{reached['poet']})": reached[MECHANISM] < reached["poet"]
     }
     checks = primary | mechanism
