@@ -60,6 +60,10 @@ def test_the_input_shape_comes_from_the_maze_observation_space():
     assert shapes["pi.0.weight"] == (32, 148) and shapes["vf.0.weight"] == (32, 148)
     assert list(spec.segments)[:2] == ["conv.weight", "conv.bias"]
     assert spec.num_params == 16 * 18 + 16 + 2 * (32 * 148 + 32) + 3 * 32 + 3 + 32 + 1
+    # The space is a flat Box to everything else, and keeps its grid through pickling.
+    space = tasks.get("maze").make_env().observation_space
+    assert space == gym.spaces.Box(0.0, 1.0, (54,), dtype=np.float32)
+    assert pickle.loads(pickle.dumps(space)).grid == (5, 5, 2)
     # Another view size: another grid, read from the env's space.
     env = MazeEnv(view_size=7)
     other = make_policy("conv_actor_critic", env.observation_space, env.action_space, {})
