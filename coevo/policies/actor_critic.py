@@ -38,7 +38,13 @@ import gymnasium as gym
 import numpy as np
 
 from coevo.errors import ConfigError
-from coevo.policies.base import ActionSpec, Policy, PolicyOutput, obs_dim_of
+from coevo.policies.base import (
+    ActionSpec,
+    Policy,
+    PolicyOutput,
+    gaussian_from_uniforms,
+    obs_dim_of,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -55,6 +61,11 @@ _LOG_2PI = math.log(2.0 * math.pi)
 # SB3's StateDependentNoiseDistribution epsilon: added to the variance, and to the positive
 # log std inside expln.
 SDE_EPSILON = 1e-6
+# How evaluation episodes act (`policy.kwargs.evaluation`): deterministic as SB3's
+# predict(deterministic=True), or sampled from the policy's distribution, as the UED papers'
+# test rollouts and SFL's level scoring do (on a deterministic level kind such as task=maze,
+# every deterministic episode of a level is the same episode).
+EVALUATIONS = ("deterministic", "sample")
 
 
 @dataclass(frozen=True)
@@ -82,8 +93,10 @@ class ActorCriticSpec(Policy):
     """A stochastic policy with a value head: categorical (Discrete) or Gaussian (Box).
 
     As a `Policy` (evaluation episodes) it acts deterministically, as SB3's
-    `predict(deterministic=True)`: argmax, or the mean clipped into the bounds. Trajectory
-    jobs call `sample` with the stream's noise instead.
+    `predict(deterministic=True)`: argmax, or the mean clipped into the bounds; with
+    `evaluation="sample"` it samples from its distribution instead, from the episode's own
+    noise (one uniform per step, two per action dimension for a Gaussian). Trajectory jobs
+    call `sample` with the stream's noise either way.
     """
 
     obs_dim: int
@@ -102,6 +115,7 @@ class ActorCriticSpec(Policy):
     sde_sample_freq: int = -1  # a new exploration matrix every n steps; -1: once per rollout
     full_std: bool = True  # log_std [h_k, A]; False: [h_k, 1], shared by the action dims
     use_expln: bool = False  # std = expln(log_std) (the gSDE paper's), else exp(log_std)
+    evaluation: str = "deterministic"  # how evaluation episodes act (EVALUATIONS)
 
     def __post_init__(self) -> None:
         if self.activation not in _ACTIVATIONS:
@@ -130,11 +144,31 @@ class ActorCriticSpec(Policy):
             raise ConfigError(
                 "policy.kwargs.use_sde", "gSDE needs continuous (Box) actions; allowed: false"
             )
+        self._check_evaluation()
+
+    def _check_evaluation(self) -> None:
+        if self.evaluation not in EVALUATIONS:
+            raise ConfigError(
+                "policy.kwargs.evaluation",
+                f"unknown value {self.evaluation!r}; allowed: {', '.join(EVALUATIONS)}",
+            )
+        if self.evaluation == "sample" and self.use_sde:
+            raise ConfigError(
+                "policy.kwargs.evaluation",
+                "sampled evaluation episodes are not written for gSDE (use_sde: true); "
+                "allowed with it: deterministic",
+            )
 
     @functools.cached_property
     def action(self) -> ActionSpec:
-        """How actions are chosen: argmax for discrete actions, else the clipped mean."""
-        mode = "argmax" if self.discrete else "deterministic"
+        """How evaluation episodes choose actions: argmax for discrete actions, else the
+        clipped mean; with `evaluation="sample"` a draw from the categorical (`sample`) or
+        the Gaussian (`gaussian`, clipped)."""
+        sampled = self.evaluation == "sample"
+        if self.discrete:
+            mode = "sample" if sampled else "argmax"
+        else:
+            mode = "gaussian" if sampled else "deterministic"
         return ActionSpec(self.discrete, self.act_dim, mode, "clip", self.act_low, self.act_high)
 
     @classmethod
@@ -152,6 +186,7 @@ class ActorCriticSpec(Policy):
         sde_sample_freq: int = -1,
         full_std: bool = True,
         use_expln: bool = False,
+        evaluation: str = "deterministic",
     ) -> ActorCriticSpec:
         """The spec of an actor-critic for the given observation and action spaces.
 
@@ -168,6 +203,7 @@ class ActorCriticSpec(Policy):
             sde_sample_freq: How often gSDE redraws its noise (-1: once per rollout).
             full_std: Whether gSDE has one std per hidden unit and action.
             use_expln: Whether gSDE uses expln instead of exp for the std.
+            evaluation: How evaluation episodes act: deterministic or sample.
 
         Returns:
             The spec.
@@ -184,6 +220,7 @@ class ActorCriticSpec(Policy):
             sde_sample_freq=sde_sample_freq,
             full_std=full_std,
             use_expln=use_expln,
+            evaluation=evaluation,
         )
         if isinstance(action_space, gym.spaces.Discrete):
             return cls(obs_dim, int(action_space.n), True, **options)
@@ -367,7 +404,11 @@ class ActorCriticSpec(Policy):
         noise: np.ndarray | None = None,
         return_info: bool = False,
     ) -> PolicyOutput:
-        """Deterministic actions (the `Policy` interface); normalisation is inside."""
+        """Evaluation actions (the `Policy` interface): deterministic, or with
+        `evaluation="sample"` drawn from `noise` ([B, noise_dim] uniforms in (0, 1), the
+        episode's own); normalisation is inside."""
+        if self.evaluation == "sample":
+            return self._sampled_step(params, obs, state, noise, return_info)
         out, values = self.forward(params, obs)
         if self.discrete:
             actions = out.argmax(axis=1)
@@ -380,12 +421,35 @@ class ActorCriticSpec(Policy):
             return PolicyOutput(actions, state)
         return PolicyOutput(actions, state, np.zeros(len(actions)), values)
 
+    def _sampled_step(
+        self,
+        params: np.ndarray,
+        obs: np.ndarray,
+        state: np.ndarray | None,
+        noise: np.ndarray | None,
+        return_info: bool,
+    ) -> PolicyOutput:
+        """`step` with `evaluation="sample"`: `sample` from the episode's uniforms (inverse
+        CDF for a categorical, Box-Muller normals for a Gaussian)."""
+        if noise is None:
+            raise ValueError(
+                f"evaluation='sample' needs noise [B, {self.noise_dim}] (the episode's uniforms)"
+            )
+        draws = noise[:, 0] if self.discrete else gaussian_from_uniforms(noise, self.act_dim)
+        _, actions, log_probs, values = self.sample(params, obs, draws.astype(np.float32))
+        if state is None:
+            state = self.initial_state(obs.shape[0])
+        if not return_info:
+            return PolicyOutput(actions, state)
+        return PolicyOutput(actions, state, log_probs, values)
+
     def act(
         self, params: np.ndarray, obs: np.ndarray, noise: np.ndarray | None = None
     ) -> np.ndarray:
-        """Deterministic env actions (argmax, or the mean clipped into the bounds), as SB3's
-        `predict(deterministic=True)` gives them; used for evaluation episodes."""
-        return self.step(params, obs).actions
+        """Evaluation env actions: deterministic (argmax, or the mean clipped into the bounds),
+        as SB3's `predict(deterministic=True)` gives them, or sampled from `noise` with
+        `evaluation="sample"`."""
+        return self.step(params, obs, noise=noise).actions
 
     # -- rollout noise ---------------------------------------------------------------------
     def draw_noise(self, rng: np.random.Generator, horizon: int) -> np.ndarray:
@@ -596,12 +660,12 @@ def _module_class() -> type:
 
 # The actor-critic's `policy.kwargs`.
 KWARGS = ("shared", "normalize_obs", "obs_clip", "use_sde", "sde_sample_freq", "full_std")
-KWARGS += ("use_expln",)
+KWARGS += ("use_expln", "evaluation")
 
 
 def checked_kwargs(options: Mapping[str, Any], allowed: Sequence[str], kind: str) -> dict:
     """`options`' kwargs, refusing one `allowed` does not name and a `policy.action` (an
-    actor-critic samples in trajectories and acts deterministically in evaluations).
+    actor-critic samples in trajectories; `kwargs.evaluation` says how evaluations act).
 
     Raises:
         ConfigError: naming the field and what is allowed.
@@ -616,8 +680,9 @@ def checked_kwargs(options: Mapping[str, Any], allowed: Sequence[str], kind: str
     if options.get("action") not in (None, "sample", "gaussian"):
         raise ConfigError(
             "policy.action",
-            f"{kind} samples in trajectories and acts deterministically in evaluations; "
-            f"leave it unset, got '{options.get('action')}'",
+            f"{kind} samples in trajectories and acts as policy.kwargs.evaluation says in "
+            f"evaluations (deterministic or sample); leave it unset, got "
+            f"'{options.get('action')}'",
         )
     return kwargs
 
@@ -626,9 +691,9 @@ def make_actor_critic(
     observation_space: gym.Space, action_space: gym.Space, options: Mapping[str, Any]
 ) -> ActorCriticSpec:
     """The spec `policy: {name: actor_critic, hidden, activation, log_std_init, kwargs:
-    {shared, normalize_obs, obs_clip, use_sde, sde_sample_freq, full_std, use_expln}}`
-    describes (actions: sampled in trajectories, deterministic in evaluations, clipped into
-    the bounds as SB3 does)."""
+    {shared, normalize_obs, obs_clip, use_sde, sde_sample_freq, full_std, use_expln,
+    evaluation}}` describes (actions: sampled in trajectories; in evaluations deterministic,
+    or sampled with evaluation: sample; clipped into the bounds as SB3 does)."""
     kwargs = checked_kwargs(options, KWARGS, "actor_critic")
     return ActorCriticSpec.for_spaces(
         observation_space,
