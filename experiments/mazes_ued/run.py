@@ -1,0 +1,357 @@
+"""UED on mazes (issue 31, claim 3): PPO on `task=maze` with domain randomisation, PLR⊥
+(Jiang et al. 2021), ACCEL (Parker-Holder et al. 2022) and SFL (Rutherford et al. 2024);
+the named held-out mazes' solved rate and the α-CVaR of the solved rate on random mazes.
+
+    python experiments/mazes_ued/run.py --quick            # a smoke test, seconds
+    python experiments/mazes_ued/run.py --full --jobs 2    # 10 confirmation seeds x 4 arms
+    python experiments/mazes_ued/run.py --probe --jobs 1   # a probe seed per arm, the budget
+    python experiments/mazes_ued/run.py --probe --arms dr --budget 500000   # sizing
+
+Every arm is the config `coevo-run` composes from its overrides (conf/, Hydra), run in this
+process for `budget` training env steps (every episode a curriculum plays, levels scored
+without training included: PLR⊥'s and ACCEL's new levels, SFL's samples; test episodes
+counted apart). At `scorings` marks the policy is scored (ued_scoring.py) on the named
+held-out mazes (coevo's labyrinth, four rooms, long corridor and three perfect mazes) and
+on a seeded set of random solvable mazes; a run's figures are the mean of its last 3
+scorings. Per arm: IQM with a 95 % stratified bootstrap interval over seeds and the
+probability of improvement over DR (coevo.compare.stats).
+
+Writes under --out (full: results/claim; probes: results/probes, or results/probes_<budget>
+for a sizing budget; quick: a temp dir): runs/<arm>_seed<seed>_<key>.json (each finished
+run: rerun the same command to resume a stopped study), configs/<arm>.yaml (each arm's
+resolved config), runs.csv, curves.csv, table.md (ued_table.py) and curves.png.
+"""
+
+from __future__ import annotations
+
+import os
+
+# One BLAS / torch thread per process: the machine is shared, and runs go side by side.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import multiprocessing  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from dataclasses import dataclass, replace  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pandas as pd  # noqa: E402
+import yaml  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+from ued_scoring import Scorer, late_figures  # noqa: E402
+from ued_table import Header, figure, table  # noqa: E402
+
+from coevo import hydra_configs, run_setup  # noqa: E402
+from coevo.config import RunConfig, parse_config  # noqa: E402
+
+CONF_DIR = ROOT / "conf"
+# The papers' budgets, from their code: dcd's MiniGrid PLR⊥ and ACCEL configs
+# (train_scripts/grid_configs/minigrid/60_blocks_uniform/*.json) num_env_steps 250,000,000
+# (32 processes x 256 steps per PPO update, LSTM 256); minimax's maze configs
+# (config/configs/maze/*.json) 30,000 updates x 32 x 256 = 245,760,000; SFL's reference
+# (sfl/train/config/learning/ippo-minigrid.yaml) TOTAL_TIMESTEPS 3e8 (256 envs x 256 steps),
+# its learnability rollouts (25,000 levels x 2,000 steps every 100 updates) not counted in it.
+PAPER_BUDGETS = "dcd 250 M (PLR⊥, ACCEL), minimax 245.8 M, SFL's reference 300 M"
+BUDGET = 20_000_000  # sized from the probes: see experiments/README.md, claim 3
+SCORINGS = 10  # test scorings inside the budget
+# Seeds: probes (and --quick) from 1000 up; the confirming --full run 0..9, never probed.
+PROBE_SEED_START = 1000
+CONFIRM_SEEDS = tuple(range(10))
+CACHE_FORMAT = 1  # what a cached run records; a new one makes runs recorded before run again
+BASELINE = "dr"
+CURRICULA = ("plr", "accel", "sfl")
+
+# The expectation, committed before any confirmation seed ran.
+EXPECTATION = (
+    "The published pattern (the three papers, at 250-300 M steps with an LSTM agent): DR ties "
+    "with the curricula on the mean (here: the named mazes' solved rate) and the curricula "
+    "lead in the worst 10 % (here: the 0.1-CVaR of the solved rate on random solvable "
+    "mazes). Checked per curriculum (PLR⊥, ACCEL, SFL) against DR on the 10 confirmation "
+    "seeds: a tie on the mean when the 95 % interval of P(curriculum > DR) on the named "
+    "mazes' solved rate contains 0.5; a lead in the worst 10 % when the 95 % interval of "
+    "P(curriculum > DR) on the 0.1-CVaR lies above 0.5. The pattern holds for a curriculum "
+    "when both do. Our prior at this budget (20 M steps, a memoryless conv actor-critic, "
+    "about a tenth of the papers' steps): the pattern does not hold. We expect the ties "
+    "on the mean (or DR ahead: PLR⊥ trains on only its replayed half, SFL spends part of "
+    "its budget scoring) and no curriculum clearly ahead in the worst 10 %: our policies "
+    "solve about half the random mazes after 2 M steps and plateau, so the worst 10 % of "
+    "random mazes may stay near 0 for every arm."
+)
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A scale: budget, scorings, seeds, the scoring sets' sizes and overrides that shrink
+    the arms (quick only)."""
+
+    budget: int
+    scorings: int
+    seeds: tuple[int, ...]
+    random_mazes: int = 100
+    named_episodes: int = 10
+    random_episodes: int = 10
+    reps: int = 50_000  # bootstrap replicates
+    shrink: tuple[str, ...] = ()
+
+
+# PPO as experiments/mazes_ppo ran it (PPO learns mazes there: 46 % of 100 held-out mazes at
+# 2 M steps), with the conv actor-critic (the UED papers' 16 filters of 3 x 3; it tied with
+# the MLP there). One maze per stream and update. Evaluation episodes sample from the policy
+# (`policy.kwargs.evaluation=sample`), as SFL's level scoring and the papers' test rollouts
+# do: on a maze every deterministic episode is the same, so SFL's learnability p(1 - p) would
+# be 0 for every level.
+PPO = (
+    "optimizer=ppo",
+    "policy=conv_actor_critic",
+    "policy.kwargs.evaluation=sample",
+    "optimizer.n_envs=16",
+    "optimizer.n_steps=256",
+    "optimizer.batch_size=1024",
+    "optimizer.n_epochs=4",
+    "optimizer.learning_rate=0.0005",
+    "optimizer.gamma=0.99",
+    "optimizer.gae_lambda=0.95",
+    "optimizer.ent_coef=0.01",
+    "curriculum.tasks_per_step=16",
+)
+COMMON = ("task=maze", "pool=local", "curriculum.generations=1000000", *PPO)
+ARMS: dict[str, tuple[str, ...]] = {
+    "dr": ("curriculum=dr",),
+    # PLR⊥ as conf/curriculum/plr.yaml (dcd's MiniGrid robust PLR: positive value loss,
+    # replay 0.5, temperature 0.3, staleness 0.3, min fill 0.5); dcd's buffer of 4000 levels
+    # scaled to this budget (4000 x 20 M / 250 M = 320).
+    "plr": ("curriculum=plr", "curriculum.buffer_size=320"),
+    # ACCEL as conf/curriculum/accel.yaml (dcd's MiniGrid ACCEL: replay 0.8, empty rooms as
+    # new levels), dcd's 5 edits per replayed level, the buffer as PLR⊥'s.
+    "accel": ("curriculum=accel", "curriculum.buffer_size=320", "curriculum.num_edits=5"),
+    # SFL: 200 fresh mazes x 5 sampled episodes scored every 100 updates (the reference's
+    # EVAL_FREQ), the 20 most learnable kept (the reference keeps 1000 of 25000) and half of
+    # each update's mazes drawn from them (the reference's 128 of 256).
+    "sfl": (
+        "curriculum=sfl",
+        "curriculum.levels_sampled=200",
+        "curriculum.eval_episodes=5",
+        "curriculum.buffer_size=20",
+        "curriculum.refresh_every=100",
+    ),
+}
+QUICK_SHRINK = (
+    "optimizer.n_envs=4",
+    "optimizer.n_steps=64",
+    "optimizer.batch_size=128",
+    "optimizer.n_epochs=1",
+    "curriculum.tasks_per_step=4",
+)
+QUICK_ARM_SHRINK = {
+    "plr": ("curriculum.buffer_size=8",),
+    "accel": ("curriculum.buffer_size=8",),
+    "sfl": (
+        "curriculum.levels_sampled=4",
+        "curriculum.eval_episodes=2",
+        "curriculum.buffer_size=2",
+        "curriculum.refresh_every=2",
+    ),
+}
+MODES = {
+    "quick": Mode(1024, 2, (PROBE_SEED_START,), 10, 2, 4, 2_000, QUICK_SHRINK),
+    "full": Mode(BUDGET, SCORINGS, CONFIRM_SEEDS),
+    "probe": Mode(BUDGET, SCORINGS, (PROBE_SEED_START,)),
+}
+
+
+def overrides(arm: str, mode: Mode) -> list[str]:
+    """The Hydra overrides of an arm at a scale (the seed apart)."""
+    shrink = [*mode.shrink, *QUICK_ARM_SHRINK.get(arm, ())] if mode.shrink else []
+    return [*COMMON, *ARMS[arm], *shrink]
+
+
+def arm_config(arm: str, seed: int, mode: Mode) -> RunConfig:
+    """The config coevo-run composes for the arm, checked."""
+    return parse_config(hydra_configs.compose(CONF_DIR, [*overrides(arm, mode), f"seed={seed}"]))
+
+
+def run_one(arm: str, seed: int, mode: Mode) -> dict:
+    """One run to the budget, scored at `mode.scorings` marks; its row and its curve."""
+    config = arm_config(arm, seed, mode)
+    started, cpu = time.perf_counter(), time.process_time()
+    space, policy = run_setup.prepare(config)
+    marks = [mode.budget * (k + 1) / mode.scorings for k in range(mode.scorings)]
+    curve, steps, updates = [], 0.0, 0
+    from coevo.pool import EvaluationPool
+
+    with EvaluationPool(space, policy, "local", 1) as pool, Scorer(space, policy, mode) as scorer:
+        built = run_setup.build(config, space, pool)
+        while steps < mode.budget:
+            summary = built.step().summary
+            steps += summary["env_steps"]
+            updates = int(summary.get("optimizer_steps", updates))
+            if steps < marks[0]:
+                continue
+            while marks and steps >= marks[0]:
+                marks.pop(0)
+            theta = next(iter(built.policies_for_testing().policies.values()))
+            curve.append({"env_steps": steps, "updates": updates, **scorer.score(theta)})
+    row = {
+        "arm": arm,
+        "seed": seed,
+        "budget": mode.budget,
+        "env_steps": steps,
+        "updates": updates,
+        **late_figures(curve),
+        "wall_s": round(time.perf_counter() - started, 1),
+        "cpu_s": round(time.process_time() - cpu, 1),
+    }
+    return {"row": row, "curve": curve}
+
+
+def _key(arm: str, seed: int, mode: Mode) -> str:
+    settings = [CACHE_FORMAT, overrides(arm, mode), seed, replace(mode, seeds=()).__repr__()]
+    digest = hashlib.sha1(json.dumps(settings).encode()).hexdigest()[:10]
+    return f"{arm}_seed{seed}_{digest}.json"
+
+
+def cached_run(job: tuple[str, int, Mode, Path]) -> dict:
+    """One run, or its saved result: runs are deterministic, so a stopped study resumes."""
+    arm, seed, mode, cache = job
+    saved = cache / _key(arm, seed, mode)
+    if saved.exists():
+        return json.loads(saved.read_text())
+    result = run_one(arm, seed, mode)
+    cache.mkdir(parents=True, exist_ok=True)
+    saved.write_text(json.dumps(result))
+    return result
+
+
+def _finished(work: list[tuple[str, int, Mode, Path]], jobs: int) -> Iterator[dict]:
+    """The runs as they finish: in this process with one job, else in spawned ones."""
+    if jobs <= 1:
+        yield from map(cached_run, work)
+        return
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        yield from pool.imap_unordered(cached_run, work, chunksize=1)
+
+
+def run_all(arms: list[str], mode: Mode, jobs: int, cache: Path) -> list[dict]:
+    """Every (arm, seed) run, a line per finished one, in (seed, arm) order."""
+    work = [(arm, seed, mode, cache) for seed in mode.seeds for arm in arms]
+    done = []
+    for result in _finished(work, jobs):
+        done.append(result)
+        row = result["row"]
+        trace = " ".join(f"{p['named_solved']:.0f}/{p['cvar']:.0f}" for p in result["curve"])
+        print(
+            f"{row['arm']} seed {row['seed']}: named {row['named_solved_late']:.1f} %, 0.1-CVaR "
+            f"{row['cvar_late']:.1f} % ({row['env_steps']:,.0f} steps, {row['updates']} "
+            f"updates, {row['wall_s']:.0f} s, {row['cpu_s']:.0f} CPU s); named/CVaR {trace}",
+            flush=True,
+        )
+    order = {(arm, seed): i for i, (arm, seed, _, _) in enumerate(work)}
+    return sorted(done, key=lambda r: order[(r["row"]["arm"], r["row"]["seed"])])
+
+
+def commit() -> str:
+    """The code's commit, with '-dirty' when tracked files differ from it."""
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=HERE)
+
+    head = git("rev-parse", "--short", "HEAD").stdout.strip()
+    return head + ("-dirty" if git("diff", "--quiet", "HEAD", "--", ".").returncode else "")
+
+
+def write(results: list[dict], arms: list[str], mode: Mode, wall_s: float, out: Path) -> None:
+    """runs.csv, curves.csv, table.md, curves.png and every arm's resolved config."""
+    (out / "configs").mkdir(parents=True, exist_ok=True)
+    code = commit()
+    pd.DataFrame([{**r["row"], "commit": code} for r in results]).to_csv(
+        out / "runs.csv", index=False
+    )
+    points = [
+        {"arm": r["row"]["arm"], "seed": r["row"]["seed"], **_plain(p)}
+        for r in results
+        for p in r["curve"]
+    ]
+    pd.DataFrame(points).to_csv(out / "curves.csv", index=False)
+    for arm in arms:
+        resolved = run_setup.config_to_dict(arm_config(arm, mode.seeds[0], mode))
+        resolved["seed"] = "per run (runs.csv)"
+        text = yaml.safe_dump(
+            {"overrides": overrides(arm, mode), "config": resolved},
+            sort_keys=False,
+            allow_unicode=True,
+        )
+        (out / "configs" / f"{arm}.yaml").write_text(text)
+    header = Header(PAPER_BUDGETS, EXPECTATION, code, mode.seeds == CONFIRM_SEEDS)
+    (out / "table.md").write_text(table(results, mode, wall_s, header))
+    figure(results, out / "curves.png")
+
+
+def _plain(point: dict) -> dict:
+    """A curve point without its per-maze lists (curves.csv keeps the scalars)."""
+    return {k: v for k, v in point.items() if not isinstance(v, list)}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--quick", action="store_true", help="tiny budget, 1 probe seed")
+    group.add_argument("--full", action="store_true", help="the budget, seeds 0..9")
+    group.add_argument("--probe", action="store_true", help="probe seeds at the budget")
+    parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated arms")
+    parser.add_argument("--seeds", default=str(PROBE_SEED_START), help="--probe's seeds")
+    parser.add_argument("--budget", type=int, default=None, help="--probe's budget (sizing)")
+    parser.add_argument("--jobs", type=int, default=1, help="processes (the machine is shared)")
+    parser.add_argument("--out", type=Path, default=None)
+    return parser
+
+
+def _mode_and_out(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[Mode, Path]:
+    if not args.probe:
+        if args.budget is not None:
+            parser.error("--budget is for --probe (sizing); --full runs the declared budget")
+        if args.full:
+            return MODES["full"], args.out or HERE / "results" / "claim"
+        return MODES["quick"], args.out or Path(tempfile.mkdtemp("mazes_ued"))
+    seeds = tuple(int(s) for s in args.seeds.split(",") if s)
+    low = [s for s in seeds if s < PROBE_SEED_START]
+    if low:
+        parser.error(f"--seeds {low[0]}: probe seeds are >= {PROBE_SEED_START} (0..9 confirm)")
+    budget = args.budget or BUDGET
+    mode = replace(MODES["probe"], seeds=seeds, budget=budget)
+    default = "probes" if budget == BUDGET else f"probes_{budget}"
+    return mode, args.out or HERE / "results" / default
+
+
+def main(argv: list[str] | None = None) -> Path:
+    """Parse the command line, run (or load) the runs, write the results; their folder."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    arms = [a for a in args.arms.split(",") if a]
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        parser.error(f"unknown arm {unknown[0]}; allowed: {', '.join(ARMS)}")
+    mode, out = _mode_and_out(args, parser)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    results = run_all(arms, mode, args.jobs, out / "runs")
+    write(results, arms, mode, time.perf_counter() - started, out)
+    print((out / "table.md").read_text())
+    print(f"wrote {out}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
