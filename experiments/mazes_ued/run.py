@@ -54,6 +54,7 @@ from ued_table import Header, figure, table  # noqa: E402
 
 from coevo import hydra_configs, run_setup  # noqa: E402
 from coevo.config import RunConfig, parse_config  # noqa: E402
+from coevo.pool import EvaluationPool  # noqa: E402
 
 CONF_DIR = ROOT / "conf"
 # The papers' budgets, from their code: dcd's MiniGrid PLR⊥ and ACCEL configs
@@ -68,7 +69,7 @@ SCORINGS = 10  # test scorings inside the budget
 # Seeds: probes (and --quick) from 1000 up; the confirming --full run 0..9, never probed.
 PROBE_SEED_START = 1000
 CONFIRM_SEEDS = tuple(range(10))
-CACHE_FORMAT = 1  # what a cached run records; a new one makes runs recorded before run again
+CACHE_FORMAT = 2  # what a cached run records; a new one makes runs recorded before run again
 BASELINE = "dr"
 CURRICULA = ("plr", "accel", "sfl")
 
@@ -187,30 +188,35 @@ def run_one(arm: str, seed: int, mode: Mode) -> dict:
     started, cpu = time.perf_counter(), time.process_time()
     space, policy = run_setup.prepare(config)
     marks = [mode.budget * (k + 1) / mode.scorings for k in range(mode.scorings)]
-    curve, steps, updates = [], 0.0, 0
-    from coevo.pool import EvaluationPool
+    curve, steps, trained, updates, scoring_cpu = [], 0.0, 0.0, 0, 0.0
 
     with EvaluationPool(space, policy, "local", 1) as pool, Scorer(space, policy, mode) as scorer:
         built = run_setup.build(config, space, pool)
         while steps < mode.budget:
             summary = built.step().summary
             steps += summary["env_steps"]
-            updates = int(summary.get("optimizer_steps", updates))
+            now = int(summary.get("optimizer_steps", updates))
+            trained += summary["env_steps"] if now > updates else 0.0
+            updates = now
             if steps < marks[0]:
                 continue
             while marks and steps >= marks[0]:
                 marks.pop(0)
             theta = next(iter(built.policies_for_testing().policies.values()))
+            before = time.process_time()
             curve.append({"env_steps": steps, "updates": updates, **scorer.score(theta)})
+            scoring_cpu += time.process_time() - before
     row = {
         "arm": arm,
         "seed": seed,
         "budget": mode.budget,
         "env_steps": steps,
+        "trained_steps": trained,  # of env_steps: those of steps that updated the policy
         "updates": updates,
         **late_figures(curve),
         "wall_s": round(time.perf_counter() - started, 1),
         "cpu_s": round(time.process_time() - cpu, 1),
+        "scoring_cpu_s": round(scoring_cpu, 1),  # of cpu_s: the test scorings'
     }
     return {"row": row, "curve": curve}
 

@@ -101,8 +101,10 @@ def arm_rows(runs: pd.DataFrame, reps: int) -> tuple[list[str], dict[str, dict[s
             f"| {ARM_NAMES[arm]} | {len(part)} | {_cell(interval(values[MEAN], reps))} | "
             f"{better[0]} | {_cell(interval(values[WORST], reps))} | {better[1]} | "
             f"{part['named_argmax_late'].mean():.1f} | {part['random_solved_late'].mean():.1f} | "
-            f"{part['env_steps'].mean():,.0f} | {part['updates'].mean():.0f} | "
-            f"{part['wall_s'].mean():.0f} | {part['cpu_s'].mean():.0f} |"
+            f"{part['env_steps'].mean():,.0f} | "
+            f"{100 * (part['trained_steps'] / part['env_steps']).mean():.0f} | "
+            f"{part['updates'].mean():.0f} | {part['wall_s'].mean():.0f} | "
+            f"{part['cpu_s'].mean():.0f} | {part['scoring_cpu_s'].mean():.0f} |"
         )
     return rows, figures
 
@@ -134,13 +136,17 @@ def table(results: list[dict], mode: Any, wall_s: float, header: Header) -> str:
         f"episode each. {ALPHA:g}-CVaR: {mode.random_mazes} random solvable mazes, "
         f"{mode.random_episodes} sampled episodes each, the worst ranked on the even episodes "
         f"and their % solved taken from the odd. IQM [95 % stratified bootstrap CI] over "
-        f"seeds; P(> DR): probability of improvement [95 % CI]. Wall time {wall_s:.0f} s for "
+        f"seeds; P(> DR): probability of improvement [95 % CI]. Trained on: the share of "
+        "env steps in steps that updated the policy (the rest: PLR⊥'s and ACCEL's new "
+        "levels, SFL's scoring). CPU s: the run's process; of it scoring: the test "
+        f"scorings'. Wall time {wall_s:.0f} s for "
         f"this call (cached runs cost none), {runs['cpu_s'].sum():.0f} CPU s summed over runs.",
         "",
         f"| arm | runs | named solved % | P(> DR) | {ALPHA:g}-CVaR solved % | P(> DR) | "
         "named argmax % (mean) | random mazes solved % (mean) | env steps (mean) | "
-        "updates (mean) | wall s / run | CPU s / run |",
-        "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "trained on % | updates (mean) | wall s / run | CPU s / run | of it scoring |",
+        "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: |",
         *rows,
     ]
     outcome, checks = verdict(figures, len(mode.seeds), mode.reps)
