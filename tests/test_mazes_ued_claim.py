@@ -9,6 +9,7 @@ import math
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -33,7 +34,7 @@ assert _SPEC is not None and _SPEC.loader is not None
 claim = importlib.util.module_from_spec(_SPEC)
 sys.modules["mazes_ued_run"] = claim  # its dataclasses look their module up
 _SPEC.loader.exec_module(claim)
-import ued_table  # noqa: E402  (on sys.path once run.py is loaded)
+ued_table = sys.modules["ued_table"]  # run.py's sibling, imported by it
 
 MAZE_PPO = ["task=maze", "optimizer=ppo", "policy=conv_actor_critic", "pool=local"]
 
@@ -93,9 +94,10 @@ def test_evaluation_values_are_refused_by_field():
 def test_maze_episodes_vary_with_sampled_evaluation_only():
     config = maze_config("policy.kwargs.evaluation=sample")
     space, policy = run_setup.prepare(config)
+    assert isinstance(policy, ActorCriticSpec)
     assert policy.evaluation == "sample" and config.policy.kwargs["evaluation"] == "sample"
     theta = policy.init(np.random.default_rng(0))
-    mazes = random_solvable(4, 3)
+    mazes: list[Any] = random_solvable(4, 3)
     returns = {}
     for name, spec in (("sample", policy), ("argmax", replace(policy, evaluation="deterministic"))):
         with EvaluationPool(space, spec, "local", 1) as pool:
@@ -183,4 +185,5 @@ def test_quick_run_writes_parseable_results_and_resumes_from_its_cache(tmp_path)
     # Again into the same folder: every run comes from runs/, the same rows, times included.
     claim.main(["--quick", "--arms", "dr", "--out", str(tmp_path / "a")])
     again = pd.read_csv(tmp_path / "a" / "runs.csv")
-    pd.testing.assert_frame_equal(again, runs[runs["arm"] == "dr"].reset_index(drop=True))
+    expected = pd.DataFrame(runs[runs["arm"] == "dr"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(again, expected)
