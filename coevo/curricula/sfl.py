@@ -21,9 +21,12 @@ its values are stated per setting, coevo's defaults keep the ratios at a scale s
 reaches (3 refreshes in 30 rounds). Where coevo differs from the reference code:
 
 - levels are scored by whole evaluation episodes from resets (the policy as it is tested:
-  PPO's actor-critic acts deterministically there), where the reference rolls out the
-  sampling policy for a fixed number of steps (2000 on MiniGrid) and counts the episodes
-  that ended in it (at most 10): `eval_episodes` 10 matches that count;
+  PPO's actor-critic acts deterministically there unless `policy.kwargs.evaluation:
+  sample`), where the reference rolls out the sampling policy for a fixed number of steps
+  (2000 on MiniGrid) and counts the episodes that ended in it (at most 10): `eval_episodes`
+  10 matches that count. On a level kind whose episodes are all alike for a deterministic
+  policy (mazes: fixed start, no noise) every learnability is then 0 and the buffer keeps
+  the first levels sampled: give such a policy `evaluation: sample`;
 - a level whose every episode failed has no learnability and never enters the buffer (the
   reference's mean over no episodes is NaN, which its argsort would rank first);
 - ties in learnability keep the order the levels were sampled in.
