@@ -9,6 +9,7 @@ import signal
 import pandas as pd
 import pytest
 from cli_support import (
+    PPO_DIAGNOSTICS,
     cli_in_process,
     refusals_in_a_fresh_process,
     run_and_kill_after_checkpoint,
@@ -115,6 +116,9 @@ def test_each_curriculum_trains_with_ppo(name, task, tmp_path):
     tables = run_tables(run)
     summary = tables["summary.csv"]
     assert summary["optimizer_steps"].iloc[-1] > 0
+    if name == "dr":  # a PPO update every generation: its own numbers (SB3's train/*)
+        for column in PPO_DIAGNOSTICS:
+            assert summary[column].notna().all(), column
     if name in ("plr", "accel"):
         # PPO's rollouts carry value predictions: the paper's score, no fallback
         assert set(summary["level_score"]) == {"positive_value_loss"}
