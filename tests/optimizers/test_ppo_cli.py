@@ -171,7 +171,11 @@ def test_a_single_policy_curriculum_writes_refused_updates_and_counts_ppo_episod
 
 def test_a_resumed_ppo_run_equals_an_undisturbed_one(tmp_path):
     """The learner's state (Adam moments, minibatch generator, obs statistics) is in the
-    checkpoint: 2 generations + resume to 3 give the tables of 3 straight generations."""
+    checkpoint: 3 generations, then the run resumed from its checkpoint of generation 2,
+    give the tables of the 3 straight generations again (generation 3 run anew). No
+    transfers: a transfer starts its pair's learner afresh, and POET's default (every 2nd
+    generation) would leave checkpoint 2 with no learner state to restore."""
+    from coevo import checkpoint
     from coevo.pool.stats import is_runtime_column
 
     args = [
@@ -182,20 +186,23 @@ def test_a_resumed_ppo_run_equals_an_undisturbed_one(tmp_path):
         "curriculum.reproduce_every=1",
         "curriculum.repro_threshold=0",
         "curriculum.mc_lower=0",
+        "curriculum.transfer_every=0",
+        "curriculum.generations=3",
         "seed=3",
     ]
-    straight, split = tmp_path / "straight", tmp_path / "split"
-    done = cli_in_process(
-        "coevo-run", *args, "curriculum.generations=3", f"hydra.run.dir={straight}"
-    )
+    done = cli_in_process("coevo-run", *args, f"hydra.run.dir={tmp_path}")
     assert done.returncode == 0, done.stderr[-3000:]
-    done = cli_in_process("coevo-run", *args, "curriculum.generations=2", f"hydra.run.dir={split}")
-    assert done.returncode == 0, done.stderr[-3000:]
-    resumed = cli_in_process("coevo-run", f"resume={split}", "curriculum.generations=3")
+    names = ("summary.csv", "eligibility.csv", "population.csv")
+    straight = {name: pd.read_csv(tmp_path / name) for name in names}
+    second = tmp_path / "checkpoints" / "gen_000002.pkl"
+    pairs = checkpoint.load(second)["curriculum"]["population"].active
+    assert any(pair.state.updates > 0 for pair in pairs)  # a learner state to restore
+    resumed = cli_in_process("coevo-run", f"resume={second}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "resuming" in resumed.stdout
-    for name in ("summary.csv", "eligibility.csv", "population.csv"):
-        expected, got = pd.read_csv(straight / name), pd.read_csv(split / name)
+    assert "resuming" in resumed.stdout and "after generation 2" in resumed.stdout
+    assert "gen   3/3" in resumed.stdout  # generation 3 ran again
+    for name, expected in straight.items():
+        got = pd.read_csv(tmp_path / name)
         runtime = [c for c in expected if is_runtime_column(c)]
         pd.testing.assert_frame_equal(
             got.drop(columns=runtime), expected.drop(columns=runtime), obj=name
