@@ -163,8 +163,9 @@ def test_coevo_run_with_pool_address_spreads_its_workers_over_both_nodes_with_th
     assert list(logs.glob(f"python-core-driver-*_{process.pid}.log")), sorted(logs.iterdir())
     # Both workers, so both nodes, worked; none was restarted.
     summary = pd.read_csv(run_dir / "summary.csv")
-    assert summary["busy_s_worker_0"].sum() > 0 and summary["busy_s_worker_1"].sum() > 0
-    assert summary["worker_restarts"].sum() == 0
+    busy = [float(summary[f"busy_s_worker_{worker}"].sum()) for worker in (0, 1)]
+    assert min(busy) > 0, busy
+    assert int(summary["worker_restarts"].sum()) == 0
     _assert_same_tables(run_dir, one_node.run_dir)
 
 
