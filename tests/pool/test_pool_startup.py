@@ -54,19 +54,25 @@ pairs = [(policy.init(rng), space.mutate(space.initial_task(), rng)) for _ in ra
 served, returns = [], []
 torch.set_num_threads(2)
 with EvaluationPool(space, policy, "ray", 2, envs_per_worker=3) as pool:
-    # The first call runs here (Ray takes seconds to start) and ends after Ray got ready:
-    # its answers carry this process's pid, which once counted as a restart of every worker.
+    # The first call runs here (Ray takes seconds to start): its first episodes while Ray's
+    # start pickles the policy, the others once Ray got ready, so the call ends after the
+    # handover. Its answers carry this process's pid: once counted as a restart of every
+    # worker.
     local = pool._backend.local.workers[0]
     reset_slot = local.slots.reset_slot
+    resets = []
 
     def reset_when_ray_is_ready(*args):
-        pool._backend.wait_ready()  # Ray becomes ready while this call runs here
+        resets.append(args)
+        if len(resets) > 3:  # one episode per slot first, then Ray becomes ready
+            pool._backend.wait_ready()
         return reset_slot(*args)
 
     local.slots.reset_slot = reset_when_ray_is_ready
     served.append(pool.serving)
     returns.append(pool.evaluate(pairs, 3, seed=7))
     local.slots.reset_slot = reset_slot
+    assert len(resets) > 3  # the call went on after Ray got ready
     assert torch.get_num_threads() == 2  # the local worker's one thread is not the driver's
     assert pool.wait_ready()
     served.append(pool.serving)
