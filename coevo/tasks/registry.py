@@ -21,6 +21,7 @@ _BUILTIN_MODULES = (
     "coevo.tasks.mountain_car_reach",
     "coevo.tasks.acrobot",
     "coevo.tasks.acrobot_reach",
+    "coevo.tasks.point_mass_gate",
     "coevo.tasks.lunar_lander",
     "coevo.tasks.bipedal_terrain",
     "coevo.tasks.masked",
