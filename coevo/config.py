@@ -166,7 +166,7 @@ def parse_config(raw: Mapping[str, Any]) -> RunConfig:
 def _policy_for_optimizer(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     """What coevo-run's config groups pick and a plain mapping may leave out: optimizer=ppo
     trains the actor-critic (conf/optimizer/ppo.yaml), whose layers default to its own
-    (64, 64), not the mlp's `policy.hidden`."""
+    (64, 64), not the mlp's `policy.hidden` (the conv actor-critic's to its (64,))."""
     policy, optimizer = raw.get("policy"), raw.get("optimizer")
     if not isinstance(policy, Mapping | None) or not isinstance(optimizer, Mapping | None):
         return raw  # _build names the section that is not a mapping
@@ -178,6 +178,10 @@ def _policy_for_optimizer(raw: Mapping[str, Any]) -> Mapping[str, Any]:
         from coevo.policies.actor_critic import DEFAULT_HIDDEN
 
         policy["hidden"] = list(DEFAULT_HIDDEN)
+    if policy.get("name") == "conv_actor_critic" and "hidden" not in policy:
+        from coevo.policies.conv_actor_critic import DEFAULT_HIDDEN as CONV_HIDDEN
+
+        policy["hidden"] = list(CONV_HIDDEN)
     return {**raw, "policy": policy} if policy else raw
 
 

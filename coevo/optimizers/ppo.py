@@ -8,8 +8,9 @@ Ray task when the cluster has a free CPU (`ppo_remote`); `tell` is `tell_many` o
 A rollout with a failed stream, or an update that is non-finite or exploding, leaves the
 pair's weights and state as they were and says why in the step's record (`reason`).
 
-The policy must be the actor-critic (`policy=actor_critic`): the learner needs its value
-head and its layout. gSDE (SB3's `use_sde` / `sde_sample_freq`) is set on that policy
+The policy must be the actor-critic (`policy=actor_critic`, or `policy=conv_actor_critic`,
+its subclass with a convolution first): the learner needs its value head and its layout.
+gSDE (SB3's `use_sde` / `sde_sample_freq`) is set on that policy
 (`policy.kwargs.use_sde`, `sde_sample_freq`): it changes the vector's layout.
 """
 
@@ -82,7 +83,8 @@ class PPO(Optimizer):
             raise ConfigError(
                 "policy.name",
                 "optimizer ppo needs the actor-critic policy (a value head): "
-                "policy=actor_critic on the command line, {'policy': {'name': "
+                "policy=actor_critic (or conv_actor_critic, for a grid observation such "
+                "as a maze's) on the command line, {'policy': {'name': "
                 "'actor_critic'}} in parse_config's mapping (or leave policy out), or "
                 "coevo.make_policy('actor_critic', obs_space, act_space, {}) from Python; "
                 f"got {type(policy).__name__}",

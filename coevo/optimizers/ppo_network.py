@@ -1,4 +1,5 @@
-"""`ActorCriticSpec`'s network for P pairs at once, in torch, for the PPO learner.
+"""`ActorCriticSpec`'s network for P pairs at once, in torch, for the PPO learner (a
+spec's encoder, such as the conv actor-critic's, runs first: `spec.encode_torch`).
 
 The pairs' trainable parameters are one tensor [P, N] (each row the trainable tail of a
 pair's flat vector, in the spec's layout); every layer is a batched matmul over the pair
@@ -65,11 +66,8 @@ class StackedActorCritic:
         return {"tanh": torch.tanh, "relu": torch.relu}[self.spec.activation]
 
     def _linear(self, params: Any, h: Any, name: str) -> Any:
-        layer = self.layers[name]
-        pairs = params.shape[0]
-        weight = params[:, layer.weight : layer.bias].view(pairs, layer.fan_out, layer.fan_in)
-        bias = params[:, layer.bias : layer.stop].unsqueeze(1)
-        return _pair_matmul(h, weight, bias)
+        weight, bias = self._layer(params, name)
+        return _pair_matmul(h, weight, bias.unsqueeze(1))
 
     def _trunk(self, params: Any, h: Any, prefix: str) -> Any:
         for index in range(len(self.spec.hidden)):
@@ -81,7 +79,15 @@ class StackedActorCritic:
         out, values, _ = self._forward(params, obs)
         return out, values
 
+    def _layer(self, params: Any, name: str) -> tuple[Any, Any]:
+        """Each pair's (weight [P, out, in], bias [P, out]) of layer `name`."""
+        layer = self.layers[name]
+        pairs = params.shape[0]
+        weight = params[:, layer.weight : layer.bias].view(pairs, layer.fan_out, layer.fan_in)
+        return weight, params[:, layer.bias : layer.stop]
+
     def _forward(self, params: Any, obs: Any) -> tuple[Any, Any, Any]:
+        obs = self.spec.encode_torch(obs, lambda name: self._layer(params, name))
         pi = self._trunk(params, obs, "pi")
         out = self._linear(params, pi, "action")
         vf = pi if self.spec.shared else self._trunk(params, obs, "vf")

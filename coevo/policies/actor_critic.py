@@ -208,7 +208,9 @@ class ActorCriticSpec(Policy):
         if self.normalize_obs:
             add("obs_mean", (self.obs_dim,), False)
             add("obs_var", (self.obs_dim,), False)
-        sizes = (self.obs_dim, *self.hidden)
+        for name, shape in self.encoder_shapes():
+            add(name, shape)
+        sizes = (self.features_dim, *self.hidden)
         for index, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
             add(f"pi.{index}.weight", (fan_out, fan_in))
             add(f"pi.{index}.bias", (fan_out,))
@@ -223,6 +225,25 @@ class ActorCriticSpec(Policy):
         if not self.discrete:
             add("log_std", self.log_std_shape)
         return segments
+
+    # -- the encoder: what the trunks read (here the observation itself) ----------------
+    @property
+    def features_dim(self) -> int:
+        """The trunks' input size: the observation's (a subclass's encoder may change it)."""
+        return self.obs_dim
+
+    def encoder_shapes(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        """(name, shape) of the encoder's parameters, laid out before the trunks: none."""
+        return ()
+
+    def encode(self, params: np.ndarray, obs: np.ndarray) -> np.ndarray:
+        """The trunks' input [B, features_dim] from normalised observations [B, D] (numpy)."""
+        return obs
+
+    def encode_torch(self, obs: Any, layer: Any) -> Any:
+        """`encode` in torch on [P, B, D]; `layer(name)` gives a layer's (weight
+        [P, out, in], bias [P, out]) of the P pairs."""
+        return obs
 
     @property
     def log_std_shape(self) -> tuple[int, ...]:
@@ -327,7 +348,7 @@ class ActorCriticSpec(Policy):
         self, params: np.ndarray, obs: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(logits or means [B, A], values [B], the policy trunk's features [B, h_k])."""
-        x = self.normalize(params, obs)
+        x = self.encode(params, self.normalize(params, obs))
         pi = self._trunk(params, x, "pi")
         out = self._linear(params, pi, "action")
         vf = pi if self.shared else self._trunk(params, x, "vf")
@@ -514,8 +535,13 @@ def _torch_module_class() -> type:
             out, value, _ = self.features(obs)
             return out, value
 
+        def _layer(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+            """A layer's (weight, bias) as one pair's: [1, out, in], [1, out]."""
+            return self._p(f"{name}.weight")[None], self._p(f"{name}.bias")[None]
+
         def features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
             """(logits or means, values, the policy trunk's features)."""
+            obs = self.spec.encode_torch(obs[None], self._layer)[0]
             pi = self._trunk(obs, "pi")
             out = nn.functional.linear(pi, self._p("action.weight"), self._p("action.bias"))
             vf = pi if self.spec.shared else self._trunk(obs, "vf")
@@ -568,6 +594,34 @@ def _module_class() -> type:
     return _torch_module_class()
 
 
+# The actor-critic's `policy.kwargs`.
+KWARGS = ("shared", "normalize_obs", "obs_clip", "use_sde", "sde_sample_freq", "full_std")
+KWARGS += ("use_expln",)
+
+
+def checked_kwargs(options: Mapping[str, Any], allowed: Sequence[str], kind: str) -> dict:
+    """`options`' kwargs, refusing one `allowed` does not name and a `policy.action` (an
+    actor-critic samples in trajectories and acts deterministically in evaluations).
+
+    Raises:
+        ConfigError: naming the field and what is allowed.
+    """
+    kwargs = dict(options.get("kwargs") or {})
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"policy.kwargs.{unknown[0]}",
+            f"not an option of policy={kind}; allowed: {', '.join(allowed)}",
+        )
+    if options.get("action") not in (None, "sample", "gaussian"):
+        raise ConfigError(
+            "policy.action",
+            f"{kind} samples in trajectories and acts deterministically in evaluations; "
+            f"leave it unset, got '{options.get('action')}'",
+        )
+    return kwargs
+
+
 def make_actor_critic(
     observation_space: gym.Space, action_space: gym.Space, options: Mapping[str, Any]
 ) -> ActorCriticSpec:
@@ -575,28 +629,7 @@ def make_actor_critic(
     {shared, normalize_obs, obs_clip, use_sde, sde_sample_freq, full_std, use_expln}}`
     describes (actions: sampled in trajectories, deterministic in evaluations, clipped into
     the bounds as SB3 does)."""
-    kwargs = dict(options.get("kwargs") or {})
-    allowed = (
-        "shared",
-        "normalize_obs",
-        "obs_clip",
-        "use_sde",
-        "sde_sample_freq",
-        "full_std",
-        "use_expln",
-    )
-    unknown = sorted(set(kwargs) - set(allowed))
-    if unknown:
-        raise ConfigError(
-            f"policy.kwargs.{unknown[0]}",
-            f"not an actor_critic option; allowed: {', '.join(allowed)}",
-        )
-    if options.get("action") not in (None, "sample", "gaussian"):
-        raise ConfigError(
-            "policy.action",
-            f"actor_critic samples in trajectories and acts deterministically in evaluations; "
-            f"leave it unset, got '{options.get('action')}'",
-        )
+    kwargs = checked_kwargs(options, KWARGS, "actor_critic")
     return ActorCriticSpec.for_spaces(
         observation_space,
         action_space,

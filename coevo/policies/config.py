@@ -20,8 +20,8 @@ class PolicyConfig(Checked):
 
     name: str = setting(
         "mlp",
-        doc="mlp, torch, gru, lstm, actor_critic, a kind a user registered, or "
-        "package.module:builder",
+        doc="mlp, torch, gru, lstm, actor_critic, conv_actor_critic, a kind a user "
+        "registered, or package.module:builder",
     )
     hidden: tuple[int, ...] = setting(
         (16,), doc="mlp layers; gru/lstm: layers before the cell, then its size"

@@ -1,7 +1,8 @@
 """Policy kinds by name (`policy.name`): builders from the env's spaces and the options.
 
 Built in: `mlp` (numpy), `torch` (any nn.Module by import path), `gru`, `lstm` (recurrent
-torch nets) and `actor_critic` (PPO's). A kind of your own: `register(name, builder)`, or
+torch nets), `actor_critic` (PPO's) and `conv_actor_critic` (PPO's, a convolution over a
+grid observation such as a maze's view first). A kind of your own: `register(name, builder)`, or
 `policy.name: package.module:builder` (imported where the run starts, as `task.name` and the
 plug-ins are). Saved torchscript and SB3 policies are read by `loaders.py` (pairs files,
 `from_module`), not by a kind. torch is imported only when a torch kind is built, so
@@ -46,9 +47,9 @@ def names() -> tuple[str, ...]:
 _ONLY_FOR = {
     "module": ("torch",),
     "file": ("torch",),
-    "kwargs": ("torch", "actor_critic"),
+    "kwargs": ("torch", "actor_critic", "conv_actor_critic"),
 }
-_BUILT_IN = ("mlp", "torch", "gru", "lstm", "actor_critic")
+_BUILT_IN = ("mlp", "torch", "gru", "lstm", "actor_critic", "conv_actor_critic")
 
 
 def make_policy(
@@ -169,3 +170,12 @@ def _actor_critic(observation_space, action_space, options) -> Policy:
 
 
 register("actor_critic", _actor_critic)
+
+
+def _conv_actor_critic(observation_space, action_space, options) -> Policy:
+    from coevo.policies.conv_actor_critic import make_conv_actor_critic
+
+    return make_conv_actor_critic(observation_space, action_space, options)
+
+
+register("conv_actor_critic", _conv_actor_critic)

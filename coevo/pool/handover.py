@@ -154,6 +154,10 @@ class HandoverWorkers:
         # Blocks put before the handover stay numpy arrays; Ray workers take those too.
         return self.current.put(block)
 
+    def put_levels(self, block: tuple[Any, ...]) -> tuple[Any, int]:
+        """Store a block of levels on the current side (Ray workers take a local one too)."""
+        return self.current.put_levels(block)
+
     def info(self) -> list[dict[str, Any]]:
         """The current side's worker descriptions."""
         return self.current.info()

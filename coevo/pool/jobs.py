@@ -1,4 +1,5 @@
-"""What travels to workers: episode jobs naming their parameters by key, never by value."""
+"""What travels to workers: episode jobs naming their parameters by key, never by value (and,
+on their way from a pool, their level by content id: coevo/pool/levels.py)."""
 
 from __future__ import annotations
 

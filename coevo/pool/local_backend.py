@@ -26,6 +26,10 @@ class LocalWorkers:
         """A copy of `block`: the workers read it in this process."""
         return block.copy()
 
+    def put_levels(self, block: tuple[Any, ...]) -> tuple[Any, int]:
+        """`block` itself, and 0 bytes: levels are immutable, nothing is copied or pickled."""
+        return block, 0
+
     def run(
         self,
         chunks: Sequence[list[Any]],

@@ -1,6 +1,7 @@
 """EvaluationPool: episodes to a set of workers, in-process or as Ray actors.
 
-This module is the pool's face: validation, weights (`store.WeightStore`), chunking
+This module is the pool's face: validation, weights (`store.WeightStore`), levels by
+content id (`levels.LevelStore`), chunking
 (`scheduling`), the backend that runs chunks (`local_backend.LocalWorkers` or
 `ray_backend.RayWorkers`, which also handles worker and node loss; `handover.HandoverWorkers`
 while a Ray this pool starts is starting), statistics (`stats`),
@@ -20,6 +21,7 @@ import numpy as np
 from coevo.errors import ConfigError
 from coevo.policies.base import Policy
 from coevo.pool.jobs import EpisodeJob, ParamSource, Stored
+from coevo.pool.levels import LEVEL_SOURCES, LevelStore
 from coevo.pool.limits import WorkerLimits
 from coevo.pool.results import EvalResult, EvaluationError, error_line
 from coevo.pool.scheduling import chunk_sizes
@@ -113,6 +115,7 @@ class EvaluationPool:
                 "jobs",
                 "failed_episodes",
                 "bytes_shipped",
+                "level_bytes_shipped",
                 "wall_s",
                 "worker_restarts",
             )
@@ -148,6 +151,7 @@ class EvaluationPool:
                 space, policy, num_workers, envs_per_worker, address, self.limits
             )
         self.store = WeightStore(policy.num_params, self._backend.put, store_size)
+        self.levels = LevelStore(self._backend.put_levels)
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -196,6 +200,7 @@ class EvaluationPool:
             self._backend.close()
         finally:
             self.store.clear()
+            self.levels.clear()
 
     @property
     def closed(self) -> bool:
@@ -318,9 +323,10 @@ class EvaluationPool:
         started = time.perf_counter()
         self._ship()
         sources_for = [self.store.sources(job.params.key for job in c) for c in chunks]
+        sent = self._with_level_ids(chunks, sources_for) if method == "run" else chunks
         if self.progress is not None:
             self.progress.planned(sum(len(c) for c in chunks))
-        results = self._backend.run(chunks, sources_for, method, self._report, prefer)
+        results = self._backend.run(sent, sources_for, method, self._report, prefer)
         self.stats["worker_restarts"] = self._backend.restarts + self._ray_restarts
         # `results` is in chunk order.
         for chunk, (worker, node, result) in zip(chunks, results, strict=True):
@@ -333,12 +339,24 @@ class EvaluationPool:
             on_node["busy_s"] += busy
             self._note_pid(worker, int(result.stats.get("pid", 0)))
         self.store.evict()
+        self.levels.evict()
         self.stats["wall_s"] += time.perf_counter() - started
         return [(worker, result) for worker, _, result in results]
 
     def _ship(self) -> None:
         self.store.ship()
         self.stats["bytes_shipped"] = float(self.store.bytes_shipped)
+
+    def _with_level_ids(
+        self, chunks: Sequence[list[Any]], sources_for: list[dict[str, Any]]
+    ) -> list[list[Any]]:
+        """Episode chunks as they travel: each job's level named by its content id, the
+        levels' sources added to each chunk's (see `coevo.pool.levels`)."""
+        sent, level_sources = self.levels.send(chunks)
+        for sources, levels in zip(sources_for, level_sources, strict=True):
+            sources[LEVEL_SOURCES] = levels
+        self.stats["level_bytes_shipped"] = float(self.levels.bytes_shipped)
+        return sent
 
     def dispatch(self, jobs: Sequence[Any]) -> list[Any]:
         """Jobs of any registered kind (see `coevo.pool.dispatch`) in one call; one result
@@ -505,10 +523,13 @@ class EvaluationPool:
 
         Keys: episodes, env_steps, cache_hits, cache_misses (weight-vector cache of the
         workers, per job), bytes_shipped (driver to object store), bytes_loaded (object store
-        to workers), busy_s (summed over workers) and busy_s_worker_0..N-1 (each worker's
-        time inside `Worker.run`), cpu_s (the workers' CPU time meanwhile), overlap_starts
-        (episodes started while another chunk's still ran on that worker), worker_restarts,
-        wall_s (time inside `run`), steps_per_s.
+        to workers), level_bytes_shipped and level_bytes_loaded (the same for levels, Ray
+        backend: in-process nothing is pickled), levels_loaded (levels the workers took into
+        their level caches: once per level and worker while kept), busy_s (summed over
+        workers) and busy_s_worker_0..N-1 (each worker's time inside `Worker.run`), cpu_s
+        (the workers' CPU time meanwhile), overlap_starts (episodes started while another
+        chunk's still ran on that worker), worker_restarts, wall_s (time inside `run`),
+        steps_per_s.
         """
         snapshot = dict(self.stats)
         for worker, busy in enumerate(self.busy_by_worker):

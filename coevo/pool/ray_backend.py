@@ -281,6 +281,15 @@ class RayWorkers:
 
         return ray.put(block)
 
+    def put_levels(self, block: tuple[Any, ...]) -> tuple[Any, int]:
+        """Put a block of levels in the object store, pickled here as Ray pickles (modules
+        registered by value with Ray stay so) and its size known: its reference and size."""
+        import ray
+        import ray.cloudpickle.cloudpickle as cloudpickle
+
+        data = cloudpickle.dumps(block)
+        return ray.put(data), len(data)
+
     def info(self) -> list[dict[str, Any]]:
         """Each worker's description (only the pid, None, for a worker still starting)."""
         import ray

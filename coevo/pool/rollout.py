@@ -54,6 +54,8 @@ class Chunk:
             "cache_misses": 0.0,
             "bytes_loaded": 0.0,
             "overlap_starts": 0.0,  # its episodes started beside another chunk's
+            "levels_loaded": 0.0,  # levels this worker took from their blocks (levels.py)
+            "level_bytes_loaded": 0.0,
         }
     )
     failure: BaseException | None = None

@@ -14,6 +14,10 @@ CHUNK_STAT_KEYS = (
     "cache_hits",
     "cache_misses",
     "bytes_loaded",
+    # Levels a worker took into its level cache, and the bytes of level blocks it fetched
+    # from the object store (coevo/pool/levels.py).
+    "levels_loaded",
+    "level_bytes_loaded",
     "busy_s",
     "cpu_s",
     # Episodes a worker started while another chunk's episodes still ran there (the next
@@ -34,6 +38,7 @@ RUNTIME_COLUMNS = (
     "cache_hits",
     "cache_misses",
     "bytes_shipped",
+    "level_bytes_shipped",
     "worker_busy_s",
     "worker_restarts",
     # where a stream's live env was (and how much was replayed) depends on the workers
@@ -54,6 +59,7 @@ POOL_COLUMNS = (
     "cache_hits",
     "cache_misses",
     "bytes_shipped",
+    "level_bytes_shipped",
     "trajectory_bytes",
     "worker_busy_s",
     "worker_restarts",
@@ -97,6 +103,7 @@ def generation_figures(before: dict[str, float], after: dict[str, float]) -> dic
         "cache_hits": count("cache_hits"),
         "cache_misses": count("cache_misses"),
         "bytes_shipped": count("bytes_shipped"),
+        "level_bytes_shipped": count("level_bytes_shipped"),
         "trajectory_bytes": count("trajectory_bytes"),
         "worker_busy_s": after["busy_s"] - before["busy_s"],
         **{

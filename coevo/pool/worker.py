@@ -18,6 +18,7 @@ import numpy as np
 
 from coevo.policies.base import Policy
 from coevo.pool.jobs import EpisodeJob, Stored, perturbation_noise
+from coevo.pool.levels import LevelCache
 from coevo.pool.rollout import Chunk, ChunkResult, Rollouts, timed
 from coevo.pool.slots import EnvSlots, GymSlots
 from coevo.tasks.task import TaskSpace
@@ -66,6 +67,8 @@ class Worker:
         # Blocks of vectors fetched from the object store, so that the other versions in a
         # block are not fetched again when their turn comes (one fetch per block and worker).
         self.blocks: OrderedDict[str, np.ndarray] = OrderedDict()
+        # Levels by content id: a pool's jobs name them by id (coevo/pool/levels.py).
+        self.level_cache = LevelCache()
         self._noise_seed: tuple[int, int] | None = None
         self._noise = np.zeros(0, dtype=np.float32)
         self.pid = os.getpid()
@@ -140,7 +143,9 @@ class Worker:
         """Run every job; results in job order.
 
         `sources` maps each weight key of the jobs to (block id, block or its Ray ObjectRef,
-        row), as the pool sends them, or to a bare vector; only cache misses read it.
+        row), as the pool sends them, or to a bare vector; only cache misses read it. Jobs
+        from a pool name their levels by id, found through `sources["levels"]` (see
+        `coevo.pool.levels`); jobs given their levels are run as they are.
         `token` names the chunk in `env_call`'s answers (Ray backend).
 
         Calls may overlap (a Ray actor takes two at once): the chunk joins the queue of
@@ -150,6 +155,7 @@ class Worker:
         last episodes leave free, and each call still returns exactly its own results.
         """
         chunk = Chunk(jobs, sources, token)
+        chunk.jobs = self.level_cache.resolve(jobs, sources, chunk.counters)
         with self._turn:
             self.rollouts.add(chunk)
             while not chunk.done and (self._driving or self._exclusive):

@@ -67,6 +67,11 @@ class PoetConfig(CurriculumConfig):
     )
     novelty_k: int = setting(5, low=1)
     transfer_every: int = setting(2, low=0, doc="0 turns transfer off")
+    admission_transfer: bool = setting(
+        True,
+        doc="an admitted child starts with the best active policy on it; false: with its "
+        "parent's (with transfer_every 0: POET without transfer)",
+    )
     transfer_proposal: bool = setting(True, doc="also try each policy after one optimizer step")
     transfer_history: int = setting(5, low=1, doc="a transfer must beat the best of this many")
     solved_threshold: float | None = setting(None, doc="null: the task space's solved score")
@@ -445,9 +450,15 @@ class Poet(Curriculum):
     def _starting_policies(
         self, admitted: list[tuple[Pair, Task, float, str]]
     ) -> Work[list[tuple[np.ndarray, str]]]:
-        """Each admitted child starts with the best active policy on it (parent on ties)."""
+        """Each admitted child starts with the best active policy on it (parent on ties), or
+        with its parent's when `admission_transfer` is off (then nothing is evaluated)."""
         if not admitted:
             return []
+        if not self.config.admission_transfer:
+            return [
+                (parent.theta.copy(), f"parent's policy ({score:.1f}; admission_transfer off)")
+                for parent, _, score, _ in admitted
+            ]
         active = self.population.active
         found = yield from best_policies_work(
             self.pool.register,

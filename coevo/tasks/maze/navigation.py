@@ -10,7 +10,8 @@ The observation is the agent's partial egocentric view (`view_size` x `view_size
 dcd and jaxued; walls seen through, as both do by default) as a flat float32 array: for each
 view cell (rows from the farthest to the agent's own, columns from the agent's left to its
 right) the pair (wall, goal), outside the maze being wall and the agent's own cell empty, as
-MiniGrid shows it; then the direction one-hot. An MLP policy takes it as it is.
+MiniGrid shows it; then the direction one-hot. An MLP policy takes it as it is; the space is
+a `GridBox` whose `grid` (view, view, 2) a conv policy (`policy=conv_actor_critic`) reads.
 
 `MazeEnv` is the plain single-env implementation (gymnasium, `get_task` / `set_task`);
 `MazeSlots` (slots.py) steps many mazes at once and must agree with it step for step.
@@ -23,6 +24,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from coevo.tasks.grid_box import GridBox
 from coevo.tasks.maze.level import DIRECTIONS, Maze, as_maze
 
 ACTIONS = ("left", "right", "forward")
@@ -83,9 +85,8 @@ class MazeEnv(gym.Env):
         self.max_steps = max_steps
         self.render_mode = render_mode
         self.action_space = gym.spaces.Discrete(len(ACTIONS))
-        self.observation_space = gym.spaces.Box(
-            0.0, 1.0, (observation_size(view_size),), dtype=np.float32
-        )
+        # The view as a grid [view, view, (wall, goal)], then the direction one-hot.
+        self.observation_space = GridBox((view_size, view_size, 2), len(DIRECTIONS))
         self._level = level or empty_maze()
         self._pending: Maze | None = None
         self._views = [view_offsets(d, view_size) for d in range(len(DIRECTIONS))]
