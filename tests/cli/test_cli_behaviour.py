@@ -580,8 +580,8 @@ def test_settings_a_group_file_leaves_out_are_taken_without_a_plus():
         (["policy.file=actor.pt"], "policy.file: read only by policy=torch; policy=mlp would"),
         (
             ["policy=gru", "policy.kwargs={width: 8}"],
-            "policy.kwargs: read only by policy=torch or policy=actor_critic; policy=gru "
-            "would ignore it (got {'width': 8})",
+            "policy.kwargs: read only by policy=torch or policy=actor_critic or "
+            "policy=conv_actor_critic; policy=gru would ignore it (got {'width': 8})",
         ),
     ],
 )
