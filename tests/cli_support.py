@@ -132,6 +132,16 @@ SMALL_PPO = (
     "optimizer.n_epochs=3",
 )
 
+# The summary.csv columns of an applied PPO update (SB3's train/* figures).
+PPO_DIAGNOSTICS = (
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "approx_kl",
+    "clip_fraction",
+    "explained_variance",
+)
+
 RUN_TABLES = ("summary.csv", "eligibility.csv", "population.csv")
 
 

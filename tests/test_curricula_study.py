@@ -4,8 +4,9 @@ coevo-run's own composition (conf/optimizer/ppo.yaml's values, not PPOConfig's d
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-import subprocess
+import io
 import sys
 
 import pandas as pd
@@ -20,16 +21,6 @@ STUDY = ROOT / "experiments" / "curricula" / "run_study.py"
 PLR_ARM = "task=cartpole,optimizer=es,curriculum=plr,curriculum.buffer_size=64"
 
 
-def study(*args, timeout=600):
-    return subprocess.run(
-        [sys.executable, str(STUDY), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-    )
-
-
 def study_module():
     """run_study.py imported (a script, not a package; its dataclasses need sys.modules)."""
     if "run_study" not in sys.modules:
@@ -40,12 +31,35 @@ def study_module():
     return sys.modules["run_study"]
 
 
+def study(*args) -> tuple[int, str]:
+    """`python run_study.py ARGS` as its `__main__` runs it, in this process (an arm's runs
+    are coevo-run processes all the same): its exit code and what it printed."""
+    printed = io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(printed):  # the arms' threads print here too
+        try:
+            study_module().main([*map(str, args)])
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else 1
+    return code, printed.getvalue()
+
+
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
+    """The quick study of DR and PLR⊥ at one seed each (`--seeds`: every seed goes through
+    the same pipeline), each arm's pilot and runs in legs as --quick makes them."""
     out = tmp_path_factory.mktemp("quick")
-    done = study("--quick", "--curricula", "dr,plr", "--out", out)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out, done.stdout
+    code, printed = study("--quick", "--seeds", 1, "--curricula", "dr,plr", "--out", out)
+    assert code == 0, printed[-3000:]
+    return out, printed
+
+
+def _records(out) -> dict[str, dict]:
+    """Every recorded run of a study: 'ARM_DIR/seed=N' -> its study_run.yaml."""
+    return {
+        f"{path.parent.parent.name}/{path.parent.name}": yaml.safe_load(path.read_text())
+        for path in sorted((out / "arms").glob("*/seed=*/study_run.yaml"))
+    }
 
 
 @pytest.mark.slow
@@ -58,41 +72,45 @@ def test_quick_study_runs_each_arm_to_the_budget_and_compares_them(quick):
     for arm in arms:
         record = yaml.safe_load((out / "arms" / arm / "arm.yaml").read_text())
         assert record["expectation"]  # declared before the runs
-        for seed in (0, 1):
-            run_dir = out / "arms" / arm / f"seed={seed}"
-            config = yaml.safe_load((run_dir / "config.yaml").read_text())  # resolved config
-            assert (
-                config["seed"] == seed and config["test_set"]["every"] == record["test_set.every"]
-            )
-            assert config["test_set"]["episodes"] == module.TEST_EPISODES == 2  # for α-CVaR
-            steps = pd.read_csv(run_dir / "summary.csv")["env_steps"].sum()
-            assert steps >= budget  # ran to the budget
-            legs = yaml.safe_load((run_dir / "study_run.yaml").read_text())["legs"]
-            assert legs == sorted(legs) and legs[-1] == config["curriculum"]["generations"]
+        assert sorted(p.name for p in (out / "arms" / arm).glob("seed=*")) == ["seed=0"]
+        run_dir = out / "arms" / arm / "seed=0"
+        config = yaml.safe_load((run_dir / "config.yaml").read_text())  # resolved config
+        assert config["seed"] == 0 and config["test_set"]["every"] == record["test_set.every"]
+        assert config["test_set"]["episodes"] == module.TEST_EPISODES == 2  # for α-CVaR
+        steps = pd.read_csv(run_dir / "summary.csv")["env_steps"].sum()
+        assert steps >= budget  # ran to the budget
+        legs = yaml.safe_load((run_dir / "study_run.yaml").read_text())["legs"]
+        assert legs == sorted(legs) and legs[-1] == config["curriculum"]["generations"]
     runs = pd.read_csv(out / "compare" / "task=cartpole,optimizer=es" / "compare_runs.csv")
-    assert len(runs) == 4 and (runs["env_steps"] <= budget).all()  # scorings inside the budget
+    assert len(runs) == 2 and (runs["env_steps"] <= budget).all()  # scorings inside the budget
     # Every run scored inside the budget has an α-CVaR ranked and rescored apart.
     assert (runs["cvar"].notna() == runs["value"].notna()).all()
     text = (out / "study.md").read_text()
     assert "P(> dr)" in text and "IQM [95% CI]" in text
     assert "- plr: expected: PLR⊥ beats DR" in text and ("held" in text)
-    assert "Budget 6,000 training env steps per run; 2 seeds per arm" in text
+    assert "Budget 6,000 training env steps per run; 1 seed per arm" in text
     assert text.strip() in printed
 
 
 @pytest.mark.slow
 def test_check_reproduces_a_recorded_cell_bit_for_bit(quick):
     out, _ = quick
-    done = study("--check", out, "--cell", f"{PLR_ARM}/seed=1")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "reproduced bit for bit" in done.stdout
-    # A tampered record is caught: the figure no longer matches.
-    record_file = out / "arms" / PLR_ARM / "seed=1" / "study_run.yaml"
-    record = yaml.safe_load(record_file.read_text())
+    records = _records(out)
+    legs = {cell: len(record["legs"]) for cell, record in records.items()}
+    # The run of the most legs: --check replays each of its recorded `resume=` legs.
+    cell = max(legs, key=legs.__getitem__)
+    assert legs[cell] >= 2, legs
+    code, printed = study("--check", out, "--cell", cell)
+    assert code == 0 and "reproduced bit for bit" in printed, printed[-3000:]
+    # A tampered record is caught: the figure no longer matches (on the run of the fewest
+    # legs, the cheapest to run again).
+    cell = min(legs, key=legs.__getitem__)
+    record_file = out / "arms" / cell / "study_run.yaml"
+    record = records[cell]
     record_file.write_text(yaml.safe_dump({**record, "figure": record["figure"] + 0.5}))
     try:
-        done = study("--check", out, "--cell", f"{PLR_ARM}/seed=1")
-        assert done.returncode == 1 and "NOT reproduced" in done.stdout
+        code, printed = study("--check", out, "--cell", cell)
+        assert code == 1 and "NOT reproduced" in printed, printed[-3000:]
     finally:
         record_file.write_text(yaml.safe_dump(record))
 

@@ -310,8 +310,9 @@ def run_study(arms: list[Arm], scale: Scale, out: Path, jobs: int) -> str:
     for space, optimizer in dict.fromkeys((a.space, a.optimizer) for a in arms):
         mine = [a for a in arms if (a.space, a.optimizer) == (space, optimizer)]
         sections.append(_compare_section(space, optimizer, mine, scale, out))
+    seeds = f"{scale.seeds} seed{'s' if scale.seeds != 1 else ''} per arm"
     text = "\n\n".join(sections) + (
-        f"\n\nBudget {scale.budget:,} training env steps per run; {scale.seeds} seeds per arm; "
+        f"\n\nBudget {scale.budget:,} training env steps per run; {seeds}; "
         f"test set of {scale.test_size} tasks; commit {_commit()}.\n"
     )
     (out / "study.md").write_text(text)

@@ -8,7 +8,8 @@ from cli_support import COEVO_RUN, ROOT, cli, cli_in_process, refusals_in_a_fres
 
 from coevo.pool.stats import is_runtime_column
 
-# One worker under xdist: the Ray run (`ray_run`) made once for the module.
+# One worker under xdist: the Ray run (`ray_run`) and the local one (`local_run`) made once
+# for the module.
 pytestmark = pytest.mark.xdist_group("test_cli")
 SMALL = [
     "curriculum.generations=4",
@@ -26,6 +27,17 @@ def ray_run(tmp_path_factory):
     done = cli("coevo-run", *SMALL, f"hydra.run.dir={run_dir}")
     assert done.returncode == 0, done.stderr[-3000:]
     return run_dir, done
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    """SMALL on one in-process worker: the Ray run's tables, and a resumed run's."""
+    run_dir = tmp_path_factory.mktemp("runs") / "local"
+    done = cli_in_process(
+        "coevo-run", *SMALL, "pool=local", "pool.num_workers=1", f"hydra.run.dir={run_dir}"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return run_dir
 
 
 def test_default_backend_run_writes_the_run_directory(ray_run):
@@ -123,22 +135,16 @@ def test_population_and_report(ray_run):
     assert (ray_run[0] / "plots" / "curves.png").stat().st_size > 1000
 
 
-def test_local_backend_gives_the_same_tables(ray_run, tmp_path):
-    done = cli_in_process(
-        "coevo-run", *SMALL, "pool=local", "pool.num_workers=1", f"hydra.run.dir={tmp_path}"
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_local_backend_gives_the_same_tables(ray_run, local_run):
     for name in ("summary.csv", "eligibility.csv"):
         ray_table = pd.read_csv(ray_run[0] / name)
-        local_table = pd.read_csv(tmp_path / name)
+        local_table = pd.read_csv(local_run / name)
         ray_table = ray_table.drop(columns=[c for c in ray_table if is_runtime_column(c)])
         local_table = local_table.drop(columns=[c for c in local_table if is_runtime_column(c)])
         pd.testing.assert_frame_equal(ray_table, local_table)
 
 
-def test_resume_continues_from_the_last_checkpoint(tmp_path):
-    first = cli_in_process("coevo-run", *SMALL, "pool=local", f"hydra.run.dir={tmp_path / 'a'}")
-    assert first.returncode == 0, first.stderr[-3000:]
+def test_resume_continues_from_the_last_checkpoint(local_run, tmp_path):
     # A shorter run, then extended by resuming with more generations recorded in its config.
     short = [arg.replace("generations=4", "generations=2") for arg in SMALL]
     done = cli_in_process("coevo-run", *short, "pool=local", f"hydra.run.dir={tmp_path / 'b'}")
@@ -151,7 +157,7 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path):
     log = (tmp_path / "b" / "cli.log").read_text()  # the first part's lines, then the resumed
     assert log.index("gen   2/2") < log.index("resuming") < log.index("gen   3/4")
     for name in ("summary.csv", "eligibility.csv"):
-        a = pd.read_csv(tmp_path / "a" / name)
+        a = pd.read_csv(local_run / name)  # the whole run, uninterrupted
         b = pd.read_csv(tmp_path / "b" / name)
         drop = [c for c in a if is_runtime_column(c)]
         pd.testing.assert_frame_equal(a.drop(columns=drop), b.drop(columns=drop))
@@ -160,8 +166,9 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path):
 def test_a_reader_that_stops_reading_does_not_stop_the_run(tmp_path):
     # `coevo-run ... | head -1`: the pipe breaks after the first line. The run goes on to its
     # end, its report written and every progress line in cli.log.
+    two = [arg.replace("generations=4", "generations=2") for arg in SMALL]
     run = subprocess.Popen(
-        [COEVO_RUN, *SMALL, "pool=local", f"hydra.run.dir={tmp_path}"],
+        [COEVO_RUN, *two, "pool=local", f"hydra.run.dir={tmp_path}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,
@@ -172,7 +179,7 @@ def test_a_reader_that_stops_reading_does_not_stop_the_run(tmp_path):
     assert run.wait(timeout=300) == 0, stderr[-3000:]
     assert "BrokenPipeError" not in stderr
     log = (tmp_path / "cli.log").read_text()
-    assert "gen   4/4" in log and "run directory:" in log
+    assert "gen   2/2" in log and "run directory:" in log
     assert (tmp_path / "report.html").is_file()
 
 

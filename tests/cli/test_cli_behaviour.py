@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from cli_support import COEVO_RUN, ROOT, cli, cli_in_process, run_tables
+from cli_support import COEVO_RUN, ROOT, cli_in_process, run_tables
 from phrases import assert_says
 
 from coevo.pool import EvaluationError, EvaluationPool
@@ -83,65 +83,35 @@ def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 240) -> No
         time.sleep(0.02)
 
 
-@pytest.mark.parametrize(
-    ("backend", "signum", "code", "said"),
-    [
-        ("local", signal.SIGINT, 130, "interrupted"),
-        ("ray", signal.SIGINT, 130, "interrupted"),
-        # A batch scheduler's cancel: the same stop, with a SIGTERM's exit code; also where
-        # Ray starts in the main thread (a worker limit, or pool.address), whose ray.init
-        # sets a SIGTERM handler of its own.
-        ("local", signal.SIGTERM, 143, "terminated (SIGTERM)"),
-        ("ray pool.episode_timeout_s=60", signal.SIGTERM, 143, "terminated (SIGTERM)"),
-    ],
-)
-def test_ctrl_c_prints_how_to_resume_writes_the_report_and_resumes_exactly(
-    tmp_path, backend, signum, code, said
-):
-    backend, *extra = backend.split()
-    args = [
-        *SMALL,
-        f"pool={backend}",
-        *extra,
-        "curriculum.generations=12",
-        "optimizer.population=24",
-    ]
-    run = tmp_path / "run"
+def _stop_after_generation_2(command: list[str], run: Path, signum: int, env: dict) -> tuple:
+    """Start `coevo-run COMMAND`, send `signum` once generation 2's checkpoint is written:
+    (exit code, stderr, the generation its stop line names, that line)."""
     process = subprocess.Popen(
-        [COEVO_RUN, *args, f"hydra.run.dir={run}"],
+        [COEVO_RUN, *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
+        env={**os.environ, **env},
     )
     _wait_for(run / "checkpoints" / "gen_000002.pkl", process)
     process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == code, stderr[-3000:]
     assert "Traceback" not in stderr + stdout
+    said = "interrupted" if signum == signal.SIGINT else "terminated (SIGTERM)"
     last = [line for line in stderr.splitlines() if line.startswith(said)][-1]
+    assert last == stderr.strip().splitlines()[-1]
     generation = int(last.split("after generation ")[1].split(";")[0])
-    assert generation >= 2
-    hint = f"after generation {generation}; resume with: coevo-run resume={run}"
-    assert last == f"{said} {hint}"
-    banner = f'<p class="stopped"><strong>{said} {hint}</strong></p>'
+    assert 2 <= generation < 6  # in the run, not after its end
+    banner = f'<p class="stopped"><strong>{last}</strong></p>'
     assert banner in (run / "report.html").read_text()
     assert pd.read_csv(run / "summary.csv")["generation"].max() >= generation
-
-    if backend == "ray" or signum == signal.SIGTERM:
-        return  # resuming exactly is the same whatever stopped it; the first case checks it
-    resumed = cli_in_process("coevo-run", f"resume={run}")
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"after generation {generation}" in resumed.stdout
-    assert not (run / "stopped.txt").exists()  # it went on and completed
-    assert 'class="stopped"' not in (run / "report.html").read_text()
-    clean = tmp_path / "clean"
-    assert cli_in_process("coevo-run", *args, f"hydra.run.dir={clean}").returncode == 0
-    for name, frame in run_tables(clean).items():
-        pd.testing.assert_frame_equal(run_tables(run)[name], frame, obj=name)
+    return process.returncode, stderr, generation, last
 
 
-def test_after_ctrl_c_the_way_back_names_the_pythonpath_and_the_original_command_resumes(
+# The next two tests cover both backends and both signals (SIGTERM raises Terminated, a
+# KeyboardInterrupt: one way to stop for both, on either backend).
+def test_ctrl_c_names_the_pythonpath_in_the_way_back_and_the_original_command_resumes_exactly(
     tmp_path,
 ):
     # A task space of the user's own (tests/user_tasks.py, found through PYTHONPATH) and a
@@ -153,34 +123,54 @@ def test_after_ctrl_c_the_way_back_names_the_pythonpath_and_the_original_command
         "name: user_tasks:cartpole_one_at_a_time\n"
     )
     run = tmp_path / "run"
-    command = [
+    args = [
         *SMALL,
         f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
         "task=mine",
-        "curriculum.generations=8",
+        "curriculum.generations=6",
+        "optimizer.population=24",
+    ]
+    command = [*args, f"hydra.run.dir={run}"]
+    code, stderr, generation, last = _stop_after_generation_2(command, run, signal.SIGINT, env)
+    assert code == 130, stderr[-3000:]
+    way_back = f"resume with: PYTHONPATH={here} coevo-run resume={run}"
+    assert last == f"interrupted after generation {generation}; {way_back}"
+    # The original command with resume= (in this process, whose sys.path has tests/ as the
+    # PYTHONPATH named above gives it): the run goes on and ends as an undisturbed one.
+    resumed = cli_in_process("coevo-run", *command, f"resume={run}")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resuming {run} after generation {generation}" in resumed.stdout
+    assert "gen   6/6" in resumed.stdout
+    assert not (run / "stopped.txt").exists()  # it went on and completed
+    assert 'class="stopped"' not in (run / "report.html").read_text()
+    clean = tmp_path / "clean"
+    assert cli_in_process("coevo-run", *args, f"hydra.run.dir={clean}").returncode == 0
+    for name, frame in run_tables(clean).items():
+        pd.testing.assert_frame_equal(run_tables(run)[name], frame, obj=name)
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does_where_ray_starts_in_the_main_thread(tmp_path):
+    # A batch scheduler's cancel: the same stop, with a SIGTERM's exit code, where Ray starts
+    # in the main thread (a worker limit, or pool.address), whose ray.init sets a SIGTERM
+    # handler of its own. (Resuming is the same whatever stopped the run: see above.)
+    run = tmp_path / "run"
+    command = [
+        *SMALL,
+        "pool=ray",
+        "pool.episode_timeout_s=60",
+        "curriculum.generations=6",
         "optimizer.population=24",
         f"hydra.run.dir={run}",
     ]
-    process = subprocess.Popen(
-        [COEVO_RUN, *command],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, **env},
+    code, stderr, generation, last = _stop_after_generation_2(command, run, signal.SIGTERM, {})
+    assert code == 143, stderr[-3000:]
+    assert "Token authentication" not in stderr  # Ray's notice of its own default
+    assert last == (
+        f"terminated (SIGTERM) after generation {generation}; resume with: coevo-run resume={run}"
     )
-    _wait_for(run / "checkpoints" / "gen_000002.pkl", process)
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr[-3000:]
-    last = stderr.strip().splitlines()[-1]
-    assert last.endswith(f"; resume with: PYTHONPATH={here} coevo-run resume={run}"), last
-    resumed = cli("coevo-run", *command, f"resume={run}", env=env)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "resuming" in resumed.stdout and "gen   8/8" in resumed.stdout
 
 
-def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
+def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path, ray_session):
     short, long = tmp_path / "short", tmp_path / "long"
     assert (
         cli_in_process(
@@ -233,14 +223,15 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path):
     assert "pool.episode_timeout_s: only the ray backend enforces it" in local_limit.stderr
 
     # The worker limits may be set on resume (with a backend that enforces them): same tables.
+    # (In this process, on the session's Ray; a coevo-run process that starts a Ray of its
+    # own with a worker limit is the Ctrl-C test's SIGTERM case.)
     limits = ["pool.backend=ray", "pool.episode_timeout_s=60", "pool.worker_memory_mb=4000"]
-    extended = cli(
+    extended = cli_in_process(
         "coevo-run", f"resume={short}", "curriculum.generations=5", "report_every_s=0", *limits
     )
     assert extended.returncode == 0, extended.stderr[-3000:]
     assert "after generation 3" in extended.stdout and "gen   5/5" in extended.stdout
     assert "env calls cut at 60 s, workers recycled above 4000 MB" in extended.stdout
-    assert "Token authentication" not in extended.stderr  # Ray's notice of its own default
     written = (short / "config.yaml").read_text()
     assert "generations: 5" in written
     assert "episode_timeout_s: 60" in written and "worker_memory_mb: 4000" in written
@@ -589,8 +580,8 @@ def test_settings_a_group_file_leaves_out_are_taken_without_a_plus():
         (["policy.file=actor.pt"], "policy.file: read only by policy=torch; policy=mlp would"),
         (
             ["policy=gru", "policy.kwargs={width: 8}"],
-            "policy.kwargs: read only by policy=torch or policy=actor_critic; policy=gru "
-            "would ignore it (got {'width': 8})",
+            "policy.kwargs: read only by policy=torch or policy=actor_critic or "
+            "policy=conv_actor_critic; policy=gru would ignore it (got {'width': 8})",
         ),
     ],
 )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from cli_support import COEVO_RUN, ROOT
+from cli_support import ROOT, cli_in_process
 
 from coevo.compare import stats
 from coevo.compare.cli import main
@@ -21,26 +21,22 @@ GENERATIONS = 6
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
+    """A coevo-run multirun (Hydra's sweep, each job in this process)."""
     out = tmp_path_factory.mktemp("sweep")
-    done = subprocess.run(
-        [
-            COEVO_RUN,
-            "-m",
-            "pool=local",
-            "curriculum=dr,plr",
-            "seed=0,1",
-            f"curriculum.generations={GENERATIONS}",
-            "test_set.every=1",
-            "test_set.size=10",
-            "test_set.episodes=2",  # α-CVaR ranks on one episode and reports the other
-            f"hydra.sweep.dir={out}",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
+    done = cli_in_process(
+        "coevo-run",
+        "-m",
+        "pool=local",
+        "curriculum=dr,plr",
+        "seed=0,1",
+        f"curriculum.generations={GENERATIONS}",
+        "test_set.every=1",
+        "test_set.size=10",
+        "test_set.episodes=2",  # α-CVaR ranks on one episode and reports the other
+        f"hydra.sweep.dir={out}",
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["0", "1", "2", "3"]
     return out
 
 

@@ -294,27 +294,26 @@ def test_a_critic_is_recognised_by_declaration_or_by_a_value_head():
     assert not has_critic(EvolutionStrategy(ESConfig(), 10))
 
 
-@pytest.mark.parametrize(
-    ("override", "message"),
-    [
-        ("curriculum.bootstrap=4", "curriculum.bootstrap: must be >= curriculum.fit_rate (8)"),
-        ("curriculum.max_components=9", "curriculum.fit_rate: must be >= curriculum.max_comp"),
-        ("curriculum.min_components=4", "curriculum.min_components: must be <= curriculum.max"),
-    ],
-)
-def test_alp_gmm_settings_that_cannot_fit_exit_2_before_any_worker(override, message):
-    from cli_support import cli
+ALP_GMM_UNFIT = [
+    ("curriculum.bootstrap=4", "curriculum.bootstrap: must be >= curriculum.fit_rate (8)"),
+    ("curriculum.max_components=9", "curriculum.fit_rate: must be >= curriculum.max_comp"),
+    ("curriculum.min_components=4", "curriculum.min_components: must be <= curriculum.max"),
+]
 
-    done = cli(
-        "coevo-run",
-        "curriculum=alp_gmm",
-        "curriculum.fit_rate=8",
-        "curriculum.bootstrap=8",
-        "curriculum.max_components=3",
-        override,
-    )
-    assert done.returncode == 2, done.stderr[-2000:]
-    assert message in done.stderr
+
+def test_alp_gmm_settings_that_cannot_fit_exit_2_before_any_worker(tmp_path):
+    # Every case in one fresh process (coevo-run's entry function, the default Ray pool):
+    # exit 2 naming the setting, and Ray not yet imported, so no worker started.
+    from cli_support import refusals_in_a_fresh_process
+
+    fitting = ["curriculum.fit_rate=8", "curriculum.bootstrap=8", "curriculum.max_components=3"]
+    cases = [["curriculum=alp_gmm", *fitting, override] for override, _ in ALP_GMM_UNFIT]
+    results = refusals_in_a_fresh_process(cases, tmp_path)
+    for (override, message), (code, stderr, ray_imported) in zip(
+        ALP_GMM_UNFIT, results, strict=True
+    ):
+        assert (code, ray_imported) == (2, False), (override, stderr[-2000:])
+        assert message in stderr, (override, stderr[-2000:])
 
 
 def test_plr_counts_a_level_already_in_its_buffer_as_rescored_not_added(cartpole, cartpole_policy):

@@ -1,5 +1,6 @@
 """The single-policy curricula through `coevo-run`: two task spaces each, and a SIGKILL in
-the middle of a run followed by `resume=` gives tables identical to an undisturbed run."""
+the middle of an ACCEL run followed by `resume=` gives tables identical to an undisturbed run
+(each curriculum's own continuation from its state: tests/curricula/test_curricula.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import signal
 import pandas as pd
 import pytest
 from cli_support import (
+    PPO_DIAGNOSTICS,
     cli_in_process,
     refusals_in_a_fresh_process,
     run_and_kill_after_checkpoint,
@@ -38,7 +40,7 @@ def _args(name: str, generations: int, *extra: str) -> list[str]:
     ]
 
 
-# With ES: pendulum here, CartPole in the SIGKILL test below (two task spaces each).
+# With ES: pendulum here; CartPole with PPO below (two task spaces each).
 @pytest.mark.parametrize("task", ["pendulum"])
 @pytest.mark.parametrize("name", list(SETTINGS))
 def test_each_curriculum_runs_on_a_continuous_task_space(name, task, tmp_path):
@@ -58,11 +60,16 @@ def test_each_curriculum_runs_on_a_continuous_task_space(name, task, tmp_path):
     assert (run / "report.html").exists()
 
 
-@pytest.mark.parametrize("name", list(SETTINGS))
-def test_sigkill_mid_run_then_resume_matches_an_undisturbed_run(name, tmp_path):
+def test_sigkill_mid_accel_run_then_resume_matches_an_undisturbed_run(tmp_path):
+    # One curriculum killed for real: what a SIGKILL leaves and `resume=` reads back is the
+    # run's (coevo/run.py restores any curriculum through its state_dict; a POET run:
+    # tests/run/test_resume.py). That each curriculum's state_dict continues its run
+    # exactly, dr, plr, accel and alp_gmm alike: test_curricula.py's
+    # test_state_dict_continues_exactly_like_an_undisturbed_run. ACCEL's state is the
+    # largest: PLR's level buffer and scores, plus its edited levels.
     # Enough work per generation (ES population 48 on CartPole) that a kill just after
     # checkpoint 3 lands in the middle of the run.
-    args = _args(name, 14, "optimizer.population=48", "seed=4")
+    args = _args("accel", 14, "optimizer.population=48", "seed=4")
     clean = tmp_path / "clean"
     done = cli_in_process("coevo-run", *args, f"hydra.run.dir={clean}")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -86,10 +93,18 @@ PPO = ["optimizer=ppo", "policy=actor_critic", "optimizer.n_envs=2", "optimizer.
 # Streams long enough that episodes end in them (a task's return needs a finished episode):
 # Pendulum's episodes are 200 steps.
 PPO_STEPS = {"cartpole": 64, "pendulum": 200}
+# Every curriculum with PPO on CartPole (discrete actions); on Pendulum (continuous actions,
+# episodes ended only by the time limit) the two whose scores differ: ACCEL's positive value
+# loss (PLR's rule and code, plus edits) and ALP-GMM's learning progress. DR only trains on
+# what it draws: its Pendulum run with PPO would repeat ACCEL's and ALP-GMM's PPO path.
+PPO_CASES = [
+    *((name, "cartpole") for name in SETTINGS),
+    ("accel", "pendulum"),
+    ("alp_gmm", "pendulum"),
+]
 
 
-@pytest.mark.parametrize("task", list(PPO_STEPS))
-@pytest.mark.parametrize("name", list(SETTINGS))
+@pytest.mark.parametrize("name, task", PPO_CASES)
 def test_each_curriculum_trains_with_ppo(name, task, tmp_path):
     run = tmp_path / "run"
     steps = PPO_STEPS[task]
@@ -101,6 +116,9 @@ def test_each_curriculum_trains_with_ppo(name, task, tmp_path):
     tables = run_tables(run)
     summary = tables["summary.csv"]
     assert summary["optimizer_steps"].iloc[-1] > 0
+    if name == "dr":  # a PPO update every generation: its own numbers (SB3's train/*)
+        for column in PPO_DIAGNOSTICS:
+            assert summary[column].notna().all(), column
     if name in ("plr", "accel"):
         # PPO's rollouts carry value predictions: the paper's score, no fallback
         assert set(summary["level_score"]) == {"positive_value_loss"}

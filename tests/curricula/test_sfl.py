@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from cli_support import SMALL_PPO, cli
+from cli_support import SMALL_PPO, cli_in_process
 
 from coevo.curricula.level_sampling import Signal
 from coevo.curricula.sfl import SampleForLearnability, SFLConfig
@@ -171,7 +171,7 @@ def test_a_space_that_cannot_say_what_success_is_is_refused(pool, cartpole):
 
 @pytest.mark.parametrize("optimizer", [("optimizer=es",), SMALL_PPO], ids=["es", "ppo"])
 def test_coevo_run_curriculum_sfl_end_to_end(optimizer, tmp_path):
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "pool=local",
         "curriculum=sfl",

@@ -374,17 +374,19 @@ def test_a_named_plugins_unknown_key_is_matched_against_its_own_settings(tmp_pat
     assert set(suggested.split(", ")) <= {"optimizer.name", "optimizer.sigma"}, line
 
 
-def test_an_env_module_whose_own_code_raises_at_import_is_a_named_error(tmp_path):
-    # task.entry_point's module, as a plug-in's: the error and its line, exit 2.
+def test_an_env_module_whose_own_code_raises_at_import_is_a_named_error(tmp_path, monkeypatch):
+    # task.entry_point's module, as a plug-in's: the error and its line, exit 2 (in this
+    # process, the module's folder on sys.path; the console script's own exit 2 for a
+    # plug-in module that raises: the test above).
     (tmp_path / "broken_env.py").write_text("SIZE = 1 / 0\n")
-    done = cli(
+    monkeypatch.syspath_prepend(str(tmp_path))
+    done = cli_in_process(
         "coevo-run",
         "task.name=broken",
         "+task.entry_point=broken_env:Env",
         "pool=local",
         f"hydra.run.dir={tmp_path / 'run'}",
         cwd=tmp_path,
-        env={"PYTHONPATH": str(tmp_path)},
     )
     assert done.returncode == 2, done.stderr
     assert_says(

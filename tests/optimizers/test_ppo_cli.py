@@ -6,18 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import yaml
-from cli_support import SMALL_PPO, cli, cli_in_process
+from cli_support import PPO_DIAGNOSTICS, SMALL_PPO, cli_in_process
 
 pytest.importorskip("torch")
-
-PPO_DIAGNOSTICS = (
-    "policy_loss",
-    "value_loss",
-    "entropy",
-    "approx_kl",
-    "clip_fraction",
-    "explained_variance",
-)
 
 
 @pytest.mark.parametrize(
@@ -83,9 +74,13 @@ def test_policy_name_on_the_command_line_takes_that_kinds_own_defaults(tmp_path)
 
 
 def test_enhanced_poet_with_ppo_admits_children_and_transfers(tmp_path):
-    done = cli(
+    # In this process on the local pool: PPO's streams on Ray's workers give the same
+    # arrays and training (tests/optimizers/test_ppo.py), and a stream a new worker has not
+    # seen is replayed (tests/pool/test_trajectories.py), as after the handover to Ray.
+    done = cli_in_process(
         "coevo-run",
         *SMALL_PPO,
+        "pool=local",
         "curriculum=enhanced_poet",
         "curriculum.generations=2",
         "curriculum.reproduce_every=1",
@@ -95,7 +90,6 @@ def test_enhanced_poet_with_ppo_admits_children_and_transfers(tmp_path):
         "curriculum.initial_pairs=2",
         "curriculum.optimizer_steps=1",
         f"hydra.run.dir={tmp_path}",
-        timeout=400,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = pd.read_csv(tmp_path / "summary.csv")
@@ -170,27 +164,18 @@ def test_a_single_policy_curriculum_writes_refused_updates_and_counts_ppo_episod
     # CartPole under random weights: 256 steps per stream end many episodes
     assert (summary["episodes"] > 0).all()
     assert (summary["steps_per_s"] <= summary["env_steps"] / summary["wall_s"] * 1.001).all()
-    assert not set(PPO_DIAGNOSTICS) & set(summary.columns)  # every update refused: none
-    trained = tmp_path / "trained"
-    done = cli_in_process(
-        "coevo-run",
-        *SMALL_PPO,
-        "pool=local",
-        "curriculum=dr",
-        "curriculum.tasks_per_step=2",
-        "curriculum.generations=2",
-        "test_set.every=0",
-        f"hydra.run.dir={trained}",
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    summary = pd.read_csv(trained / "summary.csv")
-    for column in PPO_DIAGNOSTICS:
-        assert summary[column].notna().all(), column
+    # Every update refused: no diagnostics. Those of DR's applied updates, in every row:
+    # tests/curricula/test_curricula_cli.py's test_each_curriculum_trains_with_ppo.
+    assert not set(PPO_DIAGNOSTICS) & set(summary.columns)
 
 
 def test_a_resumed_ppo_run_equals_an_undisturbed_one(tmp_path):
     """The learner's state (Adam moments, minibatch generator, obs statistics) is in the
-    checkpoint: 2 generations + resume to 3 give the tables of 3 straight generations."""
+    checkpoint: 3 generations, then the run resumed from its checkpoint of generation 2,
+    give the tables of the 3 straight generations again (generation 3 run anew). No
+    transfers: a transfer starts its pair's learner afresh, and POET's default (every 2nd
+    generation) would leave checkpoint 2 with no learner state to restore."""
+    from coevo import checkpoint
     from coevo.pool.stats import is_runtime_column
 
     args = [
@@ -201,20 +186,23 @@ def test_a_resumed_ppo_run_equals_an_undisturbed_one(tmp_path):
         "curriculum.reproduce_every=1",
         "curriculum.repro_threshold=0",
         "curriculum.mc_lower=0",
+        "curriculum.transfer_every=0",
+        "curriculum.generations=3",
         "seed=3",
     ]
-    straight, split = tmp_path / "straight", tmp_path / "split"
-    done = cli_in_process(
-        "coevo-run", *args, "curriculum.generations=3", f"hydra.run.dir={straight}"
-    )
+    done = cli_in_process("coevo-run", *args, f"hydra.run.dir={tmp_path}")
     assert done.returncode == 0, done.stderr[-3000:]
-    done = cli_in_process("coevo-run", *args, "curriculum.generations=2", f"hydra.run.dir={split}")
-    assert done.returncode == 0, done.stderr[-3000:]
-    resumed = cli_in_process("coevo-run", f"resume={split}", "curriculum.generations=3")
+    names = ("summary.csv", "eligibility.csv", "population.csv")
+    straight = {name: pd.read_csv(tmp_path / name) for name in names}
+    second = tmp_path / "checkpoints" / "gen_000002.pkl"
+    pairs = checkpoint.load(second)["curriculum"]["population"].active
+    assert any(pair.state.updates > 0 for pair in pairs)  # a learner state to restore
+    resumed = cli_in_process("coevo-run", f"resume={second}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "resuming" in resumed.stdout
-    for name in ("summary.csv", "eligibility.csv", "population.csv"):
-        expected, got = pd.read_csv(straight / name), pd.read_csv(split / name)
+    assert "resuming" in resumed.stdout and "after generation 2" in resumed.stdout
+    assert "gen   3/3" in resumed.stdout  # generation 3 ran again
+    for name, expected in straight.items():
+        got = pd.read_csv(tmp_path / name)
         runtime = [c for c in expected if is_runtime_column(c)]
         pd.testing.assert_frame_equal(
             got.drop(columns=runtime), expected.drop(columns=runtime), obj=name

@@ -151,7 +151,9 @@ def test_torch_policy_is_deterministic_across_backends_and_workers(ray_session, 
     policy = make_policy("gru", BOX4, TWO, {"hidden": (8,), "action": "sample"})
     pairs = [(policy.init(rng), space.mutate(space.initial_task(), rng)) for _ in range(6)]
     reference = None
-    for backend, workers, envs in [("local", 1, 8), ("local", 2, 3), ("ray", 1, 8), ("ray", 2, 5)]:
+    # Both backends, one worker and two, different slot counts: Ray with 2 workers covers
+    # what Ray with 1 would (each worker plays its chunks as the local one does).
+    for backend, workers, envs in [("local", 1, 8), ("local", 2, 3), ("ray", 2, 5)]:
         with EvaluationPool(space, policy, backend, workers, envs) as pool:
             got = pool.evaluate(pairs, 3, seed=11)
         if reference is None:

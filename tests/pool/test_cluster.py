@@ -3,23 +3,26 @@
 The pool spreads its workers over the nodes, both nodes do work, and the results equal those
 of a one-node run; a node killed mid-run loses its worker, whose work the rest of the
 cluster takes over, and the results still equal the one-node run.
+
+The one-node run every cluster run is compared with is `coevo-run` without pool.address
+beside the running cluster (RAY_ADDRESS set, as on a cluster's nodes): it must start a Ray
+of its own, one node. One Ray start fewer than a separate reference run.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import psutil
 import pytest
 from cli_support import COEVO_RUN, ROOT, run_tables
-from cluster_support import LocalCluster, alive, isolated_env
+from cluster_support import LocalCluster, alive
 
 from coevo import hydra_configs
 
@@ -105,32 +108,8 @@ def _assert_same_tables(got: Path, expected: Path) -> None:
         pd.testing.assert_frame_equal(table, want[name], obj=name)
 
 
-class _OneNodeRun:
-    """The reference: the same driver on an embedded one-node Ray instance, started at once
-    so that it runs while the cluster starts."""
-
-    def __init__(self, run_dir: Path):
-        self.run_dir = run_dir
-        # Its own Ray temp dir: its embedded instance is found by no other driver.
-        self.tmp = Path(tempfile.mkdtemp(prefix="cvo", dir="/tmp"))
-        self.process = _driver(_with_address(None), run_dir, isolated_env(self.tmp))
-
-    def result(self) -> Path:
-        _finish(self.process, self.run_dir)
-        return self.run_dir
-
-
 @pytest.fixture(scope="module")
-def one_node(tmp_path_factory):
-    run = _OneNodeRun(tmp_path_factory.mktemp("one_node") / "run")
-    yield run
-    run.process.kill()
-    run.process.wait()
-    shutil.rmtree(run.tmp, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def cluster(one_node):
+def cluster():
     cluster = LocalCluster()
     processes: list[psutil.Process] = []
     try:
@@ -143,31 +122,51 @@ def cluster(one_node):
     assert not alive(processes), "cluster processes left running"
 
 
-def test_workers_spread_over_both_nodes_which_both_work_and_results_match_one_node(
+@dataclass
+class _EmbeddedRun:
+    run_dir: Path
+    out: str
+
+
+@pytest.fixture(scope="module")
+def one_node(cluster, tmp_path_factory):
+    """`coevo-run` without pool.address, RAY_ADDRESS naming the running cluster: the
+    reference one-node run (its own embedded Ray, as the first test checks)."""
+    tmp = tmp_path_factory.mktemp("one_node")
+    run_dir = tmp / "run"
+    env = {**cluster.env, "RAY_ADDRESS": cluster.address}
+    _, out = _coevo_run([], run_dir, env, tmp)
+    return _EmbeddedRun(run_dir, out)
+
+
+def test_an_embedded_run_beside_a_running_cluster_starts_a_ray_of_its_own(one_node):
+    # RAY_ADDRESS set (as on a cluster's nodes) and `ray start` running on this machine: a
+    # run without pool.address still starts its own Ray (it used to join the cluster at the
+    # handover, generations in, and die there: num_cpus is refused on an existing cluster).
+    assert f"gen   {GENERATIONS}/{GENERATIONS}" in one_node.out
+    assert "2 Ray worker(s) starting" in one_node.out  # its own, embedded
+    summary = run_tables(one_node.run_dir, ("summary.csv",))["summary.csv"]
+    assert summary["generation"].tolist() == list(range(1, GENERATIONS + 1))
+
+
+def test_coevo_run_with_pool_address_spreads_its_workers_over_both_nodes_with_the_same_results(
     cluster, one_node, tmp_path
 ):
-    _finish(_driver(_with_address(cluster.address), tmp_path, cluster.env), tmp_path)
-    pool = json.loads((tmp_path / "pool.json").read_text())
-    head, second = (node.id for node in cluster.nodes)
-    assert pool["cluster_nodes_at_start"] == sorted([head, second])
-    assert sorted(pool["worker_nodes"]) == sorted([head, second])  # one worker per node
-    for node in (head, second):
-        assert pool["node_stats"][node]["episodes"] > 0, node
-        assert pool["node_stats"][node]["busy_s"] > 0, node
-    assert pool["stats"]["worker_restarts"] == 0
-    _assert_same_tables(tmp_path, one_node.result())
-
-
-def test_coevo_run_with_pool_address_runs_on_the_cluster(cluster, one_node, tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     process, out = _coevo_run([f"pool.address={cluster.address}"], run_dir, cluster.env, tmp_path)
     assert f"gen   {GENERATIONS}/{GENERATIONS}" in out
-    assert "Ray worker(s) on 2 node(s)" in out  # the run says where its workers landed
+    # Its 2 workers on 2 distinct nodes: one per node, as the run says.
+    assert "pool: 2 Ray worker(s) on 2 node(s)" in out
     # The cluster, not an embedded instance, served it: its logs hold this driver's log.
     logs = cluster.tmp / "ray" / "session_latest" / "logs"
     assert list(logs.glob(f"python-core-driver-*_{process.pid}.log")), sorted(logs.iterdir())
-    _assert_same_tables(run_dir, one_node.result())
+    # Both workers, so both nodes, worked; none was restarted.
+    summary = pd.read_csv(run_dir / "summary.csv")
+    busy = summary[["busy_s_worker_0", "busy_s_worker_1"]].to_numpy().sum(axis=0)
+    assert (busy > 0).all(), busy
+    assert summary["worker_restarts"].to_numpy().sum() == 0
+    _assert_same_tables(run_dir, one_node.run_dir)
 
 
 def _kill_the_second_node_mid_run(cluster: LocalCluster, run_dir: Path) -> tuple[dict, str]:
@@ -206,7 +205,7 @@ def test_a_node_killed_mid_run_leaves_the_run_to_the_rest_with_the_same_results(
     pool, err = _kill_the_second_node_mid_run(cluster, tmp_path)
     assert pool["cluster_nodes_at_end"] == [cluster.nodes[0].id]
     assert "is gone" in err
-    _assert_same_tables(tmp_path, one_node.result())
+    _assert_same_tables(tmp_path, one_node.run_dir)
 
 
 def test_a_node_killed_with_rays_default_health_checks(one_node, tmp_path):
@@ -218,18 +217,4 @@ def test_a_node_killed_with_rays_default_health_checks(one_node, tmp_path):
         pool, err = _kill_the_second_node_mid_run(cluster, tmp_path)
     finally:
         cluster.shutdown()
-    _assert_same_tables(tmp_path, one_node.result())
-
-
-def test_an_embedded_run_beside_a_running_cluster_starts_a_ray_of_its_own(
-    cluster, one_node, tmp_path
-):
-    # RAY_ADDRESS set (as on a cluster's nodes) and `ray start` running on this machine: a
-    # run without pool.address still starts its own Ray (it used to join the cluster at the
-    # handover, generations in, and die there: num_cpus is refused on an existing cluster).
-    run_dir = tmp_path / "run"
-    env = {**cluster.env, "RAY_ADDRESS": cluster.address}
-    _, out = _coevo_run([], run_dir, env, tmp_path)
-    assert f"gen   {GENERATIONS}/{GENERATIONS}" in out
-    assert "2 Ray worker(s) starting" in out  # its own, embedded
-    _assert_same_tables(run_dir, one_node.result())
+    _assert_same_tables(tmp_path, one_node.run_dir)

@@ -2,10 +2,13 @@
 
 import importlib
 import os
+import shutil
 import signal
 import sys
+from pathlib import Path
 
 import pandas as pd
+import pytest
 from cli_support import cli_in_process, run_and_kill_after_checkpoint, run_tables
 
 # Generations take long enough (a fraction of a second with batched physics, more on the
@@ -22,13 +25,20 @@ ARGS = [
     "optimizer.population=24",
     "seed=5",
 ]
+# One worker under xdist: the undisturbed run (`clean`) made once for the module.
+pytestmark = pytest.mark.xdist_group("test_resume")
 
 
-def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path):
-    clean = tmp_path / "clean"
-    done = cli_in_process("coevo-run", *ARGS, f"hydra.run.dir={clean}")
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory) -> Path:
+    """ARGS run to its end, undisturbed: what a resumed run must equal."""
+    run = tmp_path_factory.mktemp("resume") / "clean"
+    done = cli_in_process("coevo-run", *ARGS, f"hydra.run.dir={run}")
     assert done.returncode == 0, done.stderr[-3000:]
+    return run
 
+
+def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(clean, tmp_path):
     killed = tmp_path / "killed"
     process = run_and_kill_after_checkpoint(ARGS, killed)
     assert process.returncode == -signal.SIGKILL
@@ -46,19 +56,20 @@ def test_sigkill_mid_generation_then_resume_matches_an_undisturbed_run(tmp_path)
     assert expected["summary.csv"]["generation"].tolist() == list(range(1, 7))
 
 
-def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous_one(tmp_path):
+def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous_one(clean, tmp_path):
     run = tmp_path / "run"
-    args = [a.replace("generations=6", "generations=3") for a in ARGS]
-    done = cli_in_process("coevo-run", *args, f"hydra.run.dir={run}")
-    assert done.returncode == 0, done.stderr[-3000:]
-    newest = run / "checkpoints" / "gen_000003.pkl"
+    shutil.copytree(clean, run)  # a finished run of its own
+    newest = run / "checkpoints" / "gen_000006.pkl"
     newest.write_bytes(newest.read_bytes()[:100])  # truncated, as by a full disk
     resumed = cli_in_process("coevo-run", f"resume={run}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "gen_000003.pkl is unreadable" in resumed.stdout + resumed.stderr
-    assert "resuming" in resumed.stdout and "after generation 2" in resumed.stdout
-    assert "gen   3/3" in resumed.stdout
-    assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2, 3]
+    assert "gen_000006.pkl is unreadable" in resumed.stdout + resumed.stderr
+    assert "resuming" in resumed.stdout and "after generation 5" in resumed.stdout
+    assert "gen   6/6" in resumed.stdout
+    assert pd.read_csv(run / "summary.csv")["generation"].tolist() == list(range(1, 7))
+    expected, got = run_tables(clean), run_tables(run)
+    for name in expected:  # generation 6 again, from generation 5's checkpoint
+        pd.testing.assert_frame_equal(got[name], expected[name], obj=name)
 
 
 def test_the_way_back_names_the_pythonpath_entries_the_runs_modules_came_from(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from cli_support import cli, run_tables
+from cli_support import cli, cli_in_process, run_tables
 from phrases import assert_says
 
 from coevo import run_files, run_setup, runner
@@ -19,10 +19,11 @@ from coevo.run import RunInterrupted
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # user_curricula, as a user's module
 
+# report_every_s is left at its default: the page is built at the end, not at every
+# generation (which was most of these small runs' time).
 RAW = {
     "pool": {"backend": "local", "num_workers": 1},
     "seed": 3,
-    "report_every_s": 0,
     "curriculum": {"name": "dr", "generations": 2, "tasks_per_step": 2},
     "optimizer": {"name": "es", "population": 8},
 }
@@ -386,10 +387,13 @@ def test_a_state_that_stops_pickling_mid_run_is_reported_once_and_recorded(tmp_p
     assert stopped.startswith("stopped by an error after generation 1: CheckpointError: ")
 
 
-def test_coevo_run_reports_a_state_that_stops_pickling_as_the_runs_error(tmp_path):
+def test_coevo_run_reports_a_state_that_stops_pickling_as_the_runs_error(tmp_path, monkeypatch):
     # Not a refused config (exit 2): the run's error, exit 1, in cli.log with the way back.
+    # (In this process; the process's own exit 1 is the plugin error's test above.)
+    tests = Path(__file__).resolve().parents[1]  # user_curricula's folder: the way back names it
+    monkeypatch.setenv("PYTHONPATH", str(tests))
     run = tmp_path / "run"
-    done = cli(
+    done = cli_in_process(
         "coevo-run",
         "pool=local",
         "curriculum.name=user_curricula:LateUnpicklableDR",
@@ -397,12 +401,11 @@ def test_coevo_run_reports_a_state_that_stops_pickling_as_the_runs_error(tmp_pat
         "test_set.every=0",
         "optimizer.population=4",
         f"hydra.run.dir={run}",
-        env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     assert done.returncode == 1, done.stderr[-2000:]
     last = (run / "cli.log").read_text().splitlines()[-1]
     assert last.startswith("coevo-run: error: the run's state after generation 2 cannot be")
-    tests = Path(__file__).resolve().parents[1]  # user_curricula's folder: the way back names it
+    assert done.stderr.strip().splitlines()[-1] == last
     assert last.endswith(f"after fixing it, resume with: PYTHONPATH={tests} coevo-run resume={run}")
 
 

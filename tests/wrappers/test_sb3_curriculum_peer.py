@@ -14,6 +14,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 ARMS = ("syllabus", "coevo", "uniform")
+# One worker under xdist: the benchmark (`printed`) runs once for the module, not once on
+# each worker that takes one of its tests.
+pytestmark = pytest.mark.xdist_group("test_sb3_curriculum_peer")
 
 pytest.importorskip("stable_baselines3", reason="SB3 is not installed (the sb3 extra)")
 pytest.importorskip("syllabus", reason="syllabus-rl is not installed (the test extra)")
