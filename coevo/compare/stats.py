@@ -101,6 +101,14 @@ def stratified_bootstrap_ci(
     return _percentile_interval(statistic(_resampled(data, runs)), size)
 
 
+def iqm_with_ci(
+    scores: Sequence[float] | np.ndarray, reps: int = DEFAULT_REPS
+) -> tuple[float, float, float]:
+    """IQM and its 95 % stratified bootstrap interval: (iqm, low, high)."""
+    low, high = stratified_bootstrap_ci(scores, reps=reps)
+    return iqm(scores), low, high
+
+
 def _batched_improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """`probability_of_improvement` of each (x, y) resample pair: batches (reps, runs, tasks)."""
     greater = (x[:, :, None, :] > y[:, None, :, :]).sum(axis=(1, 2))

@@ -20,8 +20,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import multiprocessing  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -32,10 +30,12 @@ import pandas as pd  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # claim_runs, shared by the claims
 
+from claim_runs import commit, finished  # noqa: E402
 from toy import ARMS, PAPER_ALP_GMM, mastery_curve  # noqa: E402
 
-from coevo.compare.stats import iqm, stratified_bootstrap_ci  # noqa: E402
+from coevo.compare.stats import iqm_with_ci  # noqa: E402
 
 PAPER_EPISODES = 20_000  # teachDeepRL's toy_env.py main: 20k episodes, scored every 1,000
 # Seeds: probes (and --quick) draw from 1000 up; the confirming --full run uses 0..9, never
@@ -82,21 +82,15 @@ def run_all(
     arms = sorted(ARMS, key=lambda arm: arm != "alp_gmm")
     work = [(arm, seed, episodes, every, cache) for arm in arms for seed in seeds]
     done = []
-    with multiprocessing.get_context("spawn").Pool(max(jobs, 1)) as pool:
-        for result in pool.imap_unordered(_one, work, chunksize=1):
-            done.append(result)
-            print(
-                f"{result['arm']} seed {result['seed']}: {result['curve'][-1]:.0f} % mastered "
-                f"({result['wall_s']:.0f} s)",
-                flush=True,
-            )
+    for result in finished(_one, work, jobs):
+        done.append(result)
+        print(
+            f"{result['arm']} seed {result['seed']}: {result['curve'][-1]:.0f} % mastered "
+            f"({result['wall_s']:.0f} s)",
+            flush=True,
+        )
     order = {(arm, seed): i for i, (arm, seed) in enumerate((a, s) for s in seeds for a in ARMS)}
     return sorted(done, key=lambda r: order[(r["arm"], r["seed"])])
-
-
-def interval(values: np.ndarray) -> tuple[float, float, float]:
-    low, high = stratified_bootstrap_ci(values)
-    return iqm(values), low, high
 
 
 def cached_runs(seeds: tuple[int, ...], episodes: int, every: int, cache: Path) -> list[dict]:
@@ -112,8 +106,8 @@ def verdict(final: dict[str, np.ndarray], seeds: int) -> tuple[str, list[str]]:
     Fewer runs than the declared seeds in any arm: 'inconclusive (partial)'."""
     if min(len(v) for v in final.values()) == 0:
         return "inconclusive (partial: an arm has no finished run)", []
-    alp, alp_low, _ = interval(final["alp_gmm"])
-    rnd, _, rnd_high = interval(final["random"])
+    alp, alp_low, _ = iqm_with_ci(final["alp_gmm"])
+    rnd, _, rnd_high = iqm_with_ci(final["random"])
     checks = {
         f"ALP-GMM's interval above random's ({alp_low:.1f} > {rnd_high:.1f})": alp_low > rnd_high,
         f"random's IQM <= {RANDOM_AT_MOST:g} % ({rnd:.1f})": rnd <= RANDOM_AT_MOST,
@@ -149,7 +143,9 @@ def table(
             continue
         curves = np.stack([r["curve"] for r in results if r["arm"] == arm])
         final[arm] = curves[:, -1]
-        cells = ["{:.1f} [{:.1f}, {:.1f}]".format(*interval(curves[:, m // every])) for m in marks]
+        cells = [
+            "{:.1f} [{:.1f}, {:.1f}]".format(*iqm_with_ci(curves[:, m // every])) for m in marks
+        ]
         lines.append(f"| {arm} | " + " | ".join(cells) + " |")
     outcome, checks = verdict(final, declared_seeds)
     lines += ["", f"Expectation (declared before the run): {EXPECTATION}", "", *checks]
@@ -186,9 +182,7 @@ def write(
     results: list[dict], episodes: int, every: int, wall_s: float, seeds: int, out: Path
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
-    ).stdout.strip()
+    code = commit()
     runs = pd.DataFrame(
         [
             {
@@ -197,7 +191,7 @@ def write(
                 "episodes": episodes,
                 "mastered_pct": r["curve"][-1],
                 "wall_s": round(r["wall_s"], 2),
-                "commit": commit,
+                "commit": code,
             }
             for r in results
         ]

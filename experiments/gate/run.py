@@ -32,8 +32,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
-import multiprocessing  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -47,11 +45,13 @@ import yaml  # noqa: E402
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))  # gate_target:TargetTasks, the direct arm's curriculum
+sys.path.insert(0, str(HERE.parent))  # claim_runs, shared by the claims
 
+from claim_runs import commit, finished  # noqa: E402
 from gate_target import NAME as TARGET_CURRICULUM  # noqa: E402
 
 from coevo import hydra_configs, run_setup  # noqa: E402
-from coevo.compare.stats import iqm, stratified_bootstrap_ci  # noqa: E402
+from coevo.compare.stats import iqm_with_ci  # noqa: E402
 from coevo.config import RunConfig, parse_config  # noqa: E402
 from coevo.curricula.base import Curriculum  # noqa: E402
 from coevo.pool import EvaluationPool  # noqa: E402
@@ -277,21 +277,10 @@ def run_all(arms: list[str], mode: Mode, jobs: int, cache: Path) -> list[dict]:
             flush=True,
         )
 
-    if jobs <= 1:
-        for job in work:
-            report(cached_run(job))
-    else:
-        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-            for result in pool.imap_unordered(cached_run, work, chunksize=1):
-                report(result)
+    for result in finished(cached_run, work, jobs):
+        report(result)
     order = {(arm, seed): i for i, (arm, seed, _, _) in enumerate(work)}
     return sorted(done, key=lambda r: order[(r["row"]["arm"], r["row"]["seed"])])
-
-
-def interval(values: np.ndarray) -> tuple[float, float, float]:
-    """IQM and its 95 % stratified bootstrap interval."""
-    low, high = stratified_bootstrap_ci(values)
-    return iqm(values), low, high
 
 
 def verdict(late: dict[str, np.ndarray], seeds: int) -> tuple[str, list[str]]:
@@ -300,7 +289,7 @@ def verdict(late: dict[str, np.ndarray], seeds: int) -> tuple[str, list[str]]:
     needed = (*BASELINES, *TEACHERS)
     if any(len(late.get(arm, ())) == 0 for arm in needed):
         return "inconclusive (partial: an arm of the claim has no run)", []
-    stats = {arm: interval(late[arm]) for arm in needed}
+    stats = {arm: iqm_with_ci(late[arm]) for arm in needed}
     checks = {}
     for arm in BASELINES:
         value = stats[arm][0]
@@ -343,7 +332,7 @@ def table(results: list[dict], mode: Mode, wall_s: float) -> str:
         if part.empty:
             continue
         late[arm] = np.asarray(part["success_late"], dtype=float)
-        value, low, high = interval(late[arm])
+        value, low, high = iqm_with_ci(late[arm])
         lines.append(
             f"| {arm} | {len(part)} | {value:.1f} [{low:.1f}, {high:.1f}] | "
             f"{part['success_final'].mean():.1f} | {part['uniform_final'].mean():.1f} | "
@@ -390,10 +379,8 @@ def figure(results: list[dict], path: Path) -> None:
 def write(results: list[dict], arms: list[str], mode: Mode, wall_s: float, out: Path) -> None:
     """runs.csv, curves.csv, table.md, success.png and every arm's resolved config."""
     (out / "configs").mkdir(parents=True, exist_ok=True)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
-    ).stdout.strip()
-    runs = pd.DataFrame([{**r["row"], "commit": commit} for r in results])
+    code = commit()
+    runs = pd.DataFrame([{**r["row"], "commit": code} for r in results])
     runs.to_csv(out / "runs.csv", index=False)
     curves = pd.DataFrame(
         [

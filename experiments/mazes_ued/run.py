@@ -33,12 +33,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
-import multiprocessing  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
 from dataclasses import dataclass, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -48,7 +45,9 @@ import yaml  # noqa: E402
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # claim_runs, shared by the claims
 
+from claim_runs import commit, finished  # noqa: E402
 from ued_scoring import Scorer, late_figures  # noqa: E402
 from ued_table import Header, figure, table  # noqa: E402
 
@@ -243,20 +242,11 @@ def cached_run(job: tuple[str, int, Mode, Path]) -> dict:
     return result
 
 
-def _finished(work: list[tuple[str, int, Mode, Path]], jobs: int) -> Iterator[dict]:
-    """The runs as they finish: in this process with one job, else in spawned ones."""
-    if jobs <= 1:
-        yield from map(cached_run, work)
-        return
-    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-        yield from pool.imap_unordered(cached_run, work, chunksize=1)
-
-
 def run_all(arms: list[str], mode: Mode, jobs: int, cache: Path) -> list[dict]:
     """Every (arm, seed) run, a line per finished one, in (seed, arm) order."""
     work = [(arm, seed, mode, cache) for seed in mode.seeds for arm in arms]
     done = []
-    for result in _finished(work, jobs):
+    for result in finished(cached_run, work, jobs):
         done.append(result)
         row = result["row"]
         trace = " ".join(f"{p['named_solved']:.0f}/{p['cvar']:.0f}" for p in result["curve"])
@@ -268,16 +258,6 @@ def run_all(arms: list[str], mode: Mode, jobs: int, cache: Path) -> list[dict]:
         )
     order = {(arm, seed): i for i, (arm, seed, _, _) in enumerate(work)}
     return sorted(done, key=lambda r: order[(r["row"]["arm"], r["row"]["seed"])])
-
-
-def commit() -> str:
-    """The code's commit, with '-dirty' when tracked files differ from it."""
-
-    def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=HERE)
-
-    head = git("rev-parse", "--short", "HEAD").stdout.strip()
-    return head + ("-dirty" if git("diff", "--quiet", "HEAD", "--", ".").returncode else "")
 
 
 def write(results: list[dict], arms: list[str], mode: Mode, wall_s: float, out: Path) -> None:

@@ -16,22 +16,15 @@ import pandas as pd
 from ued_scoring import ALPHA, LAST
 
 from coevo.compare.stats import (
-    iqm,
+    iqm_with_ci,
     probability_of_improvement,
     probability_of_improvement_ci,
-    stratified_bootstrap_ci,
 )
 
 BASELINE = "dr"
 CURRICULA = ("plr", "accel", "sfl")
 ARM_NAMES = {"dr": "DR", "plr": "PLR⊥", "accel": "ACCEL", "sfl": "SFL"}
 MEAN, WORST = "named_solved_late", "cvar_late"  # the two figures the claim compares
-
-
-def interval(values: np.ndarray, reps: int) -> tuple[float, float, float]:
-    """IQM and its 95 % stratified bootstrap interval."""
-    low, high = stratified_bootstrap_ci(values, reps=reps)
-    return iqm(values), low, high
 
 
 def improvement(x: np.ndarray, y: np.ndarray, reps: int) -> tuple[float, float, float]:
@@ -98,8 +91,8 @@ def arm_rows(runs: pd.DataFrame, reps: int) -> tuple[list[str], dict[str, dict[s
             base = figures[BASELINE]
             better = [_cell(improvement(values[k], base[k], reps), 2) for k in (MEAN, WORST)]
         rows.append(
-            f"| {ARM_NAMES[arm]} | {len(part)} | {_cell(interval(values[MEAN], reps))} | "
-            f"{better[0]} | {_cell(interval(values[WORST], reps))} | {better[1]} | "
+            f"| {ARM_NAMES[arm]} | {len(part)} | {_cell(iqm_with_ci(values[MEAN], reps))} | "
+            f"{better[0]} | {_cell(iqm_with_ci(values[WORST], reps))} | {better[1]} | "
             f"{part['named_argmax_late'].mean():.1f} | {part['random_solved_late'].mean():.1f} | "
             f"{part['env_steps'].mean():,.0f} | "
             f"{100 * (part['trained_steps'] / part['env_steps']).mean():.0f} | "

@@ -25,12 +25,9 @@ time, commit, the expectation and the verdict) and curves.png.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -38,7 +35,9 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # claim_runs, shared by the claims
 
+from claim_runs import commit, finished  # noqa: E402
 from stones import ARMS, CLAIM_ARMS, DOMAINS, Job, arm_config, cached_run  # noqa: E402
 from stones_table import (  # noqa: E402
     ALPHA,
@@ -80,27 +79,8 @@ EXPECTATION = (
 )
 
 
-def commit() -> str:
-    """The code's commit, with '-dirty' when tracked files differ from it."""
-
-    def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=HERE)
-
-    head = git("rev-parse", "--short", "HEAD").stdout.strip()
-    return head + ("-dirty" if git("diff", "--quiet", "HEAD", "--", ".").returncode else "")
-
-
 def _run(job_and_place: tuple[Job, Path, str]) -> dict:
     return cached_run(*job_and_place)
-
-
-def _finished(work: list[tuple[Job, Path, str]], workers: int) -> Iterator[dict]:
-    """The runs as they finish: in this process with one worker, else in spawned ones."""
-    if workers <= 1:
-        yield from map(_run, work)
-        return
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        yield from pool.imap_unordered(_run, work)
 
 
 def run_all(jobs: list[Job], out: Path, workers: int, code: str) -> list[dict]:
@@ -109,7 +89,7 @@ def run_all(jobs: list[Job], out: Path, workers: int, code: str) -> list[dict]:
     cache = out / "runs"
     cache.mkdir(parents=True, exist_ok=True)
     done: list[dict] = []
-    for result in _finished([(job, cache, code) for job in jobs], workers):
+    for result in finished(_run, [(job, cache, code) for job in jobs], workers):
         done.append(result)
         row = result["row"]
         trace = " ".join(f"{p['hard_return']:.0f}" for p in result["curve"])

@@ -118,3 +118,10 @@ def test_iqm_and_improvement_are_scipys_trim_mean_and_mann_whitney_u():
         u = [scipy_stats.mannwhitneyu(x[:, t], y[:, t], alternative="greater")[0] for t in (0, 1)]
         expected = np.mean(u) / (runs_x * runs_y)
         assert stats.probability_of_improvement(x, y) == pytest.approx(expected, abs=1e-15)
+
+
+def test_iqm_with_ci_is_the_iqm_inside_its_bootstrap_interval():
+    value, low, high = stats.iqm_with_ci(X, reps=500)
+    assert value == pytest.approx(RLIABLE["iqm_x"])
+    assert (low, high) == stats.stratified_bootstrap_ci(X, reps=500)
+    assert low <= value <= high

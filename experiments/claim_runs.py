@@ -1,0 +1,32 @@
+"""What every claim's run.py shares: the runs as they finish (in this process, or in spawned
+ones) and the commit that wrote a table."""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+def finished(run: Callable[[Any], dict], work: Iterable[Any], jobs: int) -> Iterator[dict]:
+    """`run(job)` for every job, as they finish: in this process with one job, else in
+    `jobs` spawned processes (one job at a time each, so a long run never holds others)."""
+    if jobs <= 1:
+        yield from map(run, work)
+        return
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        yield from pool.imap_unordered(run, list(work), chunksize=1)
+
+
+def commit() -> str:
+    """The code's commit, with '-dirty' when tracked files differ from it."""
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=HERE)
+
+    head = git("rev-parse", "--short", "HEAD").stdout.strip()
+    return head + ("-dirty" if git("diff", "--quiet", "HEAD", "--", ".").returncode else "")
