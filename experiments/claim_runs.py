@@ -1,8 +1,9 @@
-"""What every claim's run.py shares: the runs as they finish (in this process, or in spawned
-ones) and the commit that wrote a table."""
+"""What every claim's run.py shares: a run's saved result, the runs as they finish (in this
+process, or in spawned ones) and the commit that wrote a table."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import subprocess
 from collections.abc import Callable, Iterable, Iterator
@@ -10,6 +11,19 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+
+
+def cached(path: Path, compute: Callable[[], dict]) -> dict:
+    """The result saved at `path`, or `compute()` saved there (runs are deterministic, so a
+    stopped study resumes); never a half-written file under the final name."""
+    if path.exists():
+        return json.loads(path.read_text())
+    result = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".part")
+    partial.write_text(json.dumps(result))
+    partial.replace(path)
+    return result
 
 
 def finished(run: Callable[[Any], dict], work: Iterable[Any], jobs: int) -> Iterator[dict]:

@@ -47,7 +47,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))  # gate_target:TargetTasks, the direct arm's curriculum
 sys.path.insert(0, str(HERE.parent))  # claim_runs, shared by the claims
 
-from claim_runs import commit, finished  # noqa: E402
+from claim_runs import cached, commit, finished  # noqa: E402
 from gate_target import NAME as TARGET_CURRICULUM  # noqa: E402
 
 from coevo import hydra_configs, run_setup  # noqa: E402
@@ -252,13 +252,7 @@ def _key(arm: str, seed: int, mode: Mode) -> str:
 def cached_run(job: tuple[str, int, Mode, Path]) -> dict:
     """One run, or its saved result: runs are deterministic, so a stopped study resumes."""
     arm, seed, mode, cache = job
-    saved = cache / _key(arm, seed, mode)
-    if saved.exists():
-        return json.loads(saved.read_text())
-    result = run_one(arm, seed, mode)
-    cache.mkdir(parents=True, exist_ok=True)
-    saved.write_text(json.dumps(result))
-    return result
+    return cached(cache / _key(arm, seed, mode), lambda: run_one(arm, seed, mode))
 
 
 def run_all(arms: list[str], mode: Mode, jobs: int, cache: Path) -> list[dict]:
