@@ -1,28 +1,53 @@
-"""PNG plots of a run's tables (matplotlib, no display needed)."""
+"""PNG plots of a run's tables (matplotlib, no display needed).
+
+Figures are matplotlib `Figure`s drawn by the Agg canvas, not pyplot's: pyplot's backend, its
+figure registry and their import (about half a second) are left to whoever uses them, and a
+process that never draws a report never imports matplotlib."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from coevo import frames
+from coevo.pool.stats import is_pool_column
+from coevo.report.data import levels_played, task_states  # noqa: F401 - plotted views
 
-from coevo import frames  # noqa: E402
-from coevo.pool.stats import is_pool_column  # noqa: E402
-from coevo.report.data import levels_played, task_states  # noqa: E402, F401 - plotted views
+if TYPE_CHECKING:
+    from matplotlib.axis import Axis
+    from matplotlib.figure import Figure
+
+# Every figure is drawn at the dpi its PNG is saved at: text is laid out once, at that size.
+DPI = 90
 
 
-def _save(fig, path: Path, layout: bool = True) -> Path:
-    if layout:  # off where long labels outside the axes would squeeze them
-        fig.tight_layout()
-    fig.savefig(path, dpi=90, bbox_inches="tight")  # labels beyond the axes stay in
-    plt.close(fig)
+def _figure(figsize: tuple[float, float]) -> Figure:
+    """An empty figure of `figsize` inches on an Agg canvas (PNG), outside pyplot."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, dpi=DPI)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _integer_ticks(axis: Axis, **kwargs) -> None:
+    """Ticks on whole numbers only (no generation 2.5)."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True, **kwargs))
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    """Lay the figure out so that labels, legends and colour bars beyond the axes stay inside
+    it, and write it: one layout pass and one drawing (a `bbox_inches="tight"` save would
+    draw it twice more)."""
+    fig.tight_layout()
+    fig.savefig(path)
     return path
 
 
@@ -35,7 +60,8 @@ CURVES_COLUMNS = (*POPULATION_COLUMNS, "annecs", "annecs_reference", "admitted",
 
 def population_curves(summary: pd.DataFrame, path: Path) -> Path:
     """Active, archived, ANNECS; best and median score; env steps/s, per generation."""
-    fig, (pairs, scores, speed) = plt.subplots(3, 1, figsize=(7, 7.5), sharex=True)
+    fig = _figure((7, 7.5))
+    pairs, scores, speed = fig.subplots(3, 1, sharex=True)
     gens = summary["generation"]
     # Columns of any curriculum: each curve only where its column is there.
     for column in POPULATION_COLUMNS:
@@ -77,7 +103,7 @@ def population_curves(summary: pd.DataFrame, path: Path) -> Path:
     speed.plot(gens, summary["steps_per_s"], marker=".", color="tab:gray")
     speed.set_ylabel("env steps / s")
     speed.set_xlabel("generation")
-    speed.xaxis.set_major_locator(MaxNLocator(integer=True))  # no generation 2.5
+    _integer_ticks(speed.xaxis)  # no generation 2.5
     return _save(fig, path)
 
 
@@ -91,7 +117,8 @@ def score_heatmap(
     lines = max((labels.get(int(c), "").count("\n") + 1 for c in matrix.columns), default=1)
     width = max(4.0, (1.4 if labels else 0.5) * matrix.shape[1] + 2)
     height = max(3.0, 0.5 * matrix.shape[0] + 2) + (0.13 * lines if labels else 0)
-    fig, ax = plt.subplots(figsize=(width, height))
+    fig = _figure((width, height))
+    ax = fig.subplots()
     image = ax.imshow(matrix.to_numpy(), cmap="viridis", aspect="auto")
     ax.set_xticks(
         range(matrix.shape[1]),
@@ -135,7 +162,8 @@ def lineage_tree(
     y = {int(pid): index for index, pid in enumerate(frame["pair_id"])}
     records = frame.to_dict("records")
     row_inches = 0.7 if thumbnails else 0.35
-    fig, ax = plt.subplots(figsize=(7, max(2.5, row_inches * len(frame) + 1)))
+    fig = _figure((7, max(2.5, row_inches * len(frame) + 1)))
+    ax = fig.subplots()
     for row in records:
         if pd.notna(row["parent_id"]) and int(row["parent_id"]) in y:
             parent = frame[frame["pair_id"] == row["parent_id"]].iloc[0]
@@ -164,7 +192,7 @@ def lineage_tree(
         )
     ax.set_yticks([])
     ax.set_xlabel("generation created")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _integer_ticks(ax.xaxis)
     # Room on the right for the labels of the latest tasks: they are drawn beside their node
     # (outside the axes otherwise, squeezing the plot or cut off).
     longest = max((len(_with_label(int(p), labels)) + 1 for p in frame["pair_id"]), default=0)
@@ -176,7 +204,7 @@ def lineage_tree(
             if image is not None:
                 _place_thumbnail(ax, image, (row["born"], y[int(row["pair_id"])]), label_points)
         widest = max(image.shape[1] * _zoom(image) for image in thumbnails.values())
-        label_inches += (widest + 12) / 90
+        label_inches += (widest + 12) / DPI
     axes_inches = 7 * 0.8
     share = min(label_inches / axes_inches, 0.7)
     born = frames.column(frame, "born")
@@ -202,7 +230,7 @@ def _place_thumbnail(ax, image: np.ndarray, node: tuple, after_points: float) ->
     """`image`, scaled to THUMBNAIL_PIXELS high, to the right of a node and its label."""
     from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 
-    box = OffsetImage(image, zoom=_zoom(image) * 72 / 90)  # points: the figure draws at 72
+    box = OffsetImage(image, zoom=_zoom(image) * 72 / DPI)  # points: the figure draws at 72
     ax.add_artist(
         AnnotationBbox(
             box,
@@ -226,9 +254,8 @@ def task_parameters(population: pd.DataFrame, last_generation: int, path: Path) 
     coloured by its state (active, solved, archived)."""
     params = [c for c in population.columns if c.startswith("task.")]
     states = task_states(population, last_generation)
-    fig, axes = plt.subplots(
-        len(params), 1, figsize=(7, 1.9 * len(params) + 0.6), sharex=True, squeeze=False
-    )
+    fig = _figure((7, 1.9 * len(params) + 0.6))
+    axes = fig.subplots(len(params), 1, sharex=True, squeeze=False)
     for ax, column in zip(axes[:, 0], params, strict=True):
         for _, rows in states.groupby("pair_id", sort=True):
             ax.plot(rows["generation"], rows[column], color="0.8", linewidth=0.8, zorder=1)
@@ -238,7 +265,7 @@ def task_parameters(population: pd.DataFrame, last_generation: int, path: Path) 
         ax.set_ylabel(column.removeprefix("task."), fontsize=8)
     axes[0, 0].legend(loc="upper left", fontsize=7, ncol=3)
     axes[-1, 0].set_xlabel("generation")
-    axes[-1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))
+    _integer_ticks(axes[-1, 0].xaxis)
     return _save(fig, path)
 
 
@@ -280,13 +307,14 @@ def curriculum_columns(summary: pd.DataFrame) -> list[str]:
 def panel_curves(summary: pd.DataFrame, columns: list[str], path: Path) -> Path:
     """Summary columns per generation, one small panel each, two side by side."""
     rows = (len(columns) + 1) // 2
-    fig, axes = plt.subplots(rows, 2, figsize=(7, 1.8 * rows + 0.6), sharex=True, squeeze=False)
+    fig = _figure((7, 1.8 * rows + 0.6))
+    axes = fig.subplots(rows, 2, sharex=True, squeeze=False)
     for ax, column in zip(axes.flat, columns, strict=False):
         ax.plot(summary["generation"], summary[column], marker=".", markersize=3)
         ax.set_title(column.replace("_", " "), fontsize=9)
         ax.tick_params(labelsize=8)
         if pd.api.types.is_integer_dtype(summary[column]):  # a count: no 0.5 tick
-            ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+            _integer_ticks(ax.yaxis, min_n_ticks=1)
     for ax in list(axes.flat)[len(columns) :]:
         ax.set_visible(False)
     for column in range(2):  # each column's lowest panel shown carries the axis
@@ -294,19 +322,20 @@ def panel_curves(summary: pd.DataFrame, columns: list[str], path: Path) -> Path:
         if shown:
             shown[-1].tick_params(labelbottom=True)
             shown[-1].set_xlabel("generation", fontsize=8)
-            shown[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
+            _integer_ticks(shown[-1].xaxis)
     return _save(fig, path)
 
 
 def mastery_curve(summary: pd.DataFrame, path: Path) -> Path:
     """Share of the held-out test set mastered, per generation where it was measured."""
     measured = summary[summary["test_mastered"].notna()]
-    fig, ax = plt.subplots(figsize=(7, 3))
+    fig = _figure((7, 3))
+    ax = fig.subplots()
     ax.plot(measured["generation"], 100 * measured["test_mastered"], marker="o")
     ax.set_ylim(-3, 103)
     ax.set_ylabel("test tasks mastered (%)")
     ax.set_xlabel("generation")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _integer_ticks(ax.xaxis)
     ax.grid(alpha=0.3)
     return _save(fig, path)
 
@@ -344,9 +373,8 @@ def levels_over_generations(played: pd.DataFrame, path: Path) -> Path:
     """One panel per task parameter: the tasks the curriculum played each generation,
     coloured by why (a new level, a replay, an edit, plain training)."""
     params = [c for c in played.columns if c not in ("generation", "rule")]
-    fig, axes = plt.subplots(
-        len(params), 1, figsize=(7, 1.9 * len(params) + 0.6), sharex=True, squeeze=False
-    )
+    fig = _figure((7, 1.9 * len(params) + 0.6))
+    axes = fig.subplots(len(params), 1, sharex=True, squeeze=False)
     for ax, name in zip(axes[:, 0], params, strict=True):
         for rule, part in played.groupby("rule", sort=True):
             colour = _RULE_COLOURS.get(str(rule), "tab:gray")
@@ -355,7 +383,7 @@ def levels_over_generations(played: pd.DataFrame, path: Path) -> Path:
     # Above the top panel: inside it, the legend hid the points under it.
     axes[0, 0].legend(loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=7, ncol=4, frameon=False)
     axes[-1, 0].set_xlabel("generation")
-    axes[-1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))  # no generation 1.25
+    _integer_ticks(axes[-1, 0].xaxis)  # no generation 1.25
     return _save(fig, path)
 
 
@@ -366,7 +394,8 @@ def eligible_pairs(returns: pd.DataFrame, eligibility: pd.DataFrame, path: Path)
     rows = chosen.sort_values("pair_id")
     episodes = returns[[c for c in returns.columns if c.startswith("episode_")]]
     names = returns["name"].astype(str).tolist()
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1.2))
+    fig = _figure((7, 0.45 * len(names) + 1.2))
+    ax = fig.subplots()
     positions = np.arange(len(names))[::-1]  # the pairs file's first pair on top
     colours = ["tab:green" if o == "eligible" else "tab:red" for o in rows["outcome"]]
     ax.barh(positions, rows["score"].to_numpy(dtype=float), color=colours, alpha=0.6)
