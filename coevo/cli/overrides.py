@@ -84,21 +84,37 @@ def check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
         return [f"++{a}" if a in fields else a for a in args], None
     runs = each_choice(choices) if multirun else [choices]
     seen = _Seen()
-    for picked in runs:
+    hydra_settings = None
+    for index, picked in enumerate(runs):
         swept = [pick for pick in picked if pick not in choices]  # this run's swept options
-        composed = _composed(config_name, [*search, *picked])
+        # The first (a single run's only) composition also gives Hydra's own settings.
+        if index == 0:
+            composed, hydra_settings = _composed(config_name, [*search, *picked], settings)
+        else:
+            composed = _composed(config_name, [*search, *picked])[0]
         _check_keys(composed, values, overrides, swept, multirun, seen)
     passed = _for_hydra(args, values, seen, groups)
     if any(arg.split("=", 1)[0] in INSPECT_FLAGS for arg in args):
         return passed, None
-    # A single run: every override as Hydra gets it (a directory may name `${seed}`); a
-    # multirun's swept values cannot compose as one config: its first choices.
+    if multirun or hydra_settings is None or not _names_config_values(hydra_settings):
+        # A multirun's swept values cannot compose as one config: its first choices.
+        return passed, hydra_settings
+    # A single run whose directory names a setting of the config (`runs/${seed}`): Hydra's
+    # settings composed again, with every override, as Hydra will.
     given = [a for a in passed if "=" in a and not a.startswith(("-", "hydra.searchpath="))]
-    composed = [*runs[0], *settings] if multirun else given
     try:
-        return passed, compose(config_name, [*search, *composed], hydra_config=True)["hydra"]
+        return passed, compose(config_name, [*search, *given], hydra_config=True)["hydra"]
     except Exception:  # noqa: BLE001 - only the early directory check is skipped
         return passed, None
+
+
+def _names_config_values(hydra_settings: DictConfig) -> bool:
+    """Whether the run directory Hydra's settings write (`hydra.run.dir`) interpolates more
+    than the time (`${now:...}`) or Hydra's own settings: a key of the config, which the
+    command's values may change."""
+    written: Any = OmegaConf.to_container(hydra_settings["run"], resolve=False)
+    inner = re.findall(r"\$\{([^}]*)", str(written["dir"]))
+    return any(not part.startswith(("now:", "hydra")) for part in inner)
 
 
 def _search_path(overrides: list[str], extra_dirs: list[Path]) -> tuple[list[str], set[str]]:
@@ -114,18 +130,35 @@ def _search_path(overrides: list[str], extra_dirs: list[Path]) -> tuple[list[str
     return search, groups_in(search_dirs)
 
 
-def _composed(config_name: str, overrides: list[str]) -> dict:
-    """The config the group choices compose, or the reason they do not (exit 2)."""
+def _composed(
+    config_name: str, overrides: list[str], settings: list[str] | None = None
+) -> tuple[dict, DictConfig | None]:
+    """The config the group choices compose (without Hydra's section), or the reason they
+    do not (exit 2); and, given `settings` (Hydra's own overrides), Hydra's section composed
+    with them in the same composition (None where they do not compose: Hydra says why when
+    it runs)."""
+    if settings is not None:
+        try:
+            with_hydra = compose(config_name, [*overrides, *settings], hydra_config=True)
+        except Exception:  # noqa: BLE001 - the choices alone: whether they compose, and why
+            return _composed(config_name, overrides)
+        composed: Any = OmegaConf.to_container(with_hydra, resolve=False)
+        del composed["hydra"]
+        return _preset_names(composed), with_hydra["hydra"]
     from hydra.errors import HydraException
 
     try:
-        composed = compose(config_name, overrides)
+        return _preset_names(compose(config_name, overrides)), None
     except HydraException as error:
         fail(choice_error(str(error)))
     except yaml.YAMLError as error:  # a config file of the user's own (hydra.searchpath)
         mark = getattr(error, "problem_mark", None)
         where = f"{mark.name}: " if mark is not None else ""
         fail(f"{where}invalid YAML at {yaml_error_text(error)}")
+
+
+def _preset_names(composed: dict) -> dict:
+    """Note the optimizer's and curriculum's preset class names (`PRESET_NAMES`)."""
     for section in ("optimizer", "curriculum"):
         preset = composed.get(section)
         if isinstance(preset, dict) and isinstance(preset.get("name"), str):
