@@ -161,6 +161,7 @@ def run_sb3(env_id: str, seed: int, budget: int, evaluate_every: int | None) -> 
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
 
     zoo = dict(ZOO[env_id])
     zoo.pop("n_timesteps")
@@ -191,6 +192,8 @@ def run_sb3(env_id: str, seed: int, budget: int, evaluate_every: int | None) -> 
     clock.start()
     env = make_vec_env(gym_id(env_id), n_envs=n_envs, seed=seed)
     model = PPO("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **zoo)
+    # No log files: SB3's default logger makes a /tmp/SB3-<time> directory per model.
+    model.set_logger(Logger(folder=None, output_formats=[]))
     model.learn(budget, callback=Evaluations())
     clock.stop()
     run.steps = int(model.num_timesteps)

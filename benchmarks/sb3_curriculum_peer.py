@@ -65,6 +65,7 @@ import numpy as np
 import psutil
 import torch
 from stable_baselines3 import PPO
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -390,6 +391,8 @@ def run_arm(arm: str, seed: int, setting: Setting, held_out: list[Task]) -> Run:
         seed=seed,
         device="cpu",
     )
+    # No log files: SB3's default logger makes a /tmp/SB3-<time> directory per model.
+    model.set_logger(Logger(folder=None, output_formats=[]))
     curriculum = ARM_CLASSES[arm](model, space, seed, setting)
     layers = [curriculum.layer(i) for i in range(setting.envs)]
     # Syllabus's queues belong to the fork context: SB3's default (forkserver) refuses them.

@@ -7,6 +7,8 @@ on one worker, so that fixture is made once."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -25,6 +27,14 @@ def ray_session():
         ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sb3_logs_in_the_sessions_tmp(tmp_path_factory):
+    """Stable-Baselines3's default logger makes a directory per model that learns, in /tmp
+    unless SB3_LOGDIR names one: the tests' models, and those of the examples and
+    benchmarks they start, log under this session's temporary directory instead."""
+    os.environ.setdefault("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3")))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
