@@ -28,7 +28,7 @@ from coevo.config import RunConfig
 from coevo.curricula.base import Curriculum, GenerationFailed, GenerationResult
 from coevo.errors import ConfigError, Terminated
 from coevo.pool.results import WorkerStartError, error_line
-from coevo.report import RunRecorder, ScalarLogger, write_report
+from coevo.report import RunRecorder, ScalarLogger, drawing_once, write_report
 from coevo.report.progress import GenerationProgress
 from coevo.resume_rules import resume_command
 from coevo.run_files import (
@@ -244,13 +244,14 @@ class Run:
         return [self.step() for _ in range(more)]
 
     def close(self) -> None:
-        """Write the final report (unless a stop wrote it) and let go of the pool, the
-        TensorBoard writer and the run directory's lock. Closing twice does nothing."""
+        """Write the final report (unless a stop wrote it, or the page written after the last
+        generation already is it) and let go of the pool, the TensorBoard writer and the run
+        directory's lock. Closing twice does nothing."""
         if self._closed:
             return
         self._closed = True
         try:
-            if not self._stopped:
+            if not self._stopped and not self._reported:
                 with warnings_to_echo(self.echo):
                     self._write_report()
         finally:
@@ -294,6 +295,9 @@ class Run:
         self._logger: ScalarLogger | None = None
         self._test_set: TestSet | None = None
         self._traceback_shown = self._first_failure_on_test = False
+        self._reported = False  # whether report.html shows the last recorded generation
+        # A task's picture file is named by its content: drawn once in this process.
+        self._render_task = drawing_once(curriculum.space.metadata.get("render_png"))
         try:
             self._logger = ScalarLogger(run_dir, recording.logger)
             self._recorder = RunRecorder(run_dir, tables=(CROSS_SCORES_STEM, TEST_SCORES))
@@ -406,6 +410,7 @@ class Run:
         assert self._logger is not None
         self._logger.log(result.summary)
         self._save_checkpoint()
+        self._reported = False
         if time.monotonic() - self._report_built >= self._recording.report_every_s:
             # The page is for people: rebuilding it every generation would cost most of a
             # small run's time; `coevo-report` rebuilds it on demand.
@@ -432,7 +437,8 @@ class Run:
         space = self.curriculum.space
         # A run from a config: the page rebuilds the space from config.yaml, as coevo-report
         # does; a run from Python has no config.yaml to rebuild it from.
-        write_report(self.run_dir, space.metadata.get("render_png"), None if self.config else space)
+        write_report(self.run_dir, self._render_task, None if self.config else space)
+        self._reported = True
 
     # -- what the console says -------------------------------------------------------------
     def _progress_line(self, result: GenerationResult) -> str:

@@ -23,7 +23,7 @@ from coevo.report.data import ReportError, RunData, levels_played, load_run
 from coevo.run_files import REPORT
 from coevo.tasks.task import TaskSpace
 
-__all__ = ["REPORT", "ParamFormat", "ReportError", "TaskRenderer", "write_report"]
+__all__ = ["REPORT", "ParamFormat", "ReportError", "TaskRenderer", "drawing_once", "write_report"]
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }
@@ -62,6 +62,23 @@ document.addEventListener('DOMContentLoaded', filterRows);
 
 # Optional hook: a task renderer (task dict -> PNG path) for the run's task space.
 TaskRenderer = Callable[[dict, Path], Path]
+
+
+def drawing_once(render: TaskRenderer | None) -> TaskRenderer | None:
+    """`render`, drawing each picture file once: the report names a task's picture by the
+    task's id, a hash of its content, so a page rebuilt by the same process (a run's report
+    every `report_every_s`) keeps the pictures drawn for the pages before it."""
+    if render is None:
+        return None
+    drawn: dict[Path, Path] = {}
+
+    def render_once(task: dict, path: Path) -> Path:
+        image = drawn.get(path)
+        if image is None or not image.is_file():
+            image = drawn[path] = render(task, path)
+        return image
+
+    return render_once
 
 
 def write_report(

@@ -11,7 +11,7 @@ from phrases import assert_says
 
 from coevo import tasks
 from coevo.report import plots
-from coevo.report.html import ParamFormat, write_report
+from coevo.report.html import ParamFormat, drawing_once, write_report
 
 # One worker under xdist: the run (`run_dir`) made once for the module.
 pytestmark = pytest.mark.xdist_group("test_report")
@@ -278,3 +278,22 @@ def test_an_extra_table_whose_later_rows_have_a_new_column_keeps_it(tmp_path):
     assert list(table.columns) == ["generation", "return", "error"]
     assert table["generation"].tolist() == [1, 2, 3]
     assert table["error"].fillna("").tolist() == ["", "boom", ""]
+
+
+def test_a_runs_task_pictures_are_drawn_once_and_again_only_when_gone(tmp_path):
+    drawn = []
+
+    def render(task: dict, path):
+        drawn.append(task["x"])
+        path.write_bytes(b"png")
+        return path
+
+    once = drawing_once(render)
+    assert once is not None and drawing_once(None) is None
+    picture = tmp_path / "task_a.png"
+    assert once({"x": 1}, picture) == picture
+    assert once({"x": 1}, picture) == picture  # the page rebuilt: the same task's picture
+    assert once({"x": 2}, tmp_path / "task_b.png") == tmp_path / "task_b.png"
+    picture.unlink()  # gone (a user tidying plots/): drawn again
+    once({"x": 1}, picture)
+    assert drawn == [1, 2, 1] and picture.read_bytes() == b"png"

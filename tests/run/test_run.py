@@ -149,8 +149,12 @@ def test_a_curriculum_built_in_python_runs_records_and_resumes(tmp_path):
     page = (whole / "report.html").read_text()
     assert "3 generations" in page and "test tasks mastered" in page
 
-    with _python_run(parted, 3) as run:
-        run.step()
+    page = parted / "report.html"
+    with _python_run(parted, 3, report_every_s=0) as run:
+        run.step()  # its page, written at once (report_every_s=0), is already the final one
+        written = (page.stat().st_ino, page.stat().st_mtime_ns)
+    assert (page.stat().st_ino, page.stat().st_mtime_ns) == written  # close kept it
+    assert "<p>1 generations;" in page.read_text()  # the one generation it ran
     assert run.curriculum.pool.closed  # the run's pool, let go with it
     with pytest.raises(ConfigError, match="already holds a run"):
         _python_run(parted, 3)
