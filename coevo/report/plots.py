@@ -44,9 +44,11 @@ def _integer_ticks(axis: Axis, **kwargs) -> None:
 
 def _save(fig: Figure, path: Path) -> Path:
     """Lay the figure out so that labels, legends and colour bars beyond the axes stay inside
-    it, and write it: one layout pass and one drawing (a `bbox_inches="tight"` save would
-    draw it twice more)."""
+    it, and write it: one layout pass and one drawing. (A `bbox_inches="tight"` save draws
+    twice more; so does any save of a figure that keeps a layout engine, which
+    `tight_layout` leaves behind as a placeholder: its work is done, so none is kept.)"""
     fig.tight_layout()
+    fig.set_layout_engine(None)
     fig.savefig(path)
     return path
 
