@@ -484,8 +484,10 @@ class EvaluationPool:
                 f"with the pool's space: pool.space.task({example}) (parameters left out keep "
                 "their initial value) or pool.space.initial_task()"
             )
-        # Another space's task failed each episode with a KeyError on its parameters.
-        if task.space != self.space.name:
+        # Another space's task failed each episode with a KeyError on its parameters. A level
+        # of a kind names its kind, not the space: a `MazeSpace(name="small_maze")` runs Maze
+        # levels (whose `space` is "maze"), and the isinstance check above is the kind's.
+        if isinstance(task, Task) and task.space != self.space.name:
             raise ValueError(
                 f"{label}: a task of space '{task.space}'; this pool runs '{self.space.name}' "
                 "(build tasks with pool.space)"
