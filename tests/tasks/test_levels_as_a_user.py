@@ -109,3 +109,23 @@ def test_the_resume_command_names_a_task_modules_entry_inside_another_entry(tmp_
         assert resume_command(run) == f"PYTHONPATH={inner} coevo-run resume={run}"
     finally:
         del sys.modules["nested_entry_probe_tasks"]
+
+
+def test_poet_thresholds_on_a_mazes_scale_are_not_warned_of_and_cartpoles_are():
+    from coevo.config import parse_config
+    from coevo.run_setup import scale_warnings
+
+    def warned(**curriculum: float) -> str:
+        config = parse_config({"task": {"name": "maze"}, "curriculum": curriculum})
+        return " ".join(scale_warnings(config, tasks.get("maze")))
+
+    # The docs' thresholds: above the solved score (0.1, a maze's least success), not above
+    # its highest return (~1); the run warned of them all the same.
+    assert warned(repro_threshold=0.5, mc_lower=0.1, mc_upper=0.9) == ""
+    assert_says(
+        warned(),  # POET's CartPole-scale defaults
+        "curriculum.repro_threshold 200",
+        "mc_lower 50",
+        "highest return of task space 'maze' (0.996)",
+        "on its scale",
+    )

@@ -69,6 +69,12 @@ class MazeSpace(LevelSpace):
         slots = partial(MazeSlots, view_size=view, max_steps=steps) if self.batched else None
         object.__setattr__(self, "make_slots", slots)
 
+    @property
+    def best_return(self) -> float:
+        """The highest return an episode can reach (the goal at the first step): POET's
+        thresholds above it are warned of at the start (coevo.run_setup.scale_warnings)."""
+        return goal_reward(1, self.max_episode_steps)
+
     # -- the level kind -------------------------------------------------------------------
     def sample(self, rng: np.random.Generator) -> Maze:
         """A random maze of this space's size with at most `max_walls` walls."""
