@@ -151,16 +151,21 @@ def parse_task(
 
 def _level_from_text(space: TaskSpace, text: str) -> Any:
     """A level of a kind without named numbers (a maze) from its JSON, as the tables'
-    `task` column holds it (test_set.csv, eligibility.csv)."""
+    `task` column holds it (test_set.csv, eligibility.csv), or by name where the space
+    names some of its levels (`named_levels()`: mazes' labyrinth, four_rooms, ...)."""
+    named = getattr(space, "named_levels", dict)()
+    if text.strip() in named:
+        return named[text.strip()]
     try:
         level = space.level_from_json(text)
         space.check(level)
     except (ValueError, KeyError, TypeError, ConfigError) as error:
+        names = f", a level's name ({', '.join(named)})" if named else ""
         raise ConfigError(
             "task",
             f"task space '{space.name}' holds {space.level_type.__name__} levels: give a pair "
-            "id or a level's JSON, as the `task` column of test_set.csv or eligibility.csv "
-            f"holds it ({error})",
+            f"id{names} or a level's JSON, as the `task` column of test_set.csv or "
+            f"eligibility.csv holds it ({error})",
         ) from None
     return level
 

@@ -126,18 +126,31 @@ def needed_pythonpath() -> list[str]:
         return []
     coevo_dir = Path(__file__).resolve().parent
     used: set[Path] = set()
-    for module in list(sys.modules.values()):
+    for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         if not isinstance(file, str):
             continue
         path = Path(file).resolve()
         if path.is_relative_to(coevo_dir):
             continue
-        # Python searched the entries in order: the first that holds the file gave it.
-        found = next((entry for entry in entries if path.is_relative_to(entry)), None)
+        # Python searched the entries in order: the first that holds the module's top-level
+        # package or file by its name gave it (an entry inside another, e.g. a checkout and
+        # its tasks/ folder, holds the file too, under another name).
+        top = name.partition(".")[0]
+        found = next((entry for entry in entries if _gave(entry, path, top)), None)
         if found is not None:
             used.add(found)
     return list(dict.fromkeys(str(entry) for entry in entries if entry in used))
+
+
+def _gave(entry: Path, path: Path, top: str) -> bool:
+    """Whether `path`, the file of a module whose top-level name is `top`, was imported from
+    PYTHONPATH entry `entry`: it lies under `entry` as `top` (a package) or `top.*` (a file,
+    an extension module)."""
+    if not path.is_relative_to(entry):
+        return False
+    first = path.relative_to(entry).parts[0]
+    return first == top or first.partition(".")[0] == top
 
 
 def resume_command(run_dir: Path) -> str:

@@ -140,11 +140,16 @@ def build(
 
 
 def scale_warnings(config: RunConfig, space: TaskSpace) -> list[str]:
-    """Score thresholds of the curriculum above what counts as solved on this task space:
-    POET's defaults are on CartPole's scale (returns up to 500), and on a space whose
-    returns stay below them (Pendulum's are <= 0) no pair would ever reproduce."""
+    """Score thresholds of the curriculum above what counts as solved on this task space,
+    or above its highest return where the space knows it (`best_return`: a maze's solved
+    score is its least success, 0.1, and its returns reach 1): POET's defaults are on
+    CartPole's scale (returns up to 500), and on a space whose returns stay below them
+    (Pendulum's are <= 0) no pair would ever reproduce."""
     solved = space.solved_score
     curriculum = config.curriculum
+    best = getattr(space, "best_return", None)
+    if best is not None:  # the space knows its highest return (mazes: ~1, solved from 0.1)
+        return _unreachable_thresholds(config, space.name, best)
     if solved is None:
         if getattr(curriculum, "repro_threshold", None) is None:
             return []
@@ -175,6 +180,23 @@ def scale_warnings(config: RunConfig, space: TaskSpace) -> list[str]:
     return [
         f"warning: {' and '.join(above)} above the solved score of task space "
         f"'{space.name}' ({solved:g}): pairs may never reproduce or pass the minimal "
+        f"criterion; set curriculum.repro_threshold, mc_lower and mc_upper on its scale"
+    ]
+
+
+def _unreachable_thresholds(config: RunConfig, space_name: str, best: float) -> list[str]:
+    """POET's score thresholds that no episode on the space reaches (`best`: its highest
+    return): with them no pair reproduces, or no child passes the minimal criterion."""
+    above = [
+        f"curriculum.{name} {value:g}"
+        for name in ("repro_threshold", "mc_lower")
+        if (value := getattr(config.curriculum, name, None)) is not None and value > best
+    ]
+    if not above:
+        return []
+    return [
+        f"warning: {' and '.join(above)} above the highest return of task space "
+        f"'{space_name}' ({best:.3g}): no pair would reproduce or pass the minimal "
         f"criterion; set curriculum.repro_threshold, mc_lower and mc_upper on its scale"
     ]
 

@@ -27,8 +27,10 @@ policy file made outside coevo, and print its return in each episode, determinis
   task=...       a pair id (POET: that pair's task), a value (a one-parameter space), or
                  name=value,... (those parameters changed, the others kept; a value
                  outside the run's bounds is evaluated as given, with a warning), or a
-                 level's JSON (mazes: as test_set.csv's task column holds it); default:
-                 the pair's own task, or the space's initial task
+                 level's JSON (mazes: as test_set.csv's task column holds it), or a
+                 named level (mazes: labyrinth, four_rooms, long_corridor,
+                 perfect_maze_0..2); default: the pair's own task, or the space's initial
+                 task
   episodes=N     episodes to run (default 5)
   seed=S         the first episode's reset seed (default 0)
   video=FILE.gif film the first episode (reset seed S) as a GIF

@@ -2,18 +2,20 @@
 
 A level (a numeric `Task`, a `Maze`, a CPPN terrain: any task of the pool's space) is put in
 the object store once, in a block with the other levels new to that call (`LevelStore`, in
-the driver). An episode job on its way to a worker names its level by a `LevelKey`, which
-pickles as the level's content id alone; each chunk's sources say where every level it
-names lies (block, handle, row). A worker keeps the levels it took (`LevelCache`, LRU), so a
-level replayed over generations (PLR's buffer, POET's active envs, a test set) reaches each
-worker once, not once per job. A restarted worker starts with an empty cache and fetches the
-blocks again: every chunk carries the sources of all its levels, so nothing assumes what a
-worker holds. Both backends take this path; in-process the block is the tuple of levels
-itself, and nothing is pickled.
+the driver). A job on its way to a worker (an episode, or a PPO trajectory stream with its
+continuation) names its level by a `LevelKey`, which pickles as the level's content id
+alone; each chunk's sources say where every level it names lies (block, handle, row). A
+worker keeps the levels it took (`LevelCache`, LRU), so a level replayed over generations
+(PLR's buffer, POET's active envs, a PPO rollout's tasks update after update, a test set)
+reaches each worker once, not once per job. A restarted worker starts with an empty cache
+and fetches the blocks again: every chunk carries the sources of all its levels, so nothing
+assumes what a worker holds. Both backends take this path; in-process the block is the
+tuple of levels itself, and nothing is pickled.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import threading
 from collections import OrderedDict
@@ -34,6 +36,14 @@ _BLOCK_CACHE = 2
 Source = tuple[str, Any, int]
 # Puts a block of levels where the workers read it: (handle, bytes that travelled).
 PutLevels = Callable[[tuple[Any, ...]], tuple[Any, int]]
+
+
+def with_task(job: Any, task: Any) -> Any:
+    """`job` (an `EpisodeJob`, or any frozen dataclass job with a `task` field, e.g. a
+    `TrajectoryJob` with its continuation) with `task` in place of its own."""
+    if type(job) is EpisodeJob:  # the common case, built directly (under half of `replace`)
+        return EpisodeJob(job.params, task, job.seed)
+    return dataclasses.replace(job, task=task)
 
 
 class LevelKey:
@@ -64,8 +74,8 @@ class LevelStore:
         self._blocks_made = 0
 
     def send(
-        self, chunks: Sequence[Sequence[EpisodeJob]]
-    ) -> tuple[list[list[EpisodeJob]], list[dict[str, Source]]]:
+        self, chunks: Sequence[Sequence[Any]]
+    ) -> tuple[list[list[Any]], list[dict[str, Source]]]:
         """The chunks with every job's level named by a `LevelKey`, and each chunk's level
         sources; the levels new to the store are put first, as one block."""
         keys: dict[int, LevelKey] = {}  # by the level object's identity, for this call
@@ -78,7 +88,7 @@ class LevelStore:
                 if key is None:
                     key = keys[id(job.task)] = self._key(job.task, new)
                 # On its way: the worker puts the level back (`LevelCache.resolve`).
-                named.append(EpisodeJob(job.params, key, job.seed))  # pyright: ignore[reportArgumentType]
+                named.append(with_task(job, key))
             sent.append(named)
         self._ship(list(new.values()))
         sources = [self._sources(chunk) for chunk in sent]
@@ -110,7 +120,7 @@ class LevelStore:
         for row, key in enumerate(keys):
             self._entries[key.id] = (key, (block_id, handle, row))
 
-    def _sources(self, chunk: list[EpisodeJob]) -> dict[str, Source]:
+    def _sources(self, chunk: list[Any]) -> dict[str, Source]:
         ids = {job.task.id for job in chunk}
         return {content_id: self._entries[content_id][1] for content_id in ids}
 
@@ -137,8 +147,8 @@ class LevelCache:
         self._lock = threading.Lock()  # two chunks may arrive at once on a Ray actor
 
     def resolve(
-        self, jobs: Sequence[EpisodeJob], sources: Mapping[str, Any], counters: dict[str, float]
-    ) -> Sequence[EpisodeJob]:
+        self, jobs: Sequence[Any], sources: Mapping[str, Any], counters: dict[str, float]
+    ) -> Sequence[Any]:
         """The jobs with their levels back in place of their `LevelKey`s; jobs sent without
         level sources (a `Worker` used directly) carry their levels and come back as they are."""
         where = sources.get(LEVEL_SOURCES)
@@ -146,7 +156,7 @@ class LevelCache:
             return jobs
         with self._lock:
             found = self._take(dict.fromkeys(job.task.id for job in jobs), where, counters)
-        return [EpisodeJob(job.params, found[job.task.id], job.seed) for job in jobs]
+        return [with_task(job, found[job.task.id]) for job in jobs]
 
     def _take(
         self, ids: Iterable[str], where: Mapping[str, Source], counters: dict[str, float]

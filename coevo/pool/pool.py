@@ -35,6 +35,10 @@ if TYPE_CHECKING:  # pandas only for cross_evaluate_frame: workers need not impo
 
 __all__ = ["Backend", "EvalResult", "EvaluationError", "EvaluationPool", "ProgressListener"]
 
+# The worker methods whose jobs name their level by content id on the way (each puts the
+# levels back with its `LevelCache`): episodes, and PPO trajectory streams.
+LEVEL_METHODS = frozenset({"run", "collect_trajectories"})
+
 CLOSED = "EvaluationPool is closed; create a new one (a pool closes when its `with` block ends)"
 
 
@@ -323,7 +327,7 @@ class EvaluationPool:
         started = time.perf_counter()
         self._ship()
         sources_for = [self.store.sources(job.params.key for job in c) for c in chunks]
-        sent = self._with_level_ids(chunks, sources_for) if method == "run" else chunks
+        sent = self._with_level_ids(chunks, sources_for) if method in LEVEL_METHODS else chunks
         if self.progress is not None:
             self.progress.planned(sum(len(c) for c in chunks))
         results = self._backend.run(sent, sources_for, method, self._report, prefer)
@@ -350,7 +354,7 @@ class EvaluationPool:
     def _with_level_ids(
         self, chunks: Sequence[list[Any]], sources_for: list[dict[str, Any]]
     ) -> list[list[Any]]:
-        """Episode chunks as they travel: each job's level named by its content id, the
+        """Chunks as they travel: each job's level named by its content id, the
         levels' sources added to each chunk's (see `coevo.pool.levels`)."""
         sent, level_sources = self.levels.send(chunks)
         for sources, levels in zip(sources_for, level_sources, strict=True):
@@ -480,8 +484,10 @@ class EvaluationPool:
                 f"with the pool's space: pool.space.task({example}) (parameters left out keep "
                 "their initial value) or pool.space.initial_task()"
             )
-        # Another space's task failed each episode with a KeyError on its parameters.
-        if task.space != self.space.name:
+        # Another space's task failed each episode with a KeyError on its parameters. A level
+        # of a kind names its kind, not the space: a `MazeSpace(name="small_maze")` runs Maze
+        # levels (whose `space` is "maze"), and the isinstance check above is the kind's.
+        if isinstance(task, Task) and task.space != self.space.name:
             raise ValueError(
                 f"{label}: a task of space '{task.space}'; this pool runs '{self.space.name}' "
                 "(build tasks with pool.space)"

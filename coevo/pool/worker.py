@@ -202,10 +202,15 @@ class Worker:
     ) -> Any:
         """Run trajectory jobs (coevo/pool/trajectories.py) on this worker's slots; the
         policy must sample with a value head (the actor-critic). It waits for the slots to
-        be free of `run` chunks and holds them alone; `token` names it meanwhile."""
+        be free of `run` chunks and holds them alone; `token` names it meanwhile. Jobs from
+        a pool name their levels by id, as `run`'s do."""
         from coevo.pool.trajectories import StreamCache, collect
 
-        counters = {"cache_hits": 0.0, "cache_misses": 0.0, "bytes_loaded": 0.0}
+        counters: dict[str, float] = dict.fromkeys(
+            ("cache_hits", "cache_misses", "bytes_loaded", "levels_loaded", "level_bytes_loaded"),
+            0.0,
+        )
+        jobs = self.level_cache.resolve(jobs, sources, counters)
         if self.streams is None:
             self.streams = StreamCache(STREAMS_PER_SLOT * self.slots.num_slots)
         with self._exclusive_turn():

@@ -55,9 +55,21 @@ class RunData:
         return planned if isinstance(planned, int) else None
 
     @property
+    def test_origin(self) -> str:
+        """Where the test tasks come from, as the report's caption says it: a space's own
+        held-out set (`test_tasks`: mazes, CPPN terrains, the point-mass gate's target), or
+        uniform draws within test_set.params' bounds or the training space's."""
+        if self.space is not None and getattr(self.space, "test_tasks", None) is not None:
+            return (
+                f"the held-out set of task space '{self.space.name}', from "
+                f"{type(self.space).__name__}.test_tasks, not uniform draws"
+            )
+        return f"drawn uniformly within {self.test_bounds}"
+
+    @property
     def test_bounds(self) -> str:
-        """Where the test tasks come from: test_set.params' bounds (as drawn in the run's
-        space), or the training space's."""
+        """Where uniformly drawn test tasks come from: test_set.params' bounds (as drawn in
+        the run's space), or the training space's."""
         bounds = _config_section(self.config_text, "test_set").get("params") or {}
         if not bounds:
             return "the task space's bounds, the ones the curriculum trains within"

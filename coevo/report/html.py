@@ -126,7 +126,7 @@ def _page(data: RunData, plot_dir: Path, render_task: TaskRenderer | None) -> st
             eligibility,
             data.test_set,
             data.returns,
-            data.test_bounds,
+            data.test_origin,
             _lineage_pictures(population, pictures),
         )
         parts.append("".join(_figure(data.run_dir, *f) for f in figures))
@@ -162,7 +162,7 @@ def _figures(
     eligibility: pd.DataFrame | None = None,
     test_set: pd.DataFrame | None = None,
     returns: pd.DataFrame | None = None,
-    test_bounds: str = "the task space's bounds",
+    test_origin: str = "drawn uniformly within the task space's bounds",
     lineage_pictures: dict[int, Path] | None = None,
 ) -> list[tuple[str, str, Path]]:
     """(id, caption, image) of each figure the tables allow; `lineage_pictures` (pair id ->
@@ -221,7 +221,7 @@ def _figures(
         figures.append(
             (
                 "fig-test-mastery",
-                _mastery_caption(test_set, by, test_bounds),
+                _mastery_caption(test_set, by, test_origin),
                 plots.mastery_curve(summary, plot_dir / "test_mastery.png"),
             )
         )
@@ -253,11 +253,12 @@ def _figures(
         )
     if not cross.empty:
         last = int(frames.column(cross, "generation").max())
+        columns = "pair id and task parameters" if labels else "pair id"  # a maze has none
         figures.append(
             (
                 "fig-heatmap",
                 f"Mean return of each active policy (rows, by pair id) on each active task "
-                f"(columns: pair id and task parameters) at the last transfer, generation {last}.",
+                f"(columns: {columns}) at the last transfer, generation {last}.",
                 plots.score_heatmap(
                     frames.rows(cross, frames.column(cross, "generation") == last),
                     plot_dir / "heatmap.png",
@@ -398,7 +399,9 @@ def _return_freed_memory() -> None:
 
 
 def _mastery_caption(
-    test_set: pd.DataFrame | None, by: str, test_bounds: str = "the task space's bounds"
+    test_set: pd.DataFrame | None,
+    by: str,
+    test_origin: str = "drawn uniformly within the task space's bounds",
 ) -> str:
     """What "% mastered" counts: the test set's size, threshold and episodes per task (from
     test_set.csv; a run from before that file had none, and says less)."""
@@ -410,7 +413,7 @@ def _mastery_caption(
     episodes = int(test_set["episodes"].iloc[0])
     return (
         f"Share of the {len(test_set)} held-out test tasks mastered, {by}, at each generation "
-        f"it was measured. The tasks are drawn uniformly within {test_bounds} "
+        f"it was measured. The tasks are {test_origin} "
         f"(test_set.csv); a task is mastered by a mean return of at least "
         f"{test_set['threshold'].iloc[0]:g} over {episodes} "
         f"episode{'s' if episodes != 1 else ''}. The returns counted, per task: "

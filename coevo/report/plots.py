@@ -133,11 +133,19 @@ def score_heatmap(
     if max(matrix.shape) <= 12:
         values = matrix.to_numpy()
         middle = np.nanmin(values) + 0.5 * (np.nanmax(values) - np.nanmin(values))
+        digits = value_digits(values)
         for (i, j), value in np.ndenumerate(values):
             color = "black" if value > middle else "white"  # readable on viridis
-            ax.text(j, i, f"{value:.0f}", ha="center", va="center", color=color, fontsize=7)
+            text = f"{value:.{digits}f}"
+            ax.text(j, i, text, ha="center", va="center", color=color, fontsize=7)
     fig.colorbar(image, ax=ax, label="mean return")
     return _save(fig, path)
+
+
+def value_digits(values: np.ndarray) -> int:
+    """Decimals for the score heatmap's cells: 2 where every return is within 10 of 0 (a
+    maze's 0 to 1, where 0.91 would read as 1), else none (CartPole's 500)."""
+    return 2 if np.nanmax(np.abs(values)) < 10 else 0
 
 
 def _with_label(pair_id: int, labels: Mapping[int, str], separator: str = ": ") -> str:
@@ -213,7 +221,8 @@ def lineage_tree(
     low, high = float(born.min()), float(born.max())
     span = max(high - low, 1.0)
     ax.set_xlim(low - 0.05 * span, high + (span * 1.05) * share / (1 - share) + 0.05 * span)
-    ax.legend(loc="best", fontsize=8)
+    # Above the axes: inside, "best" still covered the newest task's picture or label.
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=8, ncol=2, frameon=False)
     return _save(fig, path)
 
 

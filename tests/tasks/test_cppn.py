@@ -1,6 +1,7 @@
 """CPPN terrains (task=bipedal_cppn): the genome level (JSON, content id, validation), E-POET's
 drawing of the ground and mutation rules on neat-python's operators, seeded; the walker on
-the genome's ground; E-POET on CPPN terrains end to end (kill -9 and resume, worker counts)."""
+the genome's ground; POET's novelty by the ground; E-POET on CPPN terrains end to end
+(kill -9 and resume, worker counts)."""
 
 import math
 import pickle
@@ -16,6 +17,7 @@ from gymnasium.envs.box2d.bipedal_walker import TERRAIN_HEIGHT, TERRAIN_STARTPAD
 from phrases import assert_says
 
 from coevo import tasks
+from coevo.curricula.poet.novelty import Characterization, novelty_scores
 from coevo.errors import ConfigError
 from coevo.tasks.cppn import (
     Connection,
@@ -133,6 +135,19 @@ def test_the_space_is_a_level_kind_without_numbers_and_draws_pictures(tmp_path):
     assert len(set(tested.tasks)) == 4 and list(tested.distances) == sorted(tested.distances)
     png = render_cppn_png(child.to_dict(), tmp_path / "terrain.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_poets_params_novelty_on_cppn_terrains_is_the_distance_of_their_grounds():
+    """What POET (`novelty=params`) runs on CPPN terrains beyond E-POET's loop, tested end
+    to end below: a child's novelty is the k-NN distance of its encoded ground to the
+    population's, so a copy of a level in the population is not novel."""
+    space = tasks.get(CPPN)
+    lineage = _lineage(3, length=6)
+    population, children = lineage[:3], [lineage[1], *lineage[3:]]
+    novelty = novelty_scores(Characterization.PARAMS, space, children, population, k=1)
+    nearest = [min(space.distance(c, p) for p in population) for c in children]
+    np.testing.assert_allclose(novelty, nearest)
+    assert novelty[0] == 0 and novelty[1:].min() > 0
 
 
 def _episode(env, level, seed, actions):

@@ -184,9 +184,15 @@ class CppnTerrain:
         """The terrain `to_json()` gave `text`."""
         return cls.from_dict(json.loads(text))
 
-    def __repr__(self) -> str:
+    @property
+    def size_text(self) -> str:
+        """The network's size in words: "2 hidden nodes, 3 connections" (enabled ones)."""
         enabled = sum(c.enabled for c in self.connections)
-        return f"CppnTerrain({self.id}: {self.hidden} hidden nodes, {enabled} connections)"
+        nodes = f"{self.hidden} hidden node{'' if self.hidden == 1 else 's'}"
+        return f"{nodes}, {enabled} connection{'' if enabled == 1 else 's'}"
+
+    def __repr__(self) -> str:
+        return f"CppnTerrain({self.id}: {self.size_text})"
 
 
 def flat_terrain() -> CppnTerrain:

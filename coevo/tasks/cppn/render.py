@@ -32,10 +32,9 @@ def render_cppn_png(level: CppnTerrain | dict | str, path: str | Path, **_: Any)
     axes.plot(xs, ys, color=EDGE, lw=1)
     axes.axvline(TERRAIN_STARTPAD * TERRAIN_STEP / 2, color="#7f33e5", lw=1.5, label="start")
     axes.axvline(FINISH_X, color="black", ls="--", lw=1, label="finish")
-    enabled = sum(c.enabled for c in level.connections)
     activations = ", ".join(sorted({n.activation for n in level.nodes}))
     axes.set_title(
-        f"CPPN terrain {level.id}: {level.hidden} hidden nodes, {enabled} connections "
+        f"CPPN terrain {level.id}: {level.size_text} "
         f"({activations}); height {ys.min() - ys[0]:+.2f} to {ys.max() - ys[0]:+.2f} m",
         fontsize=9,
     )

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from coevo.tasks.maze.level import DEFAULT_SIZE, DIRECTIONS, Maze, is_solvable, sample
+from coevo.tasks.maze.level import (
+    DEFAULT_MAX_WALLS,
+    DEFAULT_SIZE,
+    DIRECTIONS,
+    Maze,
+    is_solvable,
+    sample,
+)
 
 DEFAULT_NUM_RANDOM = 20
 DEFAULT_SEED = 0
@@ -101,13 +108,19 @@ def _farthest(walls: np.ndarray, start: tuple[int, int]) -> tuple[int, int]:
     return order[-1]
 
 
-def random_solvable(count: int, seed: int = DEFAULT_SEED) -> list[Maze]:
-    """`count` mazes of the training generator (`level.sample`) that can be solved, drawn
-    in order from one seeded generator."""
+def random_solvable(
+    count: int,
+    seed: int = DEFAULT_SEED,
+    height: int = DEFAULT_SIZE,
+    width: int = DEFAULT_SIZE,
+    max_walls: int = DEFAULT_MAX_WALLS,
+) -> list[Maze]:
+    """`count` mazes of the training generator (`level.sample`, of that size and walls) that
+    can be solved, drawn in order from one seeded generator."""
     rng = np.random.default_rng(seed)
     mazes: list[Maze] = []
     while len(mazes) < count:
-        level = sample(rng)
+        level = sample(rng, height, width, max_walls)
         if is_solvable(level):
             mazes.append(level)
     return mazes
@@ -116,7 +129,8 @@ def random_solvable(count: int, seed: int = DEFAULT_SEED) -> list[Maze]:
 def held_out_mazes(
     seed: int = DEFAULT_SEED, num_random: int = DEFAULT_NUM_RANDOM
 ) -> dict[str, Maze]:
-    """The held-out set by name: the designed families, then the random solvable ones."""
+    """The held-out set by name (13 x 13): the designed families, then the random solvable
+    ones (`random_0`, ...)."""
     mazes = {
         "labyrinth": labyrinth(),
         "four_rooms": four_rooms(),

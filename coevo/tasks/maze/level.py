@@ -164,7 +164,8 @@ class Maze:
         return "\n".join("".join(line) for line in grid)
 
     def __repr__(self) -> str:
-        return f"Maze({self.id}: {self.shape_text}, {self.num_walls} walls)"
+        walls = self.num_walls
+        return f"Maze({self.id}: {self.shape_text}, {walls} wall{'' if walls == 1 else 's'})"
 
     @classmethod
     def from_text(cls, text: str) -> Maze:

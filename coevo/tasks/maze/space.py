@@ -21,7 +21,7 @@ import numpy as np
 from coevo.errors import ConfigError
 from coevo.tasks.level_space import LevelSpace
 from coevo.tasks.maze import level as levels
-from coevo.tasks.maze.held_out import held_out_mazes
+from coevo.tasks.maze.held_out import held_out_mazes, random_solvable
 from coevo.tasks.maze.level import Maze
 from coevo.tasks.maze.navigation import (
     DEFAULT_MAX_STEPS,
@@ -69,6 +69,12 @@ class MazeSpace(LevelSpace):
         slots = partial(MazeSlots, view_size=view, max_steps=steps) if self.batched else None
         object.__setattr__(self, "make_slots", slots)
 
+    @property
+    def best_return(self) -> float:
+        """The highest return an episode can reach (the goal at the first step): POET's
+        thresholds above it are warned of at the start (coevo.run_setup.scale_warnings)."""
+        return goal_reward(1, self.max_episode_steps)
+
     # -- the level kind -------------------------------------------------------------------
     def sample(self, rng: np.random.Generator) -> Maze:
         """A random maze of this space's size with at most `max_walls` walls."""
@@ -91,17 +97,23 @@ class MazeSpace(LevelSpace):
         return Maze.from_json(text)
 
     def test_tasks(self, size: int, seed: int) -> list[Maze]:
-        """The held-out test set (coevo.tasks.test_sets): the designed families first
-        (labyrinth, four rooms, long corridor, perfect mazes), then seeded random solvable
-        mazes, `size` in all (13 x 13 spaces only: the designs are of that size)."""
+        """The held-out test set (coevo.tasks.test_sets), `size` mazes: on 13 x 13 the
+        designed families first (labyrinth, four rooms, long corridor, perfect mazes), then
+        seeded random solvable mazes; on another size (the designs are 13 x 13) seeded
+        random solvable mazes of this space's size and walls only."""
         if (self.height, self.width) != (levels.DEFAULT_SIZE, levels.DEFAULT_SIZE):
-            raise ConfigError(
-                "test_set",
-                f"held-out mazes are 13 x 13; '{self.name}' is {self.width} x {self.height}",
-            )
+            return random_solvable(size, seed, self.height, self.width, self.max_walls)
         designed = held_out_mazes(seed, num_random=0)
         extra = max(0, size - len(designed))
         return list(held_out_mazes(seed, num_random=extra).values())[:size]
+
+    def named_levels(self) -> dict[str, Maze]:
+        """The designed held-out mazes by name (13 x 13 spaces; none on another size), which
+        `coevo-eval RUN task=NAME` plays: labyrinth, four_rooms, long_corridor,
+        perfect_maze_0 .. perfect_maze_2."""
+        if (self.height, self.width) != (levels.DEFAULT_SIZE, levels.DEFAULT_SIZE):
+            return {}
+        return held_out_mazes(num_random=0)
 
     # -- the TaskSpace seat ---------------------------------------------------------------
     def initial_task(self) -> Maze:
