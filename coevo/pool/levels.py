@@ -3,14 +3,15 @@
 A level (a numeric `Task`, a `Maze`, a CPPN terrain: any task of the pool's space) is put in
 the object store once, in a block with the other levels new to that call (`LevelStore`, in
 the driver). A job on its way to a worker (an episode, or a PPO trajectory stream with its
-continuation) names its level by a `LevelKey`, which pickles as the level's content id
-alone; each chunk's sources say where every level it names lies (block, handle, row). A
-worker keeps the levels it took (`LevelCache`, LRU), so a level replayed over generations
-(PLR's buffer, POET's active envs, a PPO rollout's tasks update after update, a test set)
-reaches each worker once, not once per job. A restarted worker starts with an empty cache
-and fetches the blocks again: every chunk carries the sources of all its levels, so nothing
-assumes what a worker holds. Both backends take this path; in-process the block is the
-tuple of levels itself, and nothing is pickled.
+continuation and the levels its resets take, `next_tasks`) names each level by a
+`LevelKey`, which pickles as the level's content id alone; each chunk's sources say where
+every level it names lies (block, handle, row). A worker keeps the levels it took
+(`LevelCache`, LRU), so a level replayed over generations (PLR's buffer, POET's active envs,
+a PPO rollout's tasks update after update, a test set) reaches each worker once, not once
+per job. A restarted worker starts with an empty cache and fetches the blocks again: every
+chunk carries the sources of all its levels, so nothing assumes what a worker holds. Both
+backends take this path; in-process the block is the tuple of levels itself, and nothing is
+pickled.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from coevo.optimizers.ppo_config import PPOConfig
 from coevo.optimizers.ppo_streams import with_stream_ends
 from coevo.policies.registry import make_policy
 from coevo.pool import EvaluationPool, Stored, Worker
-from coevo.pool.trajectories import TrajectoryJob, stream_generators, streams_of
+from coevo.pool.trajectories import TrajectoryJob, final_level, stream_generators, streams_of
 
 pytest.importorskip("torch")  # PPO's learner
 
@@ -78,7 +78,7 @@ def test_a_stream_takes_its_next_level_at_a_mid_rollout_reset(space, policy):
     on_a = _replayed_obs(space, policy, a, int(seeds[1]), stream.actions[window])
     assert not np.array_equal(stream.obs[window], on_a)
     # The unfinished episode is on b (level 1): the worker keeps its live env under b.
-    assert stream.continuation is not None and stream.level_index[-1] == 1
+    assert stream.continuation is not None and final_level(job, stream) == b
     assert list(worker.streams.entries) == [(b, stream.continuation.key)]
 
 
@@ -97,7 +97,7 @@ def test_the_next_rollout_continues_the_episode_on_its_final_level_bit_exactly(s
     state = with_stream_ends(state, asked.jobs, first)
     moved = 0
     for job, stream, end in zip(asked.jobs, first, state.streams, strict=True):
-        final = job.levels()[int(stream.level_index[-1])]
+        final = final_level(job, stream)
         assert end.task == final and end.continuation == stream.continuation
         moved += final != job.task
     assert moved == 3  # every stream ended its first episode: each is on another maze now
