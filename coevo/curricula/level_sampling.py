@@ -49,9 +49,10 @@ from coevo.curricula.base import (
 from coevo.curricula.training import mean_extras, tell_checked
 from coevo.errors import ConfigError
 from coevo.optimizers.base import StepRecord
-from coevo.optimizers.ppo_streams import without_streams
+from coevo.optimizers.ppo_streams import level_segments, without_streams
 from coevo.pool.jobs import EpisodeJob, Stored
 from coevo.pool.results import error_line
+from coevo.pool.trajectories import Stream, TrajectoryJob
 from coevo.settings import setting
 from coevo.tasks.task import Task
 
@@ -207,6 +208,21 @@ def finished_returns(job: Any, result: Any) -> list[float]:
             returns.append(running)
             running = 0.0
     return returns
+
+
+def split_by_level(jobs: Sequence[Any], results: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Jobs and results with each PPO stream that ran on several levels split into its
+    per-level segments (`level_segments`); other results as they are."""
+    split_jobs, split_results = [], []
+    for job, result in zip(jobs, results, strict=True):
+        if isinstance(job, TrajectoryJob) and isinstance(result, Stream):
+            for part, steps in level_segments(job, result):
+                split_jobs.append(part)
+                split_results.append(steps)
+        else:
+            split_jobs.append(job)
+            split_results.append(result)
+    return split_jobs, split_results
 
 
 def _signals(
@@ -434,15 +450,19 @@ class LevelSamplingCurriculum(Curriculum):
             if asked is not None:
                 own = results[start:middle]
                 told = told_by_student[id(student)]
-                played = {job.task for job in asked.jobs}
+                # Per level: a PPO stream takes a new level at each reset, so its steps
+                # are split where its level changes (the learner trains on whole streams).
+                level_jobs, level_results = split_by_level(asked.jobs, own)
+                played = {job.task for job in level_jobs}
                 unplayed = [task for task in dict.fromkeys(plan.train) if task not in played]
-                # The planned tasks played, then the tasks of earlier steps whose streams
-                # kept them until their episodes end (PPO: a new level only at a reset).
-                kept = [job.task for job in asked.jobs if job.task not in set(plan.train)]
+                # The planned tasks played, then the levels of earlier steps whose streams
+                # kept them until their episodes ended (PPO: a new level only at a reset).
+                planned = set(plan.train)
+                kept = [job.task for job in level_jobs if job.task not in planned]
                 trained = _signals(
                     [task for task in plan.train if task in played] + kept,
-                    asked.jobs,
-                    own,
+                    level_jobs,
+                    level_results,
                     trained=True,
                 )
                 student.theta, student.state = told.theta, told.state

@@ -65,6 +65,9 @@ FALLBACKS = (LevelScore.LEARNABILITY.value, LevelScore.RETURN_REGRET.value, "non
 STALLED_BATCHES = 10
 NEW_LEVELS = ("uniform", "easy")
 PARTIAL_EPISODES = ("carry", "commit")
+# Cut episodes' partial scores kept per student (the oldest go first: an episode whose
+# continuation never came, e.g. after a refused update).
+PARTIALS_KEPT = 4096
 
 
 @dataclass(frozen=True)
@@ -197,10 +200,10 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
         )
         # Best mean return each student has reached on any level (return_regret's anchor).
         self.best_return: dict[int, float] = {s.index: float("-inf") for s in self.students}
-        # Per student, per training stream: the level and score so far of the episode the
-        # last training step cut (carried into the next step; see `_episode_scores`). Stream
-        # None: a job without one (a signal built by hand).
-        self._partials: dict[int, dict[int | None, tuple[Task, Partial]]] = {}
+        # Per student, per cut episode: the level and score so far of an episode a training
+        # step cut (carried into the next step; see `_episode_scores`), by its continuation's
+        # key (a stream's index, or None, for a result without one: a signal built by hand).
+        self._partials: dict[int, dict[str | int | None, tuple[Task, Partial]]] = {}
         # A warning's bookkeeping only (results never depend on it): not in the state.
         self._stalled: dict[int, int] = {s.index: 0 for s in self.students}
 
@@ -495,15 +498,19 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
             if not (hasattr(result, "values") and hasattr(result, "rewards")):
                 continue
             stream = getattr(job, "stream", None)
-            before = held.pop(stream, None) if signal.trained else None
-            continued = getattr(job, "continuation", None) is not None
+            ahead = getattr(job, "continuation", None)
+            continued = ahead is not None
+            before = _held_part(held, stream, ahead) if signal.trained and continued else None
             for part in episode_parts(result, continued):
                 prior = None
                 if part.continued and before is not None and before[0] == signal.task:
                     prior = before[1]
                 merged = merge_partial(prior, part_score(part), part.steps)
                 if carry and not part.finished:
-                    held[stream] = (signal.task, merged)
+                    going_on = getattr(result, "continuation", None)
+                    held[going_on.key if going_on is not None else stream] = (signal.task, merged)
+                    while len(held) > PARTIALS_KEPT:  # continuations never continued
+                        del held[next(iter(held))]
                     cut += 1
                     continue
                 score = merged.score  # the latest episode replaces (dcd: alpha 1)
@@ -561,6 +568,16 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
 
 
 # -- the rules both faces use: coevo's runs (above) and coevo.curricula.sampler -----------
+def _held_part(
+    held: dict[str | int | None, tuple[Task, Partial]], stream: int | None, ahead: Any
+) -> tuple[Task, Partial] | None:
+    """The partial score carried for the episode a job continues: by its continuation's key
+    (several of a stream's levels may be scored in one round, in any order), else by the
+    stream's index (the part a result without a continuation left: a signal built by hand)."""
+    found = held.pop(getattr(ahead, "key", None), None)
+    return found if found is not None else held.pop(stream, None)
+
+
 def new_buffer(config: PLRConfig, fill_cap: int | None) -> LevelBuffer:
     """A student's level buffer, as `config` sets it."""
     return LevelBuffer(

@@ -31,7 +31,7 @@ from coevo.optimizers.ppo_remote import learner_place, run_learner, why_in_drive
 from coevo.optimizers.ppo_streams import (
     StreamingPPOState,
     continuations,
-    stream_tasks,
+    stream_plan,
     with_stream_ends,
 )
 from coevo.policies.actor_critic import ActorCriticSpec
@@ -112,7 +112,8 @@ class PPO(Optimizer):
         rng: np.random.Generator,
         register: Register,
     ) -> Asked:
-        """The rollout streams of one step, cycling through the tasks.
+        """The rollout streams of one step, cycling through the tasks (a new one at each
+        reset of a training rollout; see `ppo_streams`).
 
         Args:
             theta: The policy's parameters.
@@ -129,14 +130,15 @@ class PPO(Optimizer):
         cfg = self.config
         # Streams cycle through the tasks; every task gets at least one stream (a curriculum
         # scoring many tasks at once then gets a larger rollout than n_envs streams). A
-        # stream whose episode is unfinished keeps its task until the episode ends.
+        # stream whose episode is unfinished keeps its level until the episode ends; in a
+        # training rollout each reset then starts the next of the tasks (`stream_plan`).
         streams = max(cfg.n_envs, len(tasks))
-        tasks_of = stream_tasks(state, tasks, streams)
+        plan = stream_plan(state, tasks, streams)
         # Each stream goes on with the episode its previous rollout left unfinished.
-        ahead = continuations(state, tasks_of)
+        ahead = continuations(state, [first for first, _ in plan])
         jobs = [
-            TrajectoryJob(Stored(key), task, seed, stream, cfg.n_steps, ahead[stream])
-            for stream, task in enumerate(tasks_of)
+            TrajectoryJob(Stored(key), first, seed, stream, cfg.n_steps, ahead[stream], following)
+            for stream, (first, following) in enumerate(plan)
         ]
         return Asked(jobs)
 

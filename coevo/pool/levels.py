@@ -3,14 +3,15 @@
 A level (a numeric `Task`, a `Maze`, a CPPN terrain: any task of the pool's space) is put in
 the object store once, in a block with the other levels new to that call (`LevelStore`, in
 the driver). A job on its way to a worker (an episode, or a PPO trajectory stream with its
-continuation) names its level by a `LevelKey`, which pickles as the level's content id
-alone; each chunk's sources say where every level it names lies (block, handle, row). A
-worker keeps the levels it took (`LevelCache`, LRU), so a level replayed over generations
-(PLR's buffer, POET's active envs, a PPO rollout's tasks update after update, a test set)
-reaches each worker once, not once per job. A restarted worker starts with an empty cache
-and fetches the blocks again: every chunk carries the sources of all its levels, so nothing
-assumes what a worker holds. Both backends take this path; in-process the block is the
-tuple of levels itself, and nothing is pickled.
+continuation and the levels its resets take, `next_tasks`) names each level by a
+`LevelKey`, which pickles as the level's content id alone; each chunk's sources say where
+every level it names lies (block, handle, row). A worker keeps the levels it took
+(`LevelCache`, LRU), so a level replayed over generations (PLR's buffer, POET's active envs,
+a PPO rollout's tasks update after update, a test set) reaches each worker once, not once
+per job. A restarted worker starts with an empty cache and fetches the blocks again: every
+chunk carries the sources of all its levels, so nothing assumes what a worker holds. Both
+backends take this path; in-process the block is the tuple of levels itself, and nothing is
+pickled.
 """
 
 from __future__ import annotations
@@ -44,6 +45,20 @@ def with_task(job: Any, task: Any) -> Any:
     if type(job) is EpisodeJob:  # the common case, built directly (under half of `replace`)
         return EpisodeJob(job.params, task, job.seed)
     return dataclasses.replace(job, task=task)
+
+
+def job_levels(job: Any) -> tuple[Any, ...]:
+    """Every level a job names: its `task`, then its `next_tasks` (a PPO stream's levels
+    after its resets) where it has them."""
+    following = getattr(job, "next_tasks", ())
+    return (job.task, *following) if following else (job.task,)
+
+
+def with_levels(job: Any, levels: Sequence[Any]) -> Any:
+    """`job` with `levels` in place of its own (`job_levels` order)."""
+    if len(levels) == 1:
+        return with_task(job, levels[0])
+    return dataclasses.replace(job, task=levels[0], next_tasks=tuple(levels[1:]))
 
 
 class LevelKey:
@@ -84,11 +99,14 @@ class LevelStore:
         for chunk in chunks:
             named = []
             for job in chunk:
-                key = keys.get(id(job.task))
-                if key is None:
-                    key = keys[id(job.task)] = self._key(job.task, new)
-                # On its way: the worker puts the level back (`LevelCache.resolve`).
-                named.append(with_task(job, key))
+                named_levels = []
+                for level in job_levels(job):
+                    key = keys.get(id(level))
+                    if key is None:
+                        key = keys[id(level)] = self._key(level, new)
+                    named_levels.append(key)
+                # On its way: the worker puts the levels back (`LevelCache.resolve`).
+                named.append(with_levels(job, named_levels))
             sent.append(named)
         self._ship(list(new.values()))
         sources = [self._sources(chunk) for chunk in sent]
@@ -121,7 +139,7 @@ class LevelStore:
             self._entries[key.id] = (key, (block_id, handle, row))
 
     def _sources(self, chunk: list[Any]) -> dict[str, Source]:
-        ids = {job.task.id for job in chunk}
+        ids = {level.id for job in chunk for level in job_levels(job)}
         return {content_id: self._entries[content_id][1] for content_id in ids}
 
     def evict(self) -> None:
@@ -155,8 +173,9 @@ class LevelCache:
         if where is None:
             return jobs
         with self._lock:
-            found = self._take(dict.fromkeys(job.task.id for job in jobs), where, counters)
-        return [with_task(job, found[job.task.id]) for job in jobs]
+            ids = dict.fromkeys(level.id for job in jobs for level in job_levels(job))
+            found = self._take(ids, where, counters)
+        return [with_levels(job, [found[key.id] for key in job_levels(job)]) for job in jobs]
 
     def _take(
         self, ids: Iterable[str], where: Mapping[str, Source], counters: dict[str, float]

@@ -50,6 +50,7 @@ ARRAY_NAMES = (
     "last_obs",
     "episode_return_sum",
     "episodes_done",
+    "level_index",
 )
 
 
@@ -92,7 +93,10 @@ class Continuation:
 class TrajectoryJob:
     """Stream `stream` of a rollout: the stored policy `params` on `task` for `num_steps`
     steps, from generators seeded by (seed, stream); from `continuation`'s env state when
-    given (the generators then seed the later episodes' resets), else from a reset."""
+    given (the generators then seed the later episodes' resets), else from a reset.
+
+    `next_tasks`: the levels the stream takes at its resets within the rollout, in order,
+    cycling (a new level at every reset); empty: every reset is on `task`."""
 
     params: Stored
     task: Task
@@ -100,10 +104,21 @@ class TrajectoryJob:
     stream: int
     num_steps: int
     continuation: Continuation | None = None
+    next_tasks: tuple[Task, ...] = ()
 
     def stream_key(self) -> tuple[Task, str] | None:
         """Names the env state the job starts from (None: a reset)."""
         return None if self.continuation is None else (self.task, self.continuation.key)
+
+    def levels(self) -> tuple[Task, ...]:
+        """The job's levels by `level_index`: 0 is `task`, k is next_tasks[k - 1]."""
+        return (self.task, *self.next_tasks)
+
+    def level_after(self, resets: int) -> int:
+        """The `level_index` a stream runs after its `resets`-th reset in the rollout."""
+        if not self.next_tasks:
+            return 0
+        return (resets - 1) % len(self.next_tasks) + 1
 
 
 class StreamCache:
@@ -150,6 +165,8 @@ class TrajectoryChunk:
     last_obs: np.ndarray  # [J, D] float32
     episode_return_sum: np.ndarray  # [J] float64: summed returns of episodes that ended
     episodes_done: np.ndarray  # [J] int64
+    # [J, T] int16: the level each step ran on (0: the job's task, k: its next_tasks[k-1]).
+    level_index: np.ndarray
     errors: dict[int, str] = field(default_factory=dict)
     # Per job: the episode left unfinished at the stream's end (None: it ended, or failed).
     continuations: list[Continuation | None] = field(default_factory=list)
@@ -213,6 +230,7 @@ def collect(
         last_obs=np.zeros((n, dim), dtype=np.float32),
         episode_return_sum=np.zeros(n, dtype=np.float64),
         episodes_done=np.zeros(n, dtype=np.int64),
+        level_index=np.zeros((n, horizon), dtype=np.int16),
         continuations=[None] * n,
     )
     for name in STREAM_STAT_KEYS:
@@ -248,6 +266,7 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
     reset_seeds: list[np.ndarray] = []
     noises: list[np.ndarray] = []  # per stream; step t uses noise[policy.noise_index(t)]
     episode = np.zeros(k, dtype=np.int64)
+    level = np.zeros(k, dtype=np.int16)  # per slot: the level_index of its episode
     # The env actions of this wave, and per slot where its current episode began (-1: before
     # the wave, in its continuation) and from which reset seed: the streams' continuations.
     env_actions_taken = np.zeros_like(out.actions[first:stop])
@@ -311,6 +330,7 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
         out.actions[at, t] = actions
         out.log_probs[at, t] = log_probs
         out.values[at, t] = values
+        out.level_index[at, t] = level[live]
         env_actions_taken[live, t] = env_actions
         next_obs, rewards, terminated, errors = slots.step_slots(live, env_actions)
         if (
@@ -343,9 +363,11 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
                 continue  # the stream ends here: no reset needed
             episode[position] += 1
             job = jobs[rows[position]]
+            level[position] = job.level_after(int(episode[position]))
             try:
                 episode_seed[position] = reset_seeds[position][episode[position]]
-                obs[position] = slots.reset_slot(position, job.task, int(episode_seed[position]))
+                task = job.levels()[level[position]]
+                obs[position] = slots.reset_slot(position, task, int(episode_seed[position]))
             except Exception:
                 fail(position, env_error_text())
     out.last_obs[rows] = obs
@@ -360,8 +382,9 @@ def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton,
             int(episode_seed[position]), since.copy(), float(episode_return[position])
         )
         out.continuations[rows[position]] = ahead
-        if cache is not None:
-            cache.put((job.task, ahead.key), slots.save_slot(position), obs[position].copy())
+        if cache is not None:  # under the level of the unfinished episode
+            task = job.levels()[level[position]]
+            cache.put((task, ahead.key), slots.save_slot(position), obs[position].copy())
     for position in np.flatnonzero(~alive).tolist():
         row = rows[position]
         for name in ARRAY_NAMES:
@@ -415,6 +438,8 @@ class Stream:
     episodes_done: int
     error: str = ""
     continuation: Continuation | None = None  # the episode left unfinished at its end
+    # [T] int16: the level each step ran on (0: the job's task, k: its next_tasks[k-1]).
+    level_index: np.ndarray | None = None
 
 
 def streams_of(chunk: TrajectoryChunk) -> list[Stream]:
@@ -434,9 +459,17 @@ def streams_of(chunk: TrajectoryChunk) -> list[Stream]:
             int(chunk.episodes_done[j]),
             chunk.errors.get(j, ""),
             chunk.continuations[j] if chunk.continuations else None,
+            chunk.level_index[j],
         )
         for j in range(len(chunk))
     ]
+
+
+def final_level(job: TrajectoryJob, stream: Stream) -> Task:
+    """The level of the stream's last step: that of its unfinished episode, if any."""
+    if stream.level_index is None or len(stream.level_index) == 0:
+        return job.task
+    return job.levels()[int(stream.level_index[-1])]
 
 
 # Streams whose worker the pool remembers (`EvaluationPool.stream_homes`); older ones are
@@ -468,8 +501,8 @@ def run_trajectory_jobs(pool: EvaluationPool, jobs: list[TrajectoryJob]) -> list
             job = jobs[index]
             if job.continuation is not None:
                 homes.pop((job.task, job.continuation.key), None)  # it moved on
-            if stream.continuation is not None:
-                homes[(job.task, stream.continuation.key)] = worker
+            if stream.continuation is not None:  # on the level of its unfinished episode
+                homes[(final_level(job, stream), stream.continuation.key)] = worker
     pool.note_results(len(jobs), errors)  # a failed stream is a failed job (GenerationFailed)
     while len(homes) > STREAM_HOMES:
         del homes[next(iter(homes))]
