@@ -2,8 +2,8 @@
 # Mazes: does PPO learn? (issue 30). PPO + DR on task=maze, the conv actor-critic against the
 # MLP actor-critic on the flattened view, 3 seeds each, one core each run, one after another.
 #   bash experiments/mazes_ppo/run_all.sh OUT_DIR
-# Each run: 500 optimizer steps of 16 streams x 256 steps (2.05 M env steps), a new random
-# maze per stream and step, the 100 held-out mazes (6 designed, 94 random solvable) tested
+# Each run: 500 optimizer steps of 16 streams x 256 steps (2.05 M env steps), 16 new random
+# mazes per step taken in turn at each reset, the 100 held-out mazes (6 designed, 94 random solvable) tested
 # every 20 steps.
 set -euo pipefail
 out=${1:?OUT_DIR}
