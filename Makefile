@@ -3,7 +3,7 @@
 # Both create or reuse .venv and install what they need (torch pinned to the CPU build).
 # RLlib's tests run in a venv of their own, .venv-rllib (coevo[rllib]: ray[rllib] pins its own
 # gymnasium, not the one of .venv), made and reused the same way; `make test` runs them last.
-# `make test` runs ruff, pyright (basic mode) and pytest in 2 processes (pytest-xdist); a module whose tests share one
+# `make test` runs ruff, pytest in 2 processes (pytest-xdist), then pyright (basic mode); a module whose tests share one
 # expensive run is kept on one of them (pytest.mark.xdist_group). PYTEST_ARGS="-n 0" runs
 # it in one process.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -35,12 +35,15 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/coevo-run $(ARGS)
 
+# pyright runs beside RLlib's tests: they take one core, and pyright the other.
 test: $(STAMP) $(RLLIB_STAMP)
 	bash tools/ensure-chromium.sh
 	$(BIN)/ruff check .
-	$(BIN)/pyright
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup $(PYTEST_ARGS)
-	$(RLLIB_VENV)/bin/python -m pytest -q $(RLLIB_TESTS)
+	$(BIN)/pyright > $(VENV)/pyright.log 2>&1 & checking=$$!; \
+	$(RLLIB_VENV)/bin/python -m pytest -q $(RLLIB_TESTS); rllib=$$?; \
+	wait $$checking; typed=$$?; cat $(VENV)/pyright.log; \
+	test $$rllib -eq 0 && test $$typed -eq 0
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

@@ -99,7 +99,9 @@ def _stop_after_generation_2(command: list[str], run: Path, signum: int, env: di
     stdout, stderr = process.communicate(timeout=120)
     assert "Traceback" not in stderr + stdout
     said = "interrupted" if signum == signal.SIGINT else "terminated (SIGTERM)"
-    last = [line for line in stderr.splitlines() if line.startswith(said)][-1]
+    stops = [line for line in stderr.splitlines() if line.startswith(said)]
+    assert stops, f"no '{said}' line; exit code {process.returncode}; stderr:\n{stderr[-3000:]}"
+    last = stops[-1]
     assert last == stderr.strip().splitlines()[-1]
     generation = int(last.split("after generation ")[1].split(";")[0])
     assert 2 <= generation < 6  # in the run, not after its end
