@@ -149,7 +149,9 @@ def scale_warnings(config: RunConfig, space: TaskSpace) -> list[str]:
     curriculum = config.curriculum
     best = getattr(space, "best_return", None)
     if best is not None:  # the space knows its highest return (mazes: ~1, solved from 0.1)
-        return _unreachable_thresholds(config, space.name, best)
+        return _thresholds_above(
+            config, best, f"the highest return of task space '{space.name}' ({best:.3g})"
+        )
     if solved is None:
         if getattr(curriculum, "repro_threshold", None) is None:
             return []
@@ -170,34 +172,25 @@ def scale_warnings(config: RunConfig, space: TaskSpace) -> list[str]:
             f"the curriculum's score thresholds ({limits}; CartPole's scale by default) "
             f"against its returns: set them on its scale{annecs}"
         ]
+    return _thresholds_above(
+        config, solved, f"the solved score of task space '{space.name}' ({solved:g})"
+    )
+
+
+def _thresholds_above(config: RunConfig, limit: float, what: str) -> list[str]:
+    """A warning naming POET's score thresholds above `limit` (`what` says which limit):
+    with them pairs may never reproduce, or no child pass the minimal criterion."""
     above = [
         f"curriculum.{name} {value:g}"
         for name in ("repro_threshold", "mc_lower")
-        if (value := getattr(config.curriculum, name, None)) is not None and value > solved
+        if (value := getattr(config.curriculum, name, None)) is not None and value > limit
     ]
     if not above:
         return []
     return [
-        f"warning: {' and '.join(above)} above the solved score of task space "
-        f"'{space.name}' ({solved:g}): pairs may never reproduce or pass the minimal "
-        f"criterion; set curriculum.repro_threshold, mc_lower and mc_upper on its scale"
-    ]
-
-
-def _unreachable_thresholds(config: RunConfig, space_name: str, best: float) -> list[str]:
-    """POET's score thresholds that no episode on the space reaches (`best`: its highest
-    return): with them no pair reproduces, or no child passes the minimal criterion."""
-    above = [
-        f"curriculum.{name} {value:g}"
-        for name in ("repro_threshold", "mc_lower")
-        if (value := getattr(config.curriculum, name, None)) is not None and value > best
-    ]
-    if not above:
-        return []
-    return [
-        f"warning: {' and '.join(above)} above the highest return of task space "
-        f"'{space_name}' ({best:.3g}): no pair would reproduce or pass the minimal "
-        f"criterion; set curriculum.repro_threshold, mc_lower and mc_upper on its scale"
+        f"warning: {' and '.join(above)} above {what}: pairs may never reproduce or pass "
+        f"the minimal criterion; set curriculum.repro_threshold, mc_lower and mc_upper on "
+        f"its scale"
     ]
 
 
