@@ -238,10 +238,12 @@ class Run:
         return result
 
     def generations(self, n: int | None = None) -> list[GenerationResult]:
-        """Run `n` more generations (None: until the run's total), recording each."""
+        """Run `n` more generations (None: until the run's total), recording each. A stop
+        between two of them is a stop as in one (Ctrl-C: RunInterrupted)."""
         more = self.total - self.generation if n is None else n
         self._check_steppable(more)
-        return [self.step() for _ in range(more)]
+        with self._stopping():
+            return [self.step() for _ in range(more)]
 
     def close(self) -> None:
         """Write the final report (unless a stop wrote it, or the page written after the last
@@ -252,7 +254,9 @@ class Run:
         self._closed = True
         try:
             if not self._stopped and not self._reported:
-                with warnings_to_echo(self.echo):
+                # Ctrl-C while the last page is drawn: a stop after the last generation,
+                # whose way back (resume) draws it again.
+                with warnings_to_echo(self.echo), self._stopping():
                     self._write_report()
         finally:
             self._release()
@@ -492,20 +496,28 @@ class Run:
     @contextlib.contextmanager
     def _stopping(self) -> Iterator[None]:
         """A stop says why in stopped.txt (shown first by report.html) and writes the report
-        before the error goes on: Ctrl-C or SIGTERM as RunInterrupted (resumable)."""
+        before the error goes on: Ctrl-C or SIGTERM as RunInterrupted (resumable). Nested,
+        the innermost says it: a stop already said goes on as it is."""
         try:
             yield
-        except KeyboardInterrupt as interrupt:
+        except BaseException as error:
+            if not self._stopped:
+                self._say_why(error)  # a Ctrl-C raises RunInterrupted here
+            raise
+
+    def _say_why(self, error: BaseException) -> None:
+        interrupt = _interrupt_behind(error)
+        if interrupt is not None:
             done = last_checkpointed(self.run_dir / CHECKPOINTS)
             how = "terminated (SIGTERM)" if isinstance(interrupt, Terminated) else "interrupted"
-            self._stop(f"{how} after generation {done}; resume with: {self._resume_hint}\n")
+            # The page may fail to draw: a Ctrl-C mid-import leaves a library half imported.
+            reason = f"{how} after generation {done}; resume with: {self._resume_hint}\n"
+            self._stop(reason, report_may_fail=True)
             raise RunInterrupted(self.run_dir, done, how) from None
-        except GenerationFailed as error:
+        if isinstance(error, GenerationFailed):
             self._stop(f"stopped: {error}\n")
-            raise
-        except Exception as error:
+        elif isinstance(error, Exception):
             self._stop_by_error(error)
-            raise
 
     def _stop_by_error(self, error: Exception) -> None:
         """A bug (often a plug-in's): the run stops, but says so where its progress is, with
@@ -547,6 +559,22 @@ class Run:
             finally:
                 _let_go(self._lock)
                 self._lock = None
+
+
+def _interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C (or SIGTERM) `error` is, or stands for: a library may turn one into an
+    error of its own, chained to it (a pybind11 module's import: "ImportError:
+    initialization failed"), or fail while it unwinds; None for any other error."""
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return link
+        if not isinstance(link, Exception):  # SystemExit, GeneratorExit: not a stop's
+            return None
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return None
 
 
 def _hold_run_dir(run_dir: Path, setting: str) -> IO[str] | None:

@@ -50,8 +50,7 @@ def run(
     with Run.from_config(
         config, run_dir, echo=echo, resume=resume, checkpoint_file=checkpoint_file
     ) as steps:
-        while not steps.done:
-            steps.step()
+        steps.generations()
     return steps.curriculum
 
 

@@ -83,32 +83,48 @@ def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 240) -> No
         time.sleep(0.02)
 
 
-def _stop_after_generation_2(command: list[str], run: Path, signum: int, env: dict) -> tuple:
-    """Start `coevo-run COMMAND`, send `signum` once generation 2's checkpoint is written:
-    (exit code, stderr, the generation its stop line names, that line)."""
+def _stop_in_generation_3(command: list[str], run: Path, signum: int) -> tuple[int, str, str]:
+    """Start `coevo-run COMMAND` on tests/user_tasks.py's space, held in generation 3 (its
+    mutation waits there once generation 2's checkpoint is saved: the signal lands in the
+    run, never after its end, whatever the load), and send `signum` there: (exit code,
+    stderr, its stop line). Checked here: the stop line names generation 2 and is
+    the page's banner, with no traceback."""
+    from user_tasks import HELD
+
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "USER_TASKS_HOLD": str(run)}
     process = subprocess.Popen(
         [COEVO_RUN, *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        env={**os.environ, **env},
+        env=env,
     )
-    _wait_for(run / "checkpoints" / "gen_000002.pkl", process)
-    process.send_signal(signum)
-    stdout, stderr = process.communicate(timeout=120)
+    try:
+        _wait_for(run / HELD, process)
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
     assert "Traceback" not in stderr + stdout
     said = "interrupted" if signum == signal.SIGINT else "terminated (SIGTERM)"
     stops = [line for line in stderr.splitlines() if line.startswith(said)]
     assert stops, f"no '{said}' line; exit code {process.returncode}; stderr:\n{stderr[-3000:]}"
     last = stops[-1]
     assert last == stderr.strip().splitlines()[-1]
-    generation = int(last.split("after generation ")[1].split(";")[0])
-    assert 2 <= generation < 6  # in the run, not after its end
+    assert last.startswith(f"{said} after generation 2; ")  # where the run was held
     banner = f'<p class="stopped"><strong>{last}</strong></p>'
     assert banner in (run / "report.html").read_text()
-    assert pd.read_csv(run / "summary.csv")["generation"].max() >= generation
-    return process.returncode, stderr, generation, last
+    assert pd.read_csv(run / "summary.csv")["generation"].max() == 2
+    return process.returncode, stderr, last
+
+
+# tests/ on PYTHONPATH (tests/user_tasks.py, the task space the signals' runs are held in).
+HERE = str(Path(__file__).parents[1])
+PYTHONPATH = os.pathsep.join(filter(None, [HERE, os.environ.get("PYTHONPATH")]))
+# With SMALL: POET reproduces (so mutates) from generation 1 on, hence in generation 3,
+# where the run is held; its generation 3 is the one the interrupted run has not done.
+HELD_RUN = ["curriculum.repro_threshold=20", "curriculum.generations=3"]
 
 
 # The next two tests cover both backends and both signals (SIGTERM raises Terminated, a
@@ -118,8 +134,6 @@ def test_ctrl_c_names_the_pythonpath_in_the_way_back_and_the_original_command_re
 ):
     # A task space of the user's own (tests/user_tasks.py, found through PYTHONPATH) and a
     # config directory of theirs on Hydra's search path.
-    here = str(Path(__file__).parents[1])
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
     (tmp_path / "conf" / "task").mkdir(parents=True)
     (tmp_path / "conf" / "task" / "mine.yaml").write_text(
         "name: user_tasks:cartpole_one_at_a_time\n"
@@ -129,20 +143,21 @@ def test_ctrl_c_names_the_pythonpath_in_the_way_back_and_the_original_command_re
         *SMALL,
         f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
         "task=mine",
-        "curriculum.generations=6",
-        "optimizer.population=24",
+        *HELD_RUN,
+        "test_set.every=3",  # the resumed generation measures the test set
     ]
     command = [*args, f"hydra.run.dir={run}"]
-    code, stderr, generation, last = _stop_after_generation_2(command, run, signal.SIGINT, env)
+    code, stderr, last = _stop_in_generation_3(command, run, signal.SIGINT)
     assert code == 130, stderr[-3000:]
-    way_back = f"resume with: PYTHONPATH={here} coevo-run resume={run}"
-    assert last == f"interrupted after generation {generation}; {way_back}"
+    assert last == f"interrupted after generation 2; resume with: PYTHONPATH={HERE} " + (
+        f"coevo-run resume={run}"
+    )
     # The original command with resume= (in this process, whose sys.path has tests/ as the
     # PYTHONPATH named above gives it): the run goes on and ends as an undisturbed one.
     resumed = cli_in_process("coevo-run", *command, f"resume={run}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"resuming {run} after generation {generation}" in resumed.stdout
-    assert "gen   6/6" in resumed.stdout
+    assert f"resuming {run} after generation 2" in resumed.stdout
+    assert "gen   3/3" in resumed.stdout
     assert not (run / "stopped.txt").exists()  # it went on and completed
     assert 'class="stopped"' not in (run / "report.html").read_text()
     clean = tmp_path / "clean"
@@ -160,15 +175,16 @@ def test_sigterm_stops_a_run_as_ctrl_c_does_where_ray_starts_in_the_main_thread(
         *SMALL,
         "pool=ray",
         "pool.episode_timeout_s=60",
-        "curriculum.generations=6",
-        "optimizer.population=24",
+        "task.name=user_tasks:cartpole_one_at_a_time",
+        *HELD_RUN,
         f"hydra.run.dir={run}",
     ]
-    code, stderr, generation, last = _stop_after_generation_2(command, run, signal.SIGTERM, {})
+    code, stderr, last = _stop_in_generation_3(command, run, signal.SIGTERM)
     assert code == 143, stderr[-3000:]
     assert "Token authentication" not in stderr  # Ray's notice of its own default
     assert last == (
-        f"terminated (SIGTERM) after generation {generation}; resume with: coevo-run resume={run}"
+        f"terminated (SIGTERM) after generation 2; resume with: PYTHONPATH={HERE} "
+        f"coevo-run resume={run}"
     )
 
 

@@ -121,13 +121,16 @@ def test_a_run_directory_in_use_is_refused_until_its_run_closes(uninterrupted, t
         assert again.done
 
 
-def _python_run(run_dir: Path, generations: int, resume: bool = False, **settings) -> Run:
-    """DR built from Python on a local pool, with a test set; the Run owns the pool."""
+def _python_run(
+    run_dir: Path, generations: int, resume: bool = False, space=None, **settings
+) -> Run:
+    """DR built from Python on a local pool, with a test set; the Run owns the pool. `space`:
+    CartPole's unless given."""
     from coevo import DomainRandomization, DRConfig, ESConfig, EvolutionStrategy, MLPPolicy
     from coevo import tasks as coevo_tasks
     from coevo.pool import EvaluationPool
 
-    space = coevo_tasks.get("cartpole")
+    space = space or coevo_tasks.get("cartpole")
     env = space.make_env()
     policy = MLPPolicy.for_spaces(env.observation_space, env.action_space, hidden=(8,))
     env.close()
@@ -165,6 +168,66 @@ def test_a_curriculum_built_in_python_runs_records_and_resumes(tmp_path):
     expected, got = run_tables(whole, names), run_tables(parted, names)
     for name in names:
         pd.testing.assert_frame_equal(got[name], expected[name], obj=name)
+
+
+def _ctrl_c_as_a_pybind11_import_shows_it() -> None:
+    """What a Ctrl-C during the import of a pybind11 module (matplotlib's) raises."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as interrupt:
+        raise ImportError("initialization failed") from interrupt
+
+
+def _ctrl_c() -> None:
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("interrupted", [_ctrl_c, _ctrl_c_as_a_pybind11_import_shows_it])
+def test_ctrl_c_while_the_last_page_is_drawn_is_a_stop_after_the_last_generation(
+    tmp_path, interrupted
+):
+    """A Ctrl-C after the last generation, while `close()` draws the final page (here in the
+    task space's picture hook), stops the run as one in a generation does: RunInterrupted,
+    stopped.txt with the way back; the resume then draws the page. (It used to go on as a
+    bare KeyboardInterrupt, which coevo-run took for one before the first generation.) A
+    library that turns the Ctrl-C into an error of its own, then fails again as the stop
+    draws the page (a module left half imported), changes none of that."""
+    import dataclasses
+
+    import matplotlib.image
+    import numpy as np
+
+    from coevo import tasks as coevo_tasks
+    from coevo.run import RunInterrupted
+
+    drawn: list[str] = []
+
+    def render_png(task: dict, path: Path) -> Path:
+        drawn.append(path.name)
+        if len(drawn) == 1:
+            interrupted()  # Ctrl-C, mid-page
+        elif interrupted is not _ctrl_c and len(drawn) == 2:  # the stop's page
+            raise ValueError("a half-imported module fails again")
+        matplotlib.image.imsave(path, np.zeros((2, 2)))
+        return path
+
+    cartpole = coevo_tasks.get("cartpole")
+    space = dataclasses.replace(cartpole, metadata={**cartpole.metadata, "render_png": render_png})
+    run_dir = tmp_path / "run"
+    with pytest.raises(RunInterrupted) as stop:
+        with _python_run(run_dir, 2, space=space) as run:
+            run.generations()
+            assert not drawn  # no page yet: the final one is drawn by close()
+    assert (stop.value.generation, stop.value.how) == (2, "interrupted")
+    reason = (run_dir / "stopped.txt").read_text()
+    assert reason.startswith("interrupted after generation 2; resume with: Run(curriculum, ")
+    if interrupted is _ctrl_c:  # the stop's page says why
+        assert 'class="stopped"' in (run_dir / "report.html").read_text()
+    with _python_run(run_dir, 2, resume=True, space=space) as resumed:
+        assert resumed.done  # nothing to run: close() draws the page
+    assert not (run_dir / "stopped.txt").exists()
+    page = (run_dir / "report.html").read_text()
+    assert 'class="stopped"' not in page and "<p>2 generations;" in page
 
 
 def test_a_run_needs_a_curriculum_and_checks_its_settings(tmp_path):
