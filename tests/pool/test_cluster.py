@@ -7,6 +7,9 @@ cluster takes over, and the results still equal the one-node run.
 The one-node run every cluster run is compared with is `coevo-run` without pool.address
 beside the running cluster (RAY_ADDRESS set, as on a cluster's nodes): it must start a Ray
 of its own, one node. One Ray start fewer than a separate reference run.
+
+The last test's cluster (Ray's default health checks) starts in the background while the
+one-node run runs: a cluster's start is mostly seconds of waiting on Ray's processes.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import functools
 import json
 import subprocess
 import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,12 +118,38 @@ def cluster():
     cluster = LocalCluster()
     processes: list[psutil.Process] = []
     try:
-        cluster.start(head_cpus=1, node_cpus=(1,))
-        for node in cluster.nodes:
-            processes += psutil.Process(node.process.pid).children(recursive=True)
+        processes = _started(cluster, head_cpus=1, node_cpus=(1,))
         yield cluster
     finally:
         cluster.shutdown()
+    assert not alive(processes), "cluster processes left running"
+
+
+def _started(cluster: LocalCluster, **settings) -> list[psutil.Process]:
+    """Start `cluster`; the processes of its nodes."""
+    cluster.start(**settings)
+    return [
+        p for n in cluster.nodes for p in psutil.Process(n.process.pid).children(recursive=True)
+    ]
+
+
+@pytest.fixture(scope="module")
+def default_checks_cluster():
+    """A second cluster, with Ray's default health checks (the last test's), starting in the
+    background: a function that waits for it and returns it. Shut down, and its processes
+    checked gone, at the module's end."""
+    cluster = LocalCluster()
+    with ThreadPoolExecutor(1) as starter:
+        started = starter.submit(
+            _started, cluster, head_cpus=1, node_cpus=(1,), fast_health_checks=False
+        )
+        try:
+            yield lambda: (started.result(), cluster)[1]
+        finally:
+            try:
+                processes = started.result()  # a start still going would leave some behind
+            finally:
+                cluster.shutdown()
     assert not alive(processes), "cluster processes left running"
 
 
@@ -129,9 +160,10 @@ class _EmbeddedRun:
 
 
 @pytest.fixture(scope="module")
-def one_node(cluster, tmp_path_factory):
+def one_node(cluster, default_checks_cluster, tmp_path_factory):
     """`coevo-run` without pool.address, RAY_ADDRESS naming the running cluster: the
-    reference one-node run (its own embedded Ray, as the first test checks)."""
+    reference one-node run (its own embedded Ray, as the first test checks). The last
+    test's cluster starts meanwhile."""
     tmp = tmp_path_factory.mktemp("one_node")
     run_dir = tmp / "run"
     env = {**cluster.env, "RAY_ADDRESS": cluster.address}
@@ -208,13 +240,10 @@ def test_a_node_killed_mid_run_leaves_the_run_to_the_rest_with_the_same_results(
     _assert_same_tables(tmp_path, one_node.run_dir)
 
 
-def test_a_node_killed_with_rays_default_health_checks(one_node, tmp_path):
+def test_a_node_killed_with_rays_default_health_checks(
+    one_node, default_checks_cluster: Callable[[], LocalCluster], tmp_path
+):
     # Ray's defaults: the node is declared dead only after tens of seconds, but the dead
     # worker's chunks fail sooner (its address refuses connections); the pool replaces it then.
-    cluster = LocalCluster()
-    try:
-        cluster.start(head_cpus=1, node_cpus=(1,), fast_health_checks=False)
-        pool, err = _kill_the_second_node_mid_run(cluster, tmp_path)
-    finally:
-        cluster.shutdown()
+    pool, err = _kill_the_second_node_mid_run(default_checks_cluster(), tmp_path)
     _assert_same_tables(tmp_path, one_node.run_dir)
