@@ -25,7 +25,7 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.slow  # ~20 s: a wheel build and five commands
+pytestmark = pytest.mark.slow  # ~15 s: a wheel build and four commands
 
 
 def _run(args: list, cwd: Path, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
@@ -121,19 +121,24 @@ def test_the_wheel_installs_and_its_commands_run_from_any_directory(tmp_path):
     ).stdout.split()
     assert str(venv) in where[0] and where[1].startswith(str(venv))  # not the checkout's
 
+    # The user's own config directory on Hydra's search path: a curriculum preset of theirs.
+    mine = work / "my_conf" / "curriculum"
+    mine.mkdir(parents=True)
+    (mine / "short_poet.yaml").write_text("name: poet\ngenerations: 2\nmax_children: 2\n")
     run = work / "run"
     done = _run(
         [
             bin_dir / "coevo-run",
+            f"hydra.searchpath=[file://{work / 'my_conf'}]",
+            "curriculum=short_poet",
             "pool=local",
-            "curriculum.generations=2",
             "optimizer.population=4",
             f"hydra.run.dir={run}",
         ],
         cwd=work,
         **clean_env,
     )
-    assert "gen   2/2" in done.stdout
+    assert "gen   2/2" in done.stdout  # the preset's generations
     assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2]
     report = _run([bin_dir / "coevo-report", run], cwd=work, **clean_env)
     assert report.stdout.strip().endswith("report.html")
@@ -153,22 +158,3 @@ def test_the_wheel_installs_and_its_commands_run_from_any_directory(tmp_path):
         **clean_env,
     )
     assert "2 of 8 pairs eligible" in done.stdout  # judged at CartPole's solved score, 475
-
-    # The user's own config directory on Hydra's search path: a curriculum preset of theirs.
-    mine = work / "my_conf" / "curriculum"
-    mine.mkdir(parents=True)
-    (mine / "short_poet.yaml").write_text("name: poet\ngenerations: 1\nmax_children: 2\n")
-    own = work / "own"
-    done = _run(
-        [
-            bin_dir / "coevo-run",
-            f"hydra.searchpath=[file://{work / 'my_conf'}]",
-            "curriculum=short_poet",
-            "pool=local",
-            "optimizer.population=4",
-            f"hydra.run.dir={own}",
-        ],
-        cwd=work,
-        **clean_env,
-    )
-    assert "gen   1/1" in done.stdout
