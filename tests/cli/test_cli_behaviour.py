@@ -174,6 +174,7 @@ def test_sigterm_stops_a_run_as_ctrl_c_does_where_ray_starts_in_the_main_thread(
     command = [
         *SMALL,
         "pool=ray",
+        "pool.num_workers=1",  # one Ray worker process is enough to stop
         "pool.episode_timeout_s=60",
         "task.name=user_tasks:cartpole_one_at_a_time",
         *HELD_RUN,
@@ -665,12 +666,12 @@ def test_resume_of_a_run_another_process_is_running_is_refused(tmp_path):
         held.truncate()
         held.write("pid 4242")
         held.flush()
-        refused = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=6")
+        refused = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=4")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert refused.stderr.startswith(f"coevo-run: error: resume: {run} is in use")
     assert_says(refused.stderr, "(pid 4242)", "wait for it to end")
     # the lock released
-    resumed = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=6")
+    resumed = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=4")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
 
 
