@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -301,6 +301,7 @@ def update_many(
 
 
 _DIAGNOSTICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+_KL_ROW = _DIAGNOSTICS.index("approx_kl")
 
 
 def _update_group(
@@ -312,19 +313,27 @@ def _update_group(
     gaes: list[tuple[np.ndarray, np.ndarray]],
 ) -> list[Updated]:
     """`update_many` for pairs whose rollouts have the same size."""
+    group = _GroupUpdate(spec, config, thetas, states, rollouts, gaes)
+    for _ in range(config.n_epochs):
+        if not group.active.any():
+            break
+        group.epoch()
+    return [
+        group.outcome(pair, theta, state, rollout)
+        for pair, (theta, state, rollout) in enumerate(zip(thetas, states, rollouts, strict=True))
+    ]
+
+
+def _batch_tensors(
+    spec: ActorCriticSpec,
+    thetas: list[np.ndarray],
+    rollouts: list[Rollout],
+    gaes: list[tuple[np.ndarray, np.ndarray]],
+) -> dict[str, Any]:
+    """The pairs' rollouts as stacked tensors [P, T * E, ...], observations normalised."""
     import torch
 
-    net = _network(spec)
-    pairs, count = len(thetas), rollouts[0].num_steps
-    start = net.start
-    params = torch.from_numpy(np.stack([theta[start:] for theta in thetas]).astype(np.float32))
-    params.requires_grad_(True)
-    adam_m = torch.from_numpy(np.stack([s.adam_m for s in states]).astype(np.float32))
-    adam_v = torch.from_numpy(np.stack([s.adam_v for s in states]).astype(np.float32))
-    adam_steps = np.array([s.adam_step for s in states], dtype=np.int64)
-    fractions = np.array([schedule_fraction(config, s.updates) for s in states])
-    learning_rates = config.learning_rate * fractions
-    clip_ranges = torch.from_numpy((config.clip_range * fractions).astype(np.float32))[:, None]
+    count = rollouts[0].num_steps
 
     def stacked(arrays: list[np.ndarray], dtype: Any) -> Any:
         return torch.from_numpy(np.ascontiguousarray(np.stack(arrays), dtype=dtype))
@@ -337,7 +346,7 @@ def _update_group(
         actions = stacked([r.actions.reshape(count) for r in rollouts], np.int64)
     else:
         actions = stacked([r.actions.reshape(count, -1) for r in rollouts], np.float32)
-    tensors = {
+    return {
         "obs": stacked(obs, np.float32),
         "actions": actions,
         "log_probs": stacked([r.log_probs.reshape(count) for r in rollouts], np.float32),
@@ -345,115 +354,179 @@ def _update_group(
         "advantages": stacked([adv.reshape(count) for adv, _ in gaes], np.float32),
         "returns": stacked([ret.reshape(count) for _, ret in gaes], np.float32),
     }
-    rngs = []
-    for state in states:
-        rng = np.random.default_rng()
-        rng.bit_generator.state = state.rng_state
-        rngs.append(rng)
-    active = np.ones(pairs, dtype=bool)  # still taking minibatch steps
-    errors = [""] * pairs
-    epochs = np.zeros(pairs, dtype=np.int64)
-    sums = np.zeros((len(_DIAGNOSTICS), pairs))
-    batches = np.zeros(pairs, dtype=np.int64)
-    kl_row = _DIAGNOSTICS.index("approx_kl")
-    # SB3's approx_kl is its last epoch's mean: summed per epoch, started again at each.
-    epoch_kl = np.zeros(pairs)
-    epoch_batches = np.zeros(pairs, dtype=np.int64)
-    rows = torch.arange(pairs)[:, None]
-    orders = np.zeros((pairs, count), dtype=np.int64)
-    for _ in range(config.n_epochs):
+
+
+def _generator(rng_state: dict[str, Any]) -> np.random.Generator:
+    """A generator resumed from a saved bit-generator state."""
+    rng = np.random.default_rng()
+    rng.bit_generator.state = rng_state
+    return rng
+
+
+class _GroupUpdate:
+    """One update of pairs whose rollouts have the same size, stacked along a leading pair
+    dimension: parameters, Adam moments, minibatch generators, and the running sums of the
+    diagnostics. `active`: the pairs still taking minibatch steps."""
+
+    def __init__(
+        self,
+        spec: ActorCriticSpec,
+        config: PPOConfig,
+        thetas: list[np.ndarray],
+        states: list[PPOState],
+        rollouts: list[Rollout],
+        gaes: list[tuple[np.ndarray, np.ndarray]],
+    ):
+        import torch
+
+        self.spec, self.config = spec, config
+        self.net = _network(spec)
+        pairs, self.count = len(thetas), rollouts[0].num_steps
+        start = self.net.start
+        params = torch.from_numpy(np.stack([theta[start:] for theta in thetas]).astype(np.float32))
+        self.params = params.requires_grad_(True)
+        self.adam_m = torch.from_numpy(np.stack([s.adam_m for s in states]).astype(np.float32))
+        self.adam_v = torch.from_numpy(np.stack([s.adam_v for s in states]).astype(np.float32))
+        self.adam_steps = np.array([s.adam_step for s in states], dtype=np.int64)
+        fractions = np.array([schedule_fraction(config, s.updates) for s in states])
+        self.learning_rates = config.learning_rate * fractions
+        clip_ranges = torch.from_numpy((config.clip_range * fractions).astype(np.float32))
+        self.clip_ranges = clip_ranges[:, None]
+        self.tensors = _batch_tensors(spec, thetas, rollouts, gaes)
+        self.rngs = [_generator(state.rng_state) for state in states]
+        self.active = np.ones(pairs, dtype=bool)
+        self.errors = [""] * pairs
+        self.epochs = np.zeros(pairs, dtype=np.int64)
+        self.sums = np.zeros((len(_DIAGNOSTICS), pairs))
+        self.batches = np.zeros(pairs, dtype=np.int64)
+        # SB3's approx_kl is its last epoch's mean: summed per epoch, started again at each.
+        self.epoch_kl = np.zeros(pairs)
+        self.epoch_batches = np.zeros(pairs, dtype=np.int64)
+        self.rows = torch.arange(pairs)[:, None]
+        self.orders = np.zeros((pairs, self.count), dtype=np.int64)
+
+    def epoch(self) -> None:
+        """One pass over each active pair's rollout, in minibatches of its own order."""
+        import torch
+
+        active = self.active
+        for pair in np.flatnonzero(active):  # only pairs still stepping draw
+            self.orders[pair] = self.rngs[pair].permutation(self.count)
+            self.epochs[pair] += 1
+        self.epoch_kl[active] = 0.0
+        self.epoch_batches[active] = 0
+        order = torch.from_numpy(self.orders)
+        batch_size = self.config.batch_size
+        for begin in range(0, self.count, batch_size):
+            if not active.any():
+                break
+            self._minibatch(order[:, begin : begin + batch_size])
+
+    def _minibatch(self, index: Any) -> None:
+        """The loss on one minibatch of each pair, counted, then a step where it is finite."""
+        import torch
+
+        active, config = self.active, self.config
+        batch = {name: tensor[self.rows, index] for name, tensor in self.tensors.items()}
+        loss, parts = ppo_loss(self.net, self.params, batch, config, self.clip_ranges)
+        values = torch.stack([parts[name] for name in _DIAGNOSTICS]).detach().numpy()
+        # As SB3: a minibatch's figures count before the target_kl check (the one that
+        # crosses the bound counts, and is not applied).
+        self.sums[:, active] += values[:, active]
+        self.batches[active] += 1
+        self.epoch_kl[active] += values[_KL_ROW, active]
+        self.epoch_batches[active] += 1
+        if config.target_kl is not None:
+            active &= ~(values[_KL_ROW] > 1.5 * config.target_kl)
+        losses = loss.detach().numpy()
+        _refuse(active, np.isfinite(losses), self.errors, self.epochs, "non-finite loss", losses)
+        if active.any():
+            self._step(loss)
+
+    def _step(self, loss: Any) -> None:
+        """Backward, per-pair gradient clipping, and Adam on the pairs still active."""
+        import torch
+
+        active = self.active
+        self.params.grad = None
+        loss.sum().backward()  # each pair's loss reaches only its own row
+        grad = self.params.grad
+        assert grad is not None  # backward() just filled it
+        norms = torch.linalg.vector_norm(grad, dim=1)
+        finite = torch.isfinite(norms).numpy()
+        _refuse(active, finite, self.errors, self.epochs, "non-finite gradient norm")
         if not active.any():
-            break
-        for pair in np.flatnonzero(active):
-            orders[pair] = rngs[pair].permutation(count)  # only pairs still stepping draw
-            epochs[pair] += 1
-        epoch_kl[active] = 0.0
-        epoch_batches[active] = 0
-        order = torch.from_numpy(orders)
-        for begin in range(0, count, config.batch_size):
-            if not active.any():
-                break
-            index = order[:, begin : begin + config.batch_size]
-            batch = {name: tensor[rows, index] for name, tensor in tensors.items()}
-            loss, parts = ppo_loss(net, params, batch, config, clip_ranges)
-            values = torch.stack([parts[name] for name in _DIAGNOSTICS]).detach().numpy()
-            # As SB3: a minibatch's figures count before the target_kl check (the one that
-            # crosses the bound counts, and is not applied).
-            sums[:, active] += values[:, active]
-            batches[active] += 1
-            epoch_kl[active] += values[kl_row, active]
-            epoch_batches[active] += 1
-            if config.target_kl is not None:
-                active &= ~(values[kl_row] > 1.5 * config.target_kl)
-            losses = loss.detach().numpy()
-            _refuse(active, np.isfinite(losses), errors, epochs, "non-finite loss", losses)
-            if not active.any():
-                break
-            params.grad = None
-            loss.sum().backward()  # each pair's loss reaches only its own row
-            grad = params.grad
-            assert grad is not None  # backward() just filled it
-            norms = torch.linalg.vector_norm(grad, dim=1)
-            finite = torch.isfinite(norms).numpy()
-            _refuse(active, finite, errors, epochs, "non-finite gradient norm")
-            if not active.any():
-                break
-            # clip_grad_norm_'s rule, per pair.
-            grad = grad * torch.clamp(config.max_grad_norm / (norms + 1e-6), max=1.0)[:, None]
-            adam_steps[active] += 1
-            adam_m, adam_v = _adam_step(
-                params, grad, adam_m, adam_v, adam_steps, learning_rates, active
-            )
-    outcomes = []
-    for pair, (theta, state, rollout) in enumerate(zip(thetas, states, rollouts, strict=True)):
-        if errors[pair]:
-            outcomes.append(Updated(error=errors[pair]))
-            continue
+            return
+        # clip_grad_norm_'s rule, per pair.
+        grad = grad * torch.clamp(self.config.max_grad_norm / (norms + 1e-6), max=1.0)[:, None]
+        self.adam_steps[active] += 1
+        self.adam_m, self.adam_v = _adam_step(
+            self.params,
+            grad,
+            self.adam_m,
+            self.adam_v,
+            self.adam_steps,
+            self.learning_rates,
+            active,
+        )
+
+    def outcome(self, pair: int, theta: np.ndarray, state: PPOState, rollout: Rollout) -> Updated:
+        """A pair's new vector, state and diagnostics, or why its update is refused."""
+        if self.errors[pair]:
+            return Updated(error=self.errors[pair])
         new_theta = np.array(theta, dtype=np.float32, copy=True)
-        new_theta[start:] = params[pair].detach().numpy()
+        new_theta[self.net.start :] = self.params[pair].detach().numpy()
         if not np.isfinite(new_theta).all():
-            outcomes.append(Updated(error="non-finite parameters after the update"))
-            continue
+            return Updated(error="non-finite parameters after the update")
         moved = float(np.linalg.norm(new_theta.astype(np.float64) - theta.astype(np.float64)))
-        if moved > config.max_update_norm:
-            outcomes.append(
-                Updated(
-                    error=f"exploding update: parameters moved {moved:.3g} (L2), "
-                    f"max_update_norm is {config.max_update_norm:g}"
-                )
+        if moved > self.config.max_update_norm:
+            return Updated(
+                error=f"exploding update: parameters moved {moved:.3g} (L2), "
+                f"max_update_norm is {self.config.max_update_norm:g}"
             )
-            continue
+        new_state = self._new_state(pair, state, rollout, new_theta)
+        return Updated(new_theta, new_state, self._info(pair, new_theta))
+
+    def _new_state(
+        self, pair: int, state: PPOState, rollout: Rollout, new_theta: np.ndarray
+    ) -> PPOState:
+        """A pair's state after its update; with observation statistics, `new_theta`'s own
+        copy of them moved too."""
         new_state = state.copy()
-        if adam_steps[pair] != state.adam_step:
-            new_state.adam_m = adam_m[pair].numpy().copy()
-            new_state.adam_v = adam_v[pair].numpy().copy()
-            new_state.adam_step = int(adam_steps[pair])
-        new_state.rng_state = rngs[pair].bit_generator.state
+        if self.adam_steps[pair] != state.adam_step:
+            new_state.adam_m = self.adam_m[pair].numpy().copy()
+            new_state.adam_v = self.adam_v[pair].numpy().copy()
+            new_state.adam_step = int(self.adam_steps[pair])
+        # The getter builds a new dict (typed as a Mapping).
+        new_state.rng_state = cast(dict[str, Any], self.rngs[pair].bit_generator.state)
         new_state.updates += 1
-        if spec.normalize_obs:
+        if self.spec.normalize_obs:
             # Statistics move after the update: the update used the ones the rollout acted with.
             update_obs_stats(new_state, rollout.obs)
-            spec.view(new_theta, "obs_mean")[:] = new_state.obs_mean.astype(np.float32)
-            spec.view(new_theta, "obs_var")[:] = new_state.obs_var.astype(np.float32)
-        share = max(int(batches[pair]), 1)
+            self.spec.view(new_theta, "obs_mean")[:] = new_state.obs_mean.astype(np.float32)
+            self.spec.view(new_theta, "obs_var")[:] = new_state.obs_var.astype(np.float32)
+        return new_state
+
+    def _info(self, pair: int, new_theta: np.ndarray) -> UpdateInfo:
+        """A pair's diagnostics of this update, means as SB3 logs them."""
+        spec, sums = self.spec, self.sums
+        share = max(int(self.batches[pair]), 1)
         means = {name: float(sums[row, pair]) / share for row, name in enumerate(_DIAGNOSTICS)}
-        info = UpdateInfo(
+        return UpdateInfo(
             policy_loss=means["policy_loss"],
             value_loss=means["value_loss"],
             entropy=means["entropy"],
-            approx_kl=float(epoch_kl[pair]) / max(int(epoch_batches[pair]), 1),
+            approx_kl=float(self.epoch_kl[pair]) / max(int(self.epoch_batches[pair]), 1),
             clip_fraction=means["clip_fraction"],
             explained_variance=explained_variance(
-                tensors["values"][pair].numpy(), tensors["returns"][pair].numpy()
+                self.tensors["values"][pair].numpy(), self.tensors["returns"][pair].numpy()
             ),
             std=float("nan")
             if spec.discrete
             else float(np.exp(spec.view(new_theta, "log_std").astype(np.float64)).mean()),
-            learning_rate=float(learning_rates[pair]),
-            epochs=int(epochs[pair]),
+            learning_rate=float(self.learning_rates[pair]),
+            epochs=int(self.epochs[pair]),
         )
-        outcomes.append(Updated(new_theta, new_state, info))
-    return outcomes
 
 
 def explained_variance(predicted: np.ndarray, returns: np.ndarray) -> float:

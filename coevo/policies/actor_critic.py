@@ -550,102 +550,139 @@ def _orthogonal(rng: np.random.Generator, shape: tuple[int, ...], gain: float) -
 
 
 def _torch_module_class() -> type:
-    import torch
+    """The torch module class, made on first use: rollouts never import torch."""
     from torch import nn
 
-    class _ActorCriticModule(nn.Module):
+    class _ActorCriticModule(_TorchActorCritic, nn.Module):
         """`ActorCriticSpec`'s function in torch; parameters named as the spec's segments."""
 
-        def __init__(self, spec: ActorCriticSpec):
-            super().__init__()
-            self.spec = spec
-            self.params = nn.ParameterDict()
-            for segment in spec.segments.values():
-                if segment.trainable:
-                    key = segment.name.replace(".", "_")
-                    self.params[key] = nn.Parameter(torch.zeros(segment.shape))
-            self._act = getattr(nn, _TORCH_ACTIVATIONS[spec.activation])()
+    return _ActorCriticModule
 
-        def _p(self, name: str) -> torch.Tensor:
-            return self.params[name.replace(".", "_")]
 
-        def load_flat(self, theta: np.ndarray) -> None:
-            theta = np.asarray(theta, dtype=np.float32)
-            with torch.no_grad():
-                for segment in self.spec.segments.values():
-                    if segment.trainable:
-                        part = theta[segment.start : segment.stop].reshape(segment.shape)
-                        self._p(segment.name).copy_(torch.from_numpy(part.copy()))
+class _TorchActorCritic:
+    """The methods of the torch module: `_torch_module_class` joins them to `nn.Module`
+    (a base only torch can give, so the class is made when torch is first needed)."""
 
-        def flat_into(self, theta: np.ndarray) -> np.ndarray:
-            """`theta` with its trainable parameters replaced by this module's (a copy)."""
-            out = np.array(theta, dtype=np.float32, copy=True)
+    def __init__(self, spec: ActorCriticSpec):
+        import torch
+        from torch import nn
+
+        super().__init__()
+        self.spec = spec
+        self.params = nn.ParameterDict()
+        for segment in spec.segments.values():
+            if segment.trainable:
+                key = segment.name.replace(".", "_")
+                self.params[key] = nn.Parameter(torch.zeros(segment.shape))
+        self._act = getattr(nn, _TORCH_ACTIVATIONS[spec.activation])()
+
+    def _p(self, name: str) -> torch.Tensor:
+        return self.params[name.replace(".", "_")]
+
+    def load_flat(self, theta: np.ndarray) -> None:
+        """Copy `theta`'s trainable parameters into this module's."""
+        import torch
+
+        theta = np.asarray(theta, dtype=np.float32)
+        with torch.no_grad():
             for segment in self.spec.segments.values():
                 if segment.trainable:
-                    values = self._p(segment.name).detach().cpu().numpy().ravel()
-                    out[segment.start : segment.stop] = values
-            return out
+                    part = theta[segment.start : segment.stop].reshape(segment.shape)
+                    self._p(segment.name).copy_(torch.from_numpy(part.copy()))
 
-        def _trunk(self, x: torch.Tensor, prefix: str) -> torch.Tensor:
-            for index in range(len(self.spec.hidden)):
-                name = f"{prefix}.{index}"
-                x = self._act(
-                    nn.functional.linear(x, self._p(f"{name}.weight"), self._p(f"{name}.bias"))
-                )
-            return x
+    def flat_into(self, theta: np.ndarray) -> np.ndarray:
+        """`theta` with its trainable parameters replaced by this module's (a copy)."""
+        out = np.array(theta, dtype=np.float32, copy=True)
+        for segment in self.spec.segments.values():
+            if segment.trainable:
+                values = self._p(segment.name).detach().cpu().numpy().ravel()
+                out[segment.start : segment.stop] = values
+        return out
 
-        def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            """(logits or means, values) of normalised observations."""
-            out, value, _ = self.features(obs)
-            return out, value
+    def _trunk(self, x: torch.Tensor, prefix: str) -> torch.Tensor:
+        from torch import nn
 
-        def _layer(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-            """A layer's (weight, bias) as one pair's: [1, out, in], [1, out]."""
-            return self._p(f"{name}.weight")[None], self._p(f"{name}.bias")[None]
+        for index in range(len(self.spec.hidden)):
+            name = f"{prefix}.{index}"
+            x = self._act(
+                nn.functional.linear(x, self._p(f"{name}.weight"), self._p(f"{name}.bias"))
+            )
+        return x
 
-        def features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-            """(logits or means, values, the policy trunk's features)."""
-            obs = self.spec.encode_torch(obs[None], self._layer)[0]
-            pi = self._trunk(obs, "pi")
-            out = nn.functional.linear(pi, self._p("action.weight"), self._p("action.bias"))
-            vf = pi if self.spec.shared else self._trunk(obs, "vf")
-            value = nn.functional.linear(vf, self._p("value.weight"), self._p("value.bias"))
-            return out, value[:, 0], pi
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(logits or means, values) of normalised observations."""
+        out, value, _ = self.features(obs)
+        return out, value
 
-        def evaluate(
-            self, obs: torch.Tensor, actions: torch.Tensor
-        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-            """(log-probs, entropies, values) of `actions` at normalised `obs`."""
-            out, values, latent = self.features(obs)
-            if self.spec.use_sde:
-                log_std = self._p("log_std")
-                if self.spec.use_expln:
-                    positive = log_std > 0
-                    safe = torch.where(positive, log_std, 0.0) + SDE_EPSILON
-                    std = torch.where(
-                        positive, torch.log1p(safe) + 1.0, torch.exp(log_std.clamp(max=0.0))
-                    )
-                else:
-                    std = log_std.exp()
-                std = std.expand(-1, self.spec.act_dim)
-                variance = (latent.detach() ** 2) @ (std**2)
-                log_scale = 0.5 * torch.log(variance + SDE_EPSILON)
-                z = (actions - out) / log_scale.exp()
-                log_probs = (-0.5 * z * z - log_scale - 0.5 * _LOG_2PI).sum(dim=1)
-                entropy = (0.5 + 0.5 * _LOG_2PI + log_scale).sum(dim=1)
-                return log_probs, entropy, values
-            if self.spec.discrete:
-                log_probs_all = torch.log_softmax(out, dim=1)
-                log_probs = log_probs_all.gather(1, actions.long().reshape(-1, 1))[:, 0]
-                entropy = -(log_probs_all.exp() * log_probs_all).sum(dim=1)
-                return log_probs, entropy, values
-            log_std = self._p("log_std")
-            z = (actions - out) / log_std.exp()
-            log_probs = (-0.5 * z * z - log_std - 0.5 * _LOG_2PI).sum(dim=1)
-            entropy = (0.5 + 0.5 * _LOG_2PI + log_std).sum().expand(out.shape[0])
-            return log_probs, entropy, values
+    def _layer(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """A layer's (weight, bias) as one pair's: [1, out, in], [1, out]."""
+        return self._p(f"{name}.weight")[None], self._p(f"{name}.bias")[None]
 
-    return _ActorCriticModule
+    def features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(logits or means, values, the policy trunk's features)."""
+        from torch import nn
+
+        obs = self.spec.encode_torch(obs[None], self._layer)[0]
+        pi = self._trunk(obs, "pi")
+        out = nn.functional.linear(pi, self._p("action.weight"), self._p("action.bias"))
+        vf = pi if self.spec.shared else self._trunk(obs, "vf")
+        value = nn.functional.linear(vf, self._p("value.weight"), self._p("value.bias"))
+        return out, value[:, 0], pi
+
+    def evaluate(
+        self, obs: torch.Tensor, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(log-probs, entropies, values) of `actions` at normalised `obs`."""
+        out, values, latent = self.features(obs)
+        if self.spec.use_sde:
+            log_probs, entropy = self._sde_distribution(out, latent, actions)
+        elif self.spec.discrete:
+            log_probs, entropy = self._categorical(out, actions)
+        else:
+            log_probs, entropy = self._gaussian(out, actions)
+        return log_probs, entropy, values
+
+    def _sde_distribution(
+        self, out: torch.Tensor, latent: torch.Tensor, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(log-probs, entropies) under gSDE: the features taken as constants."""
+        import torch
+
+        log_std = self._p("log_std")
+        if self.spec.use_expln:
+            positive = log_std > 0
+            safe = torch.where(positive, log_std, 0.0) + SDE_EPSILON
+            std = torch.where(positive, torch.log1p(safe) + 1.0, torch.exp(log_std.clamp(max=0.0)))
+        else:
+            std = log_std.exp()
+        std = std.expand(-1, self.spec.act_dim)
+        variance = (latent.detach() ** 2) @ (std**2)
+        log_scale = 0.5 * torch.log(variance + SDE_EPSILON)
+        z = (actions - out) / log_scale.exp()
+        log_probs = (-0.5 * z * z - log_scale - 0.5 * _LOG_2PI).sum(dim=1)
+        entropy = (0.5 + 0.5 * _LOG_2PI + log_scale).sum(dim=1)
+        return log_probs, entropy
+
+    def _categorical(
+        self, out: torch.Tensor, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(log-probs, entropies) of discrete actions under the logits `out`."""
+        import torch
+
+        log_probs_all = torch.log_softmax(out, dim=1)
+        log_probs = log_probs_all.gather(1, actions.long().reshape(-1, 1))[:, 0]
+        entropy = -(log_probs_all.exp() * log_probs_all).sum(dim=1)
+        return log_probs, entropy
+
+    def _gaussian(
+        self, out: torch.Tensor, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(log-probs, entropies) under the diagonal Gaussian of means `out`."""
+        log_std = self._p("log_std")
+        z = (actions - out) / log_std.exp()
+        log_probs = (-0.5 * z * z - log_std - 0.5 * _LOG_2PI).sum(dim=1)
+        entropy = (0.5 + 0.5 * _LOG_2PI + log_std).sum().expand(out.shape[0])
+        return log_probs, entropy
 
 
 def ActorCriticModule(spec: ActorCriticSpec) -> Any:  # noqa: N802 - a class made on demand

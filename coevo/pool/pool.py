@@ -83,35 +83,26 @@ class EvaluationPool:
         # Before anything touches them: swapped arguments failed with an AttributeError.
         if not isinstance(space, TaskSpace) or not isinstance(policy, Policy):
             raise TypeError(_argument_types_message(space, policy))
-        try:
-            self.backend = Backend(backend)
-        except ValueError:
-            allowed = ", ".join(b.value for b in Backend)
-            raise ConfigError(
-                "pool.backend", f"unknown backend '{backend}'; allowed: {allowed}"
-            ) from None
-        if not isinstance(num_workers, int) or num_workers <= 0:
-            raise ConfigError(
-                "pool.num_workers", f"must be a positive integer, got {num_workers!r}"
-            )
-        if not isinstance(envs_per_worker, int) or envs_per_worker <= 0:
-            raise ConfigError(
-                "pool.envs_per_worker", f"must be a positive integer, got {envs_per_worker!r}"
-            )
+        self.backend = _backend_named(backend)
+        _check_counts(num_workers, envs_per_worker)
         # Checked before Ray starts; coevo/pool/limits.py says what each limit does.
         self.limits = WorkerLimits(episode_timeout_s, worker_memory_mb)
         self.limits.check_backend(self.backend.value)
-        env = space.make_env()  # one, in this process: the policy must fit its spaces
-        try:
-            policy.check_fits(env.observation_space, env.action_space, f"task space '{space.name}'")
-        finally:
-            close = getattr(env, "close", None)  # a task-settable class need not have one
-            if close is not None:
-                close()
+        _check_fits(space, policy)
         self.space = space
         self.policy = policy
         self.num_workers = num_workers
         self.envs_per_worker = envs_per_worker
+        self._start_counters()
+        self._backend: Any = _start_backend(
+            self.backend, space, policy, num_workers, envs_per_worker, address, self.limits
+        )
+        self.store = WeightStore(policy.num_params, self._backend.put, store_size)
+        self.levels = LevelStore(self._backend.put_levels)
+        self._closed = False
+
+    def _start_counters(self) -> None:
+        """The pool's statistics, errors and stream homes, all empty."""
         self.stats = {
             key: 0.0
             for key in (
@@ -129,7 +120,7 @@ class EvaluationPool:
         self.first_error_text = ""
         self._ray_restarts = 0  # restarts seen as a new pid answering (Ray's own)
         self._replaced_pids: set[int] = set()  # processes a restart replaced (see _note_pid)
-        self.busy_by_worker = np.zeros(num_workers)
+        self.busy_by_worker = np.zeros(self.num_workers)
         # Per Ray node id ("local" for the local backend): episodes and busy seconds.
         self._node_stats: dict[str, dict[str, float]] = {}
         # Optional listener for progress displays: planned(n) per call, done(n, steps) per chunk.
@@ -137,26 +128,6 @@ class EvaluationPool:
         # The worker holding each unfinished trajectory stream's live env, by the stream's
         # key (coevo/pool/trajectories.py): its next chunk goes there (a hint, not a rule).
         self.stream_homes: dict[Any, int] = {}
-        if self.backend is Backend.LOCAL:
-            from coevo.pool.local_backend import LocalWorkers
-
-            self._backend: Any = LocalWorkers(space, policy, num_workers, envs_per_worker)
-        elif address is None and not self.limits.any and not _ray_running():
-            # This pool starts Ray: one in-process worker answers until Ray's are ready.
-            from coevo.pool.handover import HandoverWorkers
-
-            self._backend = HandoverWorkers(
-                space, policy, num_workers, envs_per_worker, self.limits
-            )
-        else:
-            from coevo.pool.ray_backend import RayWorkers
-
-            self._backend = RayWorkers(
-                space, policy, num_workers, envs_per_worker, address, self.limits
-            )
-        self.store = WeightStore(policy.num_params, self._backend.put, store_size)
-        self.levels = LevelStore(self._backend.put_levels)
-        self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------
     @property
@@ -574,3 +545,60 @@ def _ray_running() -> bool:
     """Whether this process is connected to Ray (without importing ray when it is not)."""
     ray = sys.modules.get("ray")
     return ray is not None and ray.is_initialized()
+
+
+def _backend_named(backend: str | Backend) -> Backend:
+    """`pool.backend` as a `Backend`, or a ConfigError naming the allowed ones."""
+    try:
+        return Backend(backend)
+    except ValueError:
+        allowed = ", ".join(b.value for b in Backend)
+        raise ConfigError(
+            "pool.backend", f"unknown backend '{backend}'; allowed: {allowed}"
+        ) from None
+
+
+def _check_counts(num_workers: Any, envs_per_worker: Any) -> None:
+    """ConfigError unless both counts are positive integers."""
+    if not isinstance(num_workers, int) or num_workers <= 0:
+        raise ConfigError("pool.num_workers", f"must be a positive integer, got {num_workers!r}")
+    if not isinstance(envs_per_worker, int) or envs_per_worker <= 0:
+        raise ConfigError(
+            "pool.envs_per_worker", f"must be a positive integer, got {envs_per_worker!r}"
+        )
+
+
+def _check_fits(space: TaskSpace, policy: Policy) -> None:
+    """The policy against one env's spaces, made in this process and closed after."""
+    env = space.make_env()
+    try:
+        policy.check_fits(env.observation_space, env.action_space, f"task space '{space.name}'")
+    finally:
+        close = getattr(env, "close", None)  # a task-settable class need not have one
+        if close is not None:
+            close()
+
+
+def _start_backend(
+    backend: Backend,
+    space: TaskSpace,
+    policy: Policy,
+    num_workers: int,
+    envs_per_worker: int,
+    address: str | None,
+    limits: WorkerLimits,
+) -> Any:
+    """The workers: in this process, on a Ray this pool starts (served in-process until
+    Ray's are ready), or on a running Ray or cluster."""
+    if backend is Backend.LOCAL:
+        from coevo.pool.local_backend import LocalWorkers
+
+        return LocalWorkers(space, policy, num_workers, envs_per_worker)
+    if address is None and not limits.any and not _ray_running():
+        # This pool starts Ray: one in-process worker answers until Ray's are ready.
+        from coevo.pool.handover import HandoverWorkers
+
+        return HandoverWorkers(space, policy, num_workers, envs_per_worker, limits)
+    from coevo.pool.ray_backend import RayWorkers
+
+    return RayWorkers(space, policy, num_workers, envs_per_worker, address, limits)

@@ -321,170 +321,7 @@ class RayWorkers:
         """Each chunk on some worker, `IN_FLIGHT_PER_WORKER` per worker, retried after worker
         loss; (worker, node, result) per chunk, in chunk order. A chunk with a preferred
         worker waits for it, unless that worker is being replaced (then any worker takes it)."""
-        import ray
-        from ray.exceptions import RayActorError
-
-        results: list[tuple[int, str, Any] | None] = [None] * len(chunks)
-        todo = deque(range(len(chunks)))
-        attempts = [0] * len(chunks)
-        pending: dict[Any, tuple[int, int]] = {}  # chunk ref -> (chunk, worker)
-        in_flight = [0] * self.num_workers
-        checked = time.monotonic()
-        limits = self.limits
-        watch = CallWatch(limits.episode_timeout_s) if limits.episode_timeout_s else None
-        self._calls += 1
-        call = f"{id(self):x}.{self._calls}"
-        # Jobs that timed out, by chunk: position -> message; a chunk sent again leaves
-        # them out (`kept`: the positions it was last sent with).
-        skipped: dict[int, dict[int, str]] = {}
-        kept: dict[int, list[int]] = {}
-
-        def takes(worker: int, index: int) -> bool:
-            wanted = prefer[index] if prefer is not None else None
-            if wanted is None or not 0 <= wanted < self.num_workers:
-                return True
-            return wanted == worker or wanted in self.starting
-
-        def take(worker: int) -> int | None:
-            """The first queued chunk this worker may run (sticky chunks wait for theirs)."""
-            for position, index in enumerate(todo):
-                if takes(worker, index):
-                    del todo[position]
-                    return index
-            return None
-
-        def feed() -> None:
-            # Round robin, each ready worker up to IN_FLIGHT_PER_WORKER chunks (one running,
-            # one queued); the worker that finished first gets the next chunk.
-            for _ in range(IN_FLIGHT_PER_WORKER):
-                for worker in range(self.num_workers):
-                    if todo and worker not in self.starting:
-                        if in_flight[worker] < IN_FLIGHT_PER_WORKER:
-                            index = take(worker)
-                            if index is None:
-                                continue
-                            left_out = skipped.get(index, {})
-                            kept[index] = [
-                                i for i in range(len(chunks[index])) if i not in left_out
-                            ]
-                            if not kept[index]:  # every job of the chunk timed out
-                                empty = ChunkResult(np.zeros(0), np.zeros(0, np.int64), {})
-                                merged = merge_skipped(empty, len(chunks[index]), [], left_out)
-                                results[index] = (worker, self.nodes[worker], merged)
-                                on_done(merged, len(chunks[index]))
-                                continue
-                            ref = self.workers[worker].run_on_node.remote(
-                                [chunks[index][i] for i in kept[index]],
-                                sources_for[index],
-                                method,
-                                f"{call}:{index}",
-                            )
-                            pending[ref] = (index, worker)
-                            in_flight[worker] += 1
-
-        def replace(worker: int, why: str) -> None:
-            # The worker's chunks go back to the queue for the others (their refs dropped).
-            self._replace_worker(worker, why)
-            if watch is not None:
-                watch.forget(worker)
-            for ref, (index, owner) in list(pending.items()):
-                if owner == worker:
-                    del pending[ref]
-                    todo.appendleft(index)
-            in_flight[worker] = 0
-
-        def rerun(worker: int, why: str) -> None:
-            # The stuck job is unknown (or has no episode to fail): the worker's chunks run
-            # again elsewhere, finitely often, then the call fails saying why.
-            for index, owner in pending.values():
-                if owner == worker:
-                    attempts[index] += 1
-                    if attempts[index] > CHUNK_RETRIES:
-                        raise RuntimeError(
-                            f"a chunk of {len(chunks[index])} jobs stopped its worker "
-                            f"{attempts[index]} times with pool.episode_timeout_s set: {why}"
-                        )
-            replace(worker, why)
-
-        def timed_out(limit_s: float, worker: int, answer: tuple[str, int, float] | None) -> None:
-            """A worker's env call ran past the limit: fail its episode, replace it."""
-            if answer is None or answer[2] < limit_s:
-                return
-            token, position, _ = answer
-            owner_call, _, chunk = token.rpartition(":")
-            if owner_call != call or position < 0:
-                return  # a question about an earlier call, or a slot between jobs
-            index = int(chunk)
-            if not any(i == index and w == worker for i, w in pending.values()):
-                return  # that chunk is no longer this worker's
-            if method != "run":  # trajectory streams: no single episode to fail
-                rerun(worker, f"an env call ran past pool.episode_timeout_s in a {method} chunk")
-                return
-            original = kept[index][position]
-            message = timeout_message(limit_s, chunks[index][original])
-            skipped.setdefault(index, {})[original] = message
-            replace(worker, f"an env call ran past pool.episode_timeout_s: {message}")
-
-        feed()
-        while todo or pending:
-            starting = {ref: worker for worker, ref in self.starting.items()}
-            questions: list[Any] = []
-            wait_s = HEALTH_CHECK_S
-            if watch is not None:
-                busy = {w for _, w in pending.values() if w not in self.starting}
-                watch.ask(busy, self.workers)
-                questions, wait_s = list(watch.asked), watch.interval
-            done, _ = ray.wait([*pending, *starting, *questions], num_returns=1, timeout=wait_s)
-            if not done or time.monotonic() - checked >= HEALTH_CHECK_S:
-                checked = time.monotonic()
-                for worker in self._workers_on_dead_nodes():
-                    replace(worker, f"its node {self.nodes[worker][:8]} is gone")
-                if watch is not None:
-                    for worker in watch.silent():
-                        rerun(
-                            worker,
-                            f"it did not answer for {watch.silence_s:g} s (an env call that "
-                            "never releases Python's GIL?)",
-                        )
-            if done and watch is not None and done[0] in watch.asked:
-                timed_out(watch.limit_s, *watch.answer(done[0]))
-            elif done and done[0] in starting:
-                self._replacement_ready(starting[done[0]])
-            elif done and done[0] in pending:
-                index, worker = pending.pop(done[0])
-                in_flight[worker] -= 1
-                try:
-                    node, result = ray.get(done[0])
-                except RayActorError as error:
-                    # Ray's own restarts and task retries did not bring the worker back
-                    # (it keeps dying, or its node is unreachable): a new worker, and the
-                    # chunk again, on whichever worker is free; finitely often.
-                    attempts[index] += 1
-                    if attempts[index] > CHUNK_RETRIES:
-                        raise RuntimeError(
-                            f"a chunk of {len(chunks[index])} episodes failed "
-                            f"{attempts[index]} times, its worker lost each time: {error}"
-                        ) from error
-                    todo.appendleft(index)
-                    replace(worker, f"it failed a chunk ({type(error).__name__})")
-                else:
-                    if index in skipped:
-                        result = merge_skipped(
-                            result, len(chunks[index]), kept[index], skipped[index]
-                        )
-                    results[index] = (worker, node, result)
-                    self.nodes[worker] = node
-                    on_done(result, len(chunks[index]))
-                    rss = result.stats.get("rss_mb", 0.0) if hasattr(result, "stats") else 0.0
-                    if limits.worker_memory_mb is not None and rss > limits.worker_memory_mb:
-                        # Between chunks: its queued chunk goes to a worker that is free.
-                        replace(
-                            worker,
-                            f"its memory {rss:.0f} MB passed pool.worker_memory_mb "
-                            f"({limits.worker_memory_mb:g})",
-                        )
-            feed()
-        return results  # type: ignore[return-value]
+        return _ChunkCall(self, chunks, sources_for, method, on_done, prefer).run()
 
     def _workers_on_dead_nodes(self) -> list[int]:
         import ray
@@ -529,3 +366,214 @@ class RayWorkers:
             self.starting[worker] = self.workers[worker].where.remote()
         else:
             self._failed_starts.pop(worker, None)
+
+
+class _ChunkCall:
+    """One `RayWorkers.run` call: its chunks sent to the workers, answered, and sent again
+    after a worker loss or an env call past `pool.episode_timeout_s`."""
+
+    def __init__(
+        self,
+        pool: RayWorkers,
+        chunks: Sequence[list[Any]],
+        sources_for: Sequence[dict[str, Any]],
+        method: str,
+        on_done: Callable[[Any, int], None],
+        prefer: Sequence[int | None] | None,
+    ):
+        self.pool = pool
+        self.chunks, self.sources_for, self.method = chunks, sources_for, method
+        self.on_done, self.prefer = on_done, prefer
+        self.results: list[tuple[int, str, Any] | None] = [None] * len(chunks)
+        self.todo = deque(range(len(chunks)))
+        self.attempts = [0] * len(chunks)
+        self.pending: dict[Any, tuple[int, int]] = {}  # chunk ref -> (chunk, worker)
+        self.in_flight = [0] * pool.num_workers
+        self.checked = time.monotonic()
+        limits = pool.limits
+        self.watch = CallWatch(limits.episode_timeout_s) if limits.episode_timeout_s else None
+        pool._calls += 1
+        self.call = f"{id(pool):x}.{pool._calls}"
+        # Jobs that timed out, by chunk: position -> message; a chunk sent again leaves
+        # them out (`kept`: the positions it was last sent with).
+        self.skipped: dict[int, dict[int, str]] = {}
+        self.kept: dict[int, list[int]] = {}
+
+    def run(self) -> list[tuple[int, str, Any]]:
+        """Send, wait, answer, until every chunk has its result."""
+        self._feed()
+        while self.todo or self.pending:
+            starting = {ref: worker for worker, ref in self.pool.starting.items()}
+            done = self._wait(starting)
+            if not done or time.monotonic() - self.checked >= HEALTH_CHECK_S:
+                self._check_health()
+            if done and self.watch is not None and done[0] in self.watch.asked:
+                self._timed_out(self.watch.limit_s, *self.watch.answer(done[0]))
+            elif done and done[0] in starting:
+                self.pool._replacement_ready(starting[done[0]])
+            elif done and done[0] in self.pending:
+                self._finished(done[0])
+            self._feed()
+        return self.results  # type: ignore[return-value]
+
+    def _takes(self, worker: int, index: int) -> bool:
+        """Whether this worker may run chunk `index` (its preferred one, or any)."""
+        wanted = self.prefer[index] if self.prefer is not None else None
+        if wanted is None or not 0 <= wanted < self.pool.num_workers:
+            return True
+        return wanted == worker or wanted in self.pool.starting
+
+    def _take(self, worker: int) -> int | None:
+        """The first queued chunk this worker may run (sticky chunks wait for theirs)."""
+        for position, index in enumerate(self.todo):
+            if self._takes(worker, index):
+                del self.todo[position]
+                return index
+        return None
+
+    def _feed(self) -> None:
+        """Queued chunks to the ready workers."""
+        # Round robin, each ready worker up to IN_FLIGHT_PER_WORKER chunks (one running,
+        # one queued); the worker that finished first gets the next chunk.
+        for _ in range(IN_FLIGHT_PER_WORKER):
+            for worker in range(self.pool.num_workers):
+                if self.todo and worker not in self.pool.starting:
+                    if self.in_flight[worker] < IN_FLIGHT_PER_WORKER:
+                        index = self._take(worker)
+                        if index is None:
+                            continue
+                        self._send(worker, index)
+
+    def _send(self, worker: int, index: int) -> None:
+        """Chunk `index` to `worker`, less its jobs that timed out before."""
+        left_out = self.skipped.get(index, {})
+        self.kept[index] = [i for i in range(len(self.chunks[index])) if i not in left_out]
+        if not self.kept[index]:  # every job of the chunk timed out
+            empty = ChunkResult(np.zeros(0), np.zeros(0, np.int64), {})
+            merged = merge_skipped(empty, len(self.chunks[index]), [], left_out)
+            self.results[index] = (worker, self.pool.nodes[worker], merged)
+            self.on_done(merged, len(self.chunks[index]))
+            return
+        ref = self.pool.workers[worker].run_on_node.remote(
+            [self.chunks[index][i] for i in self.kept[index]],
+            self.sources_for[index],
+            self.method,
+            f"{self.call}:{index}",
+        )
+        self.pending[ref] = (index, worker)
+        self.in_flight[worker] += 1
+
+    def _wait(self, starting: dict[Any, int]) -> list[Any]:
+        """The first chunk, replacement or env-call answer to come back (none: timed out)."""
+        import ray
+
+        questions: list[Any] = []
+        wait_s = HEALTH_CHECK_S
+        if self.watch is not None:
+            busy = {w for _, w in self.pending.values() if w not in self.pool.starting}
+            self.watch.ask(busy, self.pool.workers)
+            questions, wait_s = list(self.watch.asked), self.watch.interval
+        done, _ = ray.wait([*self.pending, *starting, *questions], num_returns=1, timeout=wait_s)
+        return done
+
+    def _check_health(self) -> None:
+        """Replace the workers on dead nodes, and rerun those that stopped answering."""
+        self.checked = time.monotonic()
+        for worker in self.pool._workers_on_dead_nodes():
+            self._replace(worker, f"its node {self.pool.nodes[worker][:8]} is gone")
+        if self.watch is not None:
+            for worker in self.watch.silent():
+                self._rerun(
+                    worker,
+                    f"it did not answer for {self.watch.silence_s:g} s (an env call that "
+                    "never releases Python's GIL?)",
+                )
+
+    def _replace(self, worker: int, why: str) -> None:
+        """A new worker in this one's place; its chunks back to the queue."""
+        # The worker's chunks go back to the queue for the others (their refs dropped).
+        self.pool._replace_worker(worker, why)
+        if self.watch is not None:
+            self.watch.forget(worker)
+        for ref, (index, owner) in list(self.pending.items()):
+            if owner == worker:
+                del self.pending[ref]
+                self.todo.appendleft(index)
+        self.in_flight[worker] = 0
+
+    def _rerun(self, worker: int, why: str) -> None:
+        """Replace a stuck worker, its chunks counted as tried once more."""
+        # The stuck job is unknown (or has no episode to fail): the worker's chunks run
+        # again elsewhere, finitely often, then the call fails saying why.
+        for index, owner in self.pending.values():
+            if owner == worker:
+                self.attempts[index] += 1
+                if self.attempts[index] > CHUNK_RETRIES:
+                    raise RuntimeError(
+                        f"a chunk of {len(self.chunks[index])} jobs stopped its worker "
+                        f"{self.attempts[index]} times with pool.episode_timeout_s set: {why}"
+                    )
+        self._replace(worker, why)
+
+    def _timed_out(
+        self, limit_s: float, worker: int, answer: tuple[str, int, float] | None
+    ) -> None:
+        """A worker's env call ran past the limit: fail its episode, replace it."""
+        if answer is None or answer[2] < limit_s:
+            return
+        token, position, _ = answer
+        owner_call, _, chunk = token.rpartition(":")
+        if owner_call != self.call or position < 0:
+            return  # a question about an earlier call, or a slot between jobs
+        index = int(chunk)
+        if not any(i == index and w == worker for i, w in self.pending.values()):
+            return  # that chunk is no longer this worker's
+        if self.method != "run":  # trajectory streams: no single episode to fail
+            why = f"an env call ran past pool.episode_timeout_s in a {self.method} chunk"
+            self._rerun(worker, why)
+            return
+        original = self.kept[index][position]
+        message = timeout_message(limit_s, self.chunks[index][original])
+        self.skipped.setdefault(index, {})[original] = message
+        self._replace(worker, f"an env call ran past pool.episode_timeout_s: {message}")
+
+    def _finished(self, ref: Any) -> None:
+        """A chunk's answer: its result kept, or, its worker lost, the chunk queued again."""
+        import ray
+        from ray.exceptions import RayActorError
+
+        index, worker = self.pending.pop(ref)
+        self.in_flight[worker] -= 1
+        try:
+            node, result = ray.get(ref)
+        except RayActorError as error:
+            # Ray's own restarts and task retries did not bring the worker back
+            # (it keeps dying, or its node is unreachable): a new worker, and the
+            # chunk again, on whichever worker is free; finitely often.
+            self.attempts[index] += 1
+            if self.attempts[index] > CHUNK_RETRIES:
+                raise RuntimeError(
+                    f"a chunk of {len(self.chunks[index])} episodes failed "
+                    f"{self.attempts[index]} times, its worker lost each time: {error}"
+                ) from error
+            self.todo.appendleft(index)
+            self._replace(worker, f"it failed a chunk ({type(error).__name__})")
+        else:
+            self._keep(index, worker, node, result)
+
+    def _keep(self, index: int, worker: int, node: str, result: Any) -> None:
+        """A chunk's result stored and reported; its worker replaced if over its memory."""
+        if index in self.skipped:
+            result = merge_skipped(
+                result, len(self.chunks[index]), self.kept[index], self.skipped[index]
+            )
+        self.results[index] = (worker, node, result)
+        self.pool.nodes[worker] = node
+        self.on_done(result, len(self.chunks[index]))
+        rss = result.stats.get("rss_mb", 0.0) if hasattr(result, "stats") else 0.0
+        memory_mb = self.pool.limits.worker_memory_mb
+        if memory_mb is not None and rss > memory_mb:
+            # Between chunks: its queued chunk goes to a worker that is free.
+            self._replace(
+                worker, f"its memory {rss:.0f} MB passed pool.worker_memory_mb ({memory_mb:g})"
+            )

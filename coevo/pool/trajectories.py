@@ -256,139 +256,209 @@ STREAM_STAT_KEYS = ("stream_cache_hits", "stream_cache_misses", "replay_steps", 
 
 def _run_wave(slots, policy, max_steps, jobs, first, stop, params_for, skeleton, out, cache):
     """Jobs first..stop-1 in slots 0..k-1, stepped together for the common horizon."""
-    k = stop - first
-    horizon = out.rewards.shape[1]
-    rows = np.arange(first, stop)
-    obs = np.zeros((k, out.obs.shape[2]), dtype=np.float32)
-    alive = np.ones(k, dtype=bool)
-    length = np.zeros(k, dtype=np.int64)
-    episode_return = np.zeros(k, dtype=np.float64)
-    reset_seeds: list[np.ndarray] = []
-    noises: list[np.ndarray] = []  # per stream; step t uses noise[policy.noise_index(t)]
-    episode = np.zeros(k, dtype=np.int64)
-    level = np.zeros(k, dtype=np.int16)  # per slot: the level_index of its episode
-    # The env actions of this wave, and per slot where its current episode began (-1: before
-    # the wave, in its continuation) and from which reset seed: the streams' continuations.
-    env_actions_taken = np.zeros_like(out.actions[first:stop])
-    episode_start = np.zeros(k, dtype=np.int64)
-    episode_seed = np.zeros(k, dtype=np.int64)
-    to_replay: list[int] = []
+    wave = _Wave(slots, policy, max_steps, jobs, first, stop, skeleton, out, cache)
+    wave.start(params_for)
+    wave.run()
+    wave.finish()
 
-    def fail(position: int, message: str) -> None:
-        alive[position] = False
-        out.errors[int(rows[position])] = message
 
-    for position, job in enumerate(jobs[first:stop]):
-        seeds_rng, noise_rng = stream_generators(job.seed, job.stream)
-        # Enough reset seeds for the most episodes a stream can have (one per step).
-        reset_seeds.append(seeds_rng.integers(0, 2**31 - 1, size=horizon + 1))
-        noises.append(policy.draw_noise(noise_rng, horizon))
-        try:
-            skeleton[position] = params_for(job)
-            resumed = job.continuation
-            if resumed is None:
-                episode_seed[position] = reset_seeds[position][0]
-                obs[position] = slots.reset_slot(position, job.task, int(episode_seed[position]))
-                continue
-            episode_start[position] = -1
-            episode_seed[position] = resumed.reset_seed
-            length[position] = resumed.length
-            episode_return[position] = resumed.episode_return
-            if resumed.length >= max_steps:
-                raise ValueError(
-                    f"a continuation of {resumed.length} steps reaches the task's "
-                    f"max_episode_steps ({max_steps}): that episode has ended"
-                )
-            cached = cache.take(job.stream_key()) if cache is not None else None
-            if cached is not None:
-                slots.load_slot(position, cached[0])
-                obs[position] = cached[1]
-                out.stats["stream_cache_hits"] += 1
-            else:
-                obs[position] = slots.reset_slot(position, job.task, int(resumed.reset_seed))
-                to_replay.append(position)
-                out.stats["stream_cache_misses"] += 1
-        except Exception as error:  # a task its env refuses fails that stream only
-            fail(position, f"{type(error).__name__}: {error}")
-    if to_replay:
-        _replay(slots, jobs, rows, to_replay, obs, fail, out.stats)
+class _Wave:
+    """One wave of `collect`: jobs first..stop-1 in slots 0..k-1, their per-slot state
+    (observation, alive, episode length, return and count, level), and where each slot's
+    current episode began, for the streams' continuations."""
 
-    noise = np.stack(noises)
-    params = skeleton[:k]
-    for t in range(horizon):
-        live = np.flatnonzero(alive)
-        if live.size == 0:
-            break
-        every = live.size == k
-        p = params if every else params[live]
-        o = obs if every else obs[live]
+    def __init__(
+        self,
+        slots: Any,
+        policy: Any,
+        max_steps: int,
+        jobs: Sequence[Any],
+        first: int,
+        stop: int,
+        skeleton: np.ndarray,
+        out: TrajectoryChunk,
+        cache: StreamCache | None,
+    ):
+        self.slots, self.policy, self.max_steps, self.jobs = slots, policy, max_steps, jobs
+        self.skeleton, self.out, self.cache = skeleton, out, cache
+        self.first, self.stop = first, stop
+        k = self.k = stop - first
+        self.horizon = out.rewards.shape[1]
+        self.rows = np.arange(first, stop)
+        self.obs = np.zeros((k, out.obs.shape[2]), dtype=np.float32)
+        self.alive = np.ones(k, dtype=bool)
+        self.length = np.zeros(k, dtype=np.int64)
+        self.episode_return = np.zeros(k, dtype=np.float64)
+        self.reset_seeds: list[np.ndarray] = []
+        self.noises: list[np.ndarray] = []  # per stream; step t uses noise[policy.noise_index(t)]
+        self.episode = np.zeros(k, dtype=np.int64)
+        self.level = np.zeros(k, dtype=np.int16)  # per slot: the level_index of its episode
+        # The env actions of this wave, and per slot where its current episode began (-1:
+        # before the wave, in its continuation) and from which reset seed: the streams'
+        # continuations.
+        self.env_actions_taken = np.zeros_like(out.actions[first:stop])
+        self.episode_start = np.zeros(k, dtype=np.int64)
+        self.episode_seed = np.zeros(k, dtype=np.int64)
+
+    def _fail(self, position: int, message: str) -> None:
+        """The stream in slot `position` fails with `message`."""
+        self.alive[position] = False
+        self.out.errors[int(self.rows[position])] = message
+
+    def start(self, params_for: Callable[[Any], np.ndarray]) -> None:
+        """Each stream's generators drawn and its slot brought to its first observation."""
+        to_replay: list[int] = []
+        for position, job in enumerate(self.jobs[self.first : self.stop]):
+            seeds_rng, noise_rng = stream_generators(job.seed, job.stream)
+            # Enough reset seeds for the most episodes a stream can have (one per step).
+            self.reset_seeds.append(seeds_rng.integers(0, 2**31 - 1, size=self.horizon + 1))
+            self.noises.append(self.policy.draw_noise(noise_rng, self.horizon))
+            try:
+                self.skeleton[position] = params_for(job)
+                if self._start_stream(position, job):
+                    to_replay.append(position)
+            except Exception as error:  # a task its env refuses fails that stream only
+                self._fail(position, f"{type(error).__name__}: {error}")
+        if to_replay:
+            _replay(
+                self.slots, self.jobs, self.rows, to_replay, self.obs, self._fail, self.out.stats
+            )
+
+    def _start_stream(self, position: int, job: Any) -> bool:
+        """Reset a slot, or resume its continuation from the cache; True where the
+        continuation's actions must be replayed."""
+        obs, slots, stats = self.obs, self.slots, self.out.stats
+        resumed = job.continuation
+        if resumed is None:
+            self.episode_seed[position] = self.reset_seeds[position][0]
+            obs[position] = slots.reset_slot(position, job.task, int(self.episode_seed[position]))
+            return False
+        self.episode_start[position] = -1
+        self.episode_seed[position] = resumed.reset_seed
+        self.length[position] = resumed.length
+        self.episode_return[position] = resumed.episode_return
+        if resumed.length >= self.max_steps:
+            raise ValueError(
+                f"a continuation of {resumed.length} steps reaches the task's "
+                f"max_episode_steps ({self.max_steps}): that episode has ended"
+            )
+        cached = self.cache.take(job.stream_key()) if self.cache is not None else None
+        if cached is not None:
+            slots.load_slot(position, cached[0])
+            obs[position] = cached[1]
+            stats["stream_cache_hits"] += 1
+            return False
+        obs[position] = slots.reset_slot(position, job.task, int(resumed.reset_seed))
+        stats["stream_cache_misses"] += 1
+        return True
+
+    def run(self) -> None:
+        """Step the live streams together until the horizon (or none is left)."""
+        self.noise = np.stack(self.noises)
+        self.params = self.skeleton[: self.k]
+        for t in range(self.horizon):
+            live = np.flatnonzero(self.alive)
+            if live.size == 0:
+                break
+            self._step(t, live)
+
+    def _act(self, t: int, live: np.ndarray) -> tuple[np.ndarray, Any]:
+        """The policy's actions for the live slots at step t, recorded; (their params, the
+        env actions)."""
+        out, policy, every = self.out, self.policy, live.size == self.k
+        p = self.params if every else self.params[live]
+        o = self.obs if every else self.obs[live]
         actions, env_actions, log_probs, values = policy.sample(
-            p, o, noise[live, policy.noise_index(t)]
+            p, o, self.noise[live, policy.noise_index(t)]
         )
-        at = rows[live]
+        at = self.rows[live]
         out.obs[at, t] = o
         out.actions[at, t] = actions
         out.log_probs[at, t] = log_probs
         out.values[at, t] = values
-        out.level_index[at, t] = level[live]
-        env_actions_taken[live, t] = env_actions
+        out.level_index[at, t] = self.level[live]
+        self.env_actions_taken[live, t] = env_actions
+        return p, env_actions
+
+    def _step(self, t: int, live: np.ndarray) -> None:
+        """Step t of the live slots: act, step the envs, record, bootstrap, end episodes."""
+        out, slots = self.out, self.slots
+        p, env_actions = self._act(t, live)
+        at = self.rows[live]
         next_obs, rewards, terminated, errors = slots.step_slots(live, env_actions)
         if (
             getattr(rewards, "shape", None) != live.shape
             or getattr(terminated, "shape", None) != live.shape
         ):  # a user's batched slots: lists, or columns
             rewards, terminated = as_rows(slots, rewards, terminated, live.size)
-        length[live] += 1
-        truncated = (length[live] >= max_steps) & ~terminated
+        self.length[live] += 1
+        truncated = (self.length[live] >= self.max_steps) & ~terminated
         out.rewards[at, t] = rewards
         out.terminated[at, t] = terminated
         out.truncated[at, t] = truncated
-        episode_return[live] += rewards
+        self.episode_return[live] += rewards
         for position, message in errors.items():
-            fail(int(live[position]), message)
-        ended = (terminated | truncated) & alive[live]
-        cut = truncated & alive[live]
-        if t == horizon - 1:
-            cut = ~terminated & alive[live]  # the stream's end: bootstrap every live one
+            self._fail(int(live[position]), message)
+        ended = (terminated | truncated) & self.alive[live]
+        cut = truncated & self.alive[live]
+        if t == self.horizon - 1:
+            cut = ~terminated & self.alive[live]  # the stream's end: bootstrap every live one
         if cut.any():
-            out.next_values[at[cut], t] = policy.values(p[cut], next_obs[cut])
-        obs[live] = next_obs
+            out.next_values[at[cut], t] = self.policy.values(p[cut], next_obs[cut])
+        self.obs[live] = next_obs
         for position in live[ended].tolist():
-            out.episode_return_sum[rows[position]] += episode_return[position]
-            out.episodes_done[rows[position]] += 1
-            episode_return[position] = 0.0
-            length[position] = 0
-            episode_start[position] = t + 1
-            if t == horizon - 1:
-                continue  # the stream ends here: no reset needed
-            episode[position] += 1
-            job = jobs[rows[position]]
-            level[position] = job.level_after(int(episode[position]))
-            try:
-                episode_seed[position] = reset_seeds[position][episode[position]]
-                task = job.levels()[level[position]]
-                obs[position] = slots.reset_slot(position, task, int(episode_seed[position]))
-            except Exception:
-                fail(position, env_error_text())
-    out.last_obs[rows] = obs
-    for position in np.flatnonzero(alive).tolist():
-        if episode_start[position] >= horizon:
-            continue  # its episode ended at the last step: the next rollout resets
-        job = jobs[rows[position]]
-        since = env_actions_taken[position, max(0, episode_start[position]) :]
-        if episode_start[position] < 0:  # still the episode it continued
+            self._episode_ended(position, t)
+
+    def _episode_ended(self, position: int, t: int) -> None:
+        """Count the slot's episode that ended at step t, and reset it on its next level."""
+        out, row = self.out, self.rows[position]
+        out.episode_return_sum[row] += self.episode_return[position]
+        out.episodes_done[row] += 1
+        self.episode_return[position] = 0.0
+        self.length[position] = 0
+        self.episode_start[position] = t + 1
+        if t == self.horizon - 1:
+            return  # the stream ends here: no reset needed
+        self.episode[position] += 1
+        job = self.jobs[row]
+        self.level[position] = job.level_after(int(self.episode[position]))
+        try:
+            self.episode_seed[position] = self.reset_seeds[position][self.episode[position]]
+            task = job.levels()[self.level[position]]
+            self.obs[position] = self.slots.reset_slot(
+                position, task, int(self.episode_seed[position])
+            )
+        except Exception:
+            self._fail(position, env_error_text())
+
+    def finish(self) -> None:
+        """Last observations and continuations out; a failed stream's arrays zeroed."""
+        self.out.last_obs[self.rows] = self.obs
+        for position in np.flatnonzero(self.alive).tolist():
+            self._continue_later(position)
+        for position in np.flatnonzero(~self.alive).tolist():
+            row = self.rows[position]
+            for name in ARRAY_NAMES:
+                getattr(self.out, name)[row] = 0
+
+    def _continue_later(self, position: int) -> None:
+        """The continuation of the slot's unfinished episode (none if it just ended), its
+        live env kept in the cache."""
+        if self.episode_start[position] >= self.horizon:
+            return  # its episode ended at the last step: the next rollout resets
+        job = self.jobs[self.rows[position]]
+        since = self.env_actions_taken[position, max(0, self.episode_start[position]) :]
+        if self.episode_start[position] < 0:  # still the episode it continued
             since = np.concatenate([job.continuation.actions, since])
         ahead = Continuation(
-            int(episode_seed[position]), since.copy(), float(episode_return[position])
+            int(self.episode_seed[position]), since.copy(), float(self.episode_return[position])
         )
-        out.continuations[rows[position]] = ahead
-        if cache is not None:  # under the level of the unfinished episode
-            task = job.levels()[level[position]]
-            cache.put((task, ahead.key), slots.save_slot(position), obs[position].copy())
-    for position in np.flatnonzero(~alive).tolist():
-        row = rows[position]
-        for name in ARRAY_NAMES:
-            getattr(out, name)[row] = 0
+        self.out.continuations[self.rows[position]] = ahead
+        if self.cache is not None:  # under the level of the unfinished episode
+            task = job.levels()[self.level[position]]
+            self.cache.put(
+                (task, ahead.key), self.slots.save_slot(position), self.obs[position].copy()
+            )
 
 
 def _replay(slots, jobs, rows, positions, obs, fail, stats) -> None:

@@ -153,6 +153,10 @@ def _page(data: RunData, plot_dir: Path, render_task: TaskRenderer | None) -> st
     )
 
 
+# A figure of the page: (id, caption, image).
+_Figure = tuple[str, str, Path]
+
+
 def _figures(
     summary: pd.DataFrame,
     population: pd.DataFrame,
@@ -164,123 +168,170 @@ def _figures(
     returns: pd.DataFrame | None = None,
     test_origin: str = "drawn uniformly within the task space's bounds",
     lineage_pictures: dict[int, Path] | None = None,
-) -> list[tuple[str, str, Path]]:
+) -> list[_Figure]:
     """(id, caption, image) of each figure the tables allow; `lineage_pictures` (pair id ->
     its task's picture) are drawn beside the lineage's nodes."""
     eligibility = pd.DataFrame() if eligibility is None else eligibility
     if returns is not None and "name" in returns and "pairs" in summary and len(summary) == 1:
-        episodes = sum(c.startswith("episode_") for c in returns.columns)
-        figures_of_mode = [
-            (
-                "fig-eligible",
-                f"Each pair's mean return over its {episodes} episodes (bar: green eligible, "
-                "red not; dots: the episodes, returns.csv) against eligible.threshold "
-                "(dashed).",
-                plots.eligible_pairs(returns, eligibility, plot_dir / "eligible.png"),
-            )
-        ]
-        return figures_of_mode
-    figures = []
-    if len(summary) > 1:  # one row (the eligible-parents mode) is no curve
-        figures.append(
-            (
-                "fig-curves",
-                "Population, scores and throughput per generation (env steps per second of "
-                "the generation's wall time, the driver's work included: a generation that "
-                "refits a model or writes a large checkpoint shows a dip).",
-                plots.population_curves(summary, plot_dir / "curves.png"),
-            )
-        )
+        return [_eligible_figure(returns, eligibility, plot_dir)]
+    # In page order; each draws its plot only where its tables allow it.
+    figures = [
+        _curves_figure(summary, plot_dir),
+        _curriculum_figure(summary, plot_dir),
+        _learner_figure(summary, plot_dir),
+        _mastery_figure(summary, plot_dir, test_set, test_origin),
+        _task_parameters_figure(summary, population, plot_dir),
+        _levels_figure(summary, eligibility, plot_dir),
+        _heatmap_figure(cross, labels, plot_dir),
+        _lineage_figure(population, labels, plot_dir, lineage_pictures),
+    ]
+    return [figure for figure in figures if figure is not None]
+
+
+def _eligible_figure(returns: pd.DataFrame, eligibility: pd.DataFrame, plot_dir: Path) -> _Figure:
+    """The eligible-parents mode's one figure: each pair's returns against the threshold."""
+    episodes = sum(c.startswith("episode_") for c in returns.columns)
+    return (
+        "fig-eligible",
+        f"Each pair's mean return over its {episodes} episodes (bar: green eligible, "
+        "red not; dots: the episodes, returns.csv) against eligible.threshold "
+        "(dashed).",
+        plots.eligible_pairs(returns, eligibility, plot_dir / "eligible.png"),
+    )
+
+
+def _curves_figure(summary: pd.DataFrame, plot_dir: Path) -> _Figure | None:
+    """Population, scores and throughput per generation."""
+    if len(summary) <= 1:  # one row (the eligible-parents mode) is no curve
+        return None
+    return (
+        "fig-curves",
+        "Population, scores and throughput per generation (env steps per second of "
+        "the generation's wall time, the driver's work included: a generation that "
+        "refits a model or writes a large checkpoint shows a dip).",
+        plots.population_curves(summary, plot_dir / "curves.png"),
+    )
+
+
+def _curriculum_figure(summary: pd.DataFrame, plot_dir: Path) -> _Figure | None:
+    """The curriculum's own summary columns per generation."""
     own = plots.curriculum_columns(summary)
-    if own and len(summary) > 1:
-        figures.append(
-            (
-                "fig-curriculum",
-                "The curriculum's own figures per generation (summary.csv columns of the "
-                "same names; the README's run-directory table says what each counts).",
-                plots.panel_curves(summary, own, plot_dir / "curriculum.png"),
-            )
-        )
+    if not (own and len(summary) > 1):
+        return None
+    return (
+        "fig-curriculum",
+        "The curriculum's own figures per generation (summary.csv columns of the "
+        "same names; the README's run-directory table says what each counts).",
+        plots.panel_curves(summary, own, plot_dir / "curriculum.png"),
+    )
+
+
+def _learner_figure(summary: pd.DataFrame, plot_dir: Path) -> _Figure | None:
+    """The optimizer's update figures per generation."""
     learned = plots.learned_columns(summary)
-    if learned and len(summary) > 1:
-        figures.append(
-            (
-                "fig-learner",
-                "The optimizer's update figures per generation, the means over the "
-                "generation's updates of Stable-Baselines3's train/* figures (entropy is "
-                "minus its entropy_loss; approx_kl is each update's last epoch).",
-                plots.panel_curves(summary, learned, plot_dir / "learner.png"),
-            )
-        )
-    if "test_mastered" in summary and bool(summary["test_mastered"].notna().any()):
-        seeds = int(summary["policies"].iloc[-1]) if "policies" in summary else 0
-        if not seeds:  # POET: its active policies, the best of them per task
-            by = "by the best active policy on each task"
-        else:
-            by = "by the policy" + (f" (the mean over its {seeds} seeds)" if seeds > 1 else "")
-        figures.append(
-            (
-                "fig-test-mastery",
-                _mastery_caption(test_set, by, test_origin),
-                plots.mastery_curve(summary, plot_dir / "test_mastery.png"),
-            )
-        )
+    if not (learned and len(summary) > 1):
+        return None
+    return (
+        "fig-learner",
+        "The optimizer's update figures per generation, the means over the "
+        "generation's updates of Stable-Baselines3's train/* figures (entropy is "
+        "minus its entropy_loss; approx_kl is each update's last epoch).",
+        plots.panel_curves(summary, learned, plot_dir / "learner.png"),
+    )
+
+
+def _mastery_figure(
+    summary: pd.DataFrame, plot_dir: Path, test_set: pd.DataFrame | None, test_origin: str
+) -> _Figure | None:
+    """The share of the test set mastered per generation."""
+    if not ("test_mastered" in summary and bool(summary["test_mastered"].notna().any())):
+        return None
+    seeds = int(summary["policies"].iloc[-1]) if "policies" in summary else 0
+    if not seeds:  # POET: its active policies, the best of them per task
+        by = "by the best active policy on each task"
+    else:
+        by = "by the policy" + (f" (the mean over its {seeds} seeds)" if seeds > 1 else "")
+    return (
+        "fig-test-mastery",
+        _mastery_caption(test_set, by, test_origin),
+        plots.mastery_curve(summary, plot_dir / "test_mastery.png"),
+    )
+
+
+def _task_parameters_figure(
+    summary: pd.DataFrame, population: pd.DataFrame, plot_dir: Path
+) -> _Figure | None:
+    """Each task's parameters from the generation it was created."""
     params = [c for c in population.columns if c.startswith("task.")]
-    if params and "born" in population and len(summary) > 1:
-        last = int(frames.column(summary, "generation").max())
-        figures.append(
-            (
-                "fig-task-parameters",
-                "Task parameters over generations, one panel per parameter: each task from "
-                "the generation it was created, green while active and unsolved, blue once "
-                "solved, red once archived; grey lines join a task's points.",
-                plots.task_parameters(population, last, plot_dir / "task_parameters.png"),
-            )
-        )
+    if not (params and "born" in population and len(summary) > 1):
+        return None
+    last = int(frames.column(summary, "generation").max())
+    return (
+        "fig-task-parameters",
+        "Task parameters over generations, one panel per parameter: each task from "
+        "the generation it was created, green while active and unsolved, blue once "
+        "solved, red once archived; grey lines join a task's points.",
+        plots.task_parameters(population, last, plot_dir / "task_parameters.png"),
+    )
+
+
+def _levels_figure(
+    summary: pd.DataFrame, eligibility: pd.DataFrame, plot_dir: Path
+) -> _Figure | None:
+    """The levels a single-policy curriculum played each generation."""
     played = (
         levels_played(eligibility)
         if {"kind", "task", "rule"} <= set(eligibility.columns)
         else pd.DataFrame()
     )
-    if len(played.columns) > 2 and len(summary) > 1:  # a single-policy curriculum's levels
-        figures.append(
-            (
-                "fig-levels",
-                "Tasks the curriculum played each generation, one panel per parameter: "
-                f"{plots.rule_legend(played)}; the reasons are in the eligibility table below.",
-                plots.levels_over_generations(played, plot_dir / "levels.png"),
-            )
-        )
-    if not cross.empty:
-        last = int(frames.column(cross, "generation").max())
-        columns = "pair id and task parameters" if labels else "pair id"  # a maze has none
-        figures.append(
-            (
-                "fig-heatmap",
-                f"Mean return of each active policy (rows, by pair id) on each active task "
-                f"(columns: {columns}) at the last transfer, generation {last}.",
-                plots.score_heatmap(
-                    frames.rows(cross, frames.column(cross, "generation") == last),
-                    plot_dir / "heatmap.png",
-                    labels,
-                ),
-            )
-        )
-    if {"pair_id", "parent_id", "born"} <= set(population.columns):  # a lineage
-        figures.append(
-            (
-                "fig-lineage",
-                "Lineage of tasks: each task at the generation it was created, joined to its "
-                "parent, labelled by pair id and "
-                + (
-                    "drawn beside it."
-                    if lineage_pictures
-                    else "the parameters that differ from its parent's."
-                ),
-                plots.lineage_tree(population, plot_dir / "lineage.png", labels, lineage_pictures),
-            )
-        )
-    return figures
+    if not (len(played.columns) > 2 and len(summary) > 1):  # a single-policy curriculum's levels
+        return None
+    return (
+        "fig-levels",
+        "Tasks the curriculum played each generation, one panel per parameter: "
+        f"{plots.rule_legend(played)}; the reasons are in the eligibility table below.",
+        plots.levels_over_generations(played, plot_dir / "levels.png"),
+    )
+
+
+def _heatmap_figure(cross: pd.DataFrame, labels: dict[int, str], plot_dir: Path) -> _Figure | None:
+    """Each active policy's return on each active task at the last transfer."""
+    if cross.empty:
+        return None
+    last = int(frames.column(cross, "generation").max())
+    columns = "pair id and task parameters" if labels else "pair id"  # a maze has none
+    return (
+        "fig-heatmap",
+        f"Mean return of each active policy (rows, by pair id) on each active task "
+        f"(columns: {columns}) at the last transfer, generation {last}.",
+        plots.score_heatmap(
+            frames.rows(cross, frames.column(cross, "generation") == last),
+            plot_dir / "heatmap.png",
+            labels,
+        ),
+    )
+
+
+def _lineage_figure(
+    population: pd.DataFrame,
+    labels: dict[int, str],
+    plot_dir: Path,
+    lineage_pictures: dict[int, Path] | None,
+) -> _Figure | None:
+    """The tasks' lineage tree."""
+    if not {"pair_id", "parent_id", "born"} <= set(population.columns):  # no lineage
+        return None
+    return (
+        "fig-lineage",
+        "Lineage of tasks: each task at the generation it was created, joined to its "
+        "parent, labelled by pair id and "
+        + (
+            "drawn beside it."
+            if lineage_pictures
+            else "the parameters that differ from its parent's."
+        ),
+        plots.lineage_tree(population, plot_dir / "lineage.png", labels, lineage_pictures),
+    )
 
 
 class ParamFormat:

@@ -461,6 +461,18 @@ def test_failed_updates_give_reasons_and_leave_the_state_alone():
     assert pickle.dumps(state) == before
 
 
+def test_a_non_finite_gradient_is_refused_with_its_epoch():
+    """A finite loss whose gradient overflows (huge value-head weights) stops the pair at
+    that minibatch: the update is refused, naming the gradient and the epoch."""
+    spec = _spec("CartPole-v1")
+    config = PPOConfig(n_envs=E, n_steps=T, batch_size=T * E, n_epochs=2)
+    theta = spec.init(np.random.default_rng(14))
+    rollout = _rollout(spec, theta, seed=16)
+    spec.view(theta, "value.weight")[:] = np.float32(1e10)
+    with pytest.raises(PPOUpdateError, match="non-finite gradient norm in epoch 1"):
+        update(spec, config, theta, PPOState.fresh(spec, seed=15), rollout)
+
+
 @pytest.mark.parametrize(
     "field, value, message",
     [

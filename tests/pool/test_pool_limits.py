@@ -9,6 +9,7 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
+from phrases import assert_says
 
 from coevo.errors import ConfigError
 from coevo.policies import MLPPolicy
@@ -136,3 +137,24 @@ def test_config_names_the_limit_fields():
     local = {"backend": "local", "worker_memory_mb": 500}
     with pytest.raises(ConfigError, match=r"pool.worker_memory_mb: only the ray backend"):
         parse_config({"pool": local})
+
+
+def test_a_stuck_env_call_in_a_trajectory_chunk_reruns_it_then_fails_the_call(by_value):
+    """A trajectory chunk has no single episode to fail: a stuck env call sends the whole
+    chunk to a new worker, and after CHUNK_RETRIES re-runs the call fails, saying why."""
+    from coevo.policies.actor_critic import ActorCriticSpec
+    from coevo.pool import Stored
+    from coevo.pool.ray_backend import CHUNK_RETRIES
+    from coevo.pool.trajectories import TrajectoryJob
+
+    spec = ActorCriticSpec.for_spaces(Sticky.observation_space, Sticky.action_space, hidden=(4,))
+    with EvaluationPool(SPACE, spec, "ray", 1, 1, episode_timeout_s=0.5) as pool:
+        key = pool.register(spec.init(np.random.default_rng(0)))
+        job = TrajectoryJob(Stored(key), SPACE.task(hang=1), 3, 0, 10)
+        with pytest.raises(RuntimeError) as raised:
+            pool.dispatch([job])
+    assert_says(
+        str(raised.value),
+        f"stopped its worker {CHUNK_RETRIES + 1} times",
+        "ran past pool.episode_timeout_s in a collect_trajectories chunk",
+    )

@@ -115,3 +115,23 @@ def test_the_test_set_is_the_target_narrow_gates_at_minus_three_and_three():
         t.id for t in test_set.tasks
     ]
     assert target_tasks(SPACE, 5, 1) != target_tasks(SPACE, 5, 0)
+
+
+def test_training_bounds_without_the_target_keep_the_target_test_set():
+    # One fixed off-centre gate to train on: the test set is still the papers' target (the
+    # draws once tested the training bounds, and looped for ever on these).
+    fixed = {name: {"low": 2.0, "high": 2.0, "init": 2.0} for name in NARROW}
+    trained_on = SPACE.with_overrides(fixed)
+    drawn = make_test_set(trained_on, size=20, seed=0).tasks  # sorted from another start
+    target = make_test_set(SPACE, size=20, seed=0).tasks
+    assert sorted(t.id for t in drawn) == sorted(t.id for t in target)
+
+
+def test_test_set_params_draw_uniformly_within_the_users_bounds():
+    bounds = {"gate_position": {"low": 1.0, "high": 2.0}, "gate_width": {"low": 2.0, "high": 3.0}}
+    test_set = make_test_set(SPACE, size=30, seed=0, bounds=bounds)
+    values = np.array([[t["gate_position"], t["gate_width"]] for t in test_set.tasks])
+    assert len(test_set) == 30
+    assert np.all((values[:, 0] >= 1.0) & (values[:, 0] <= 2.0))
+    assert np.all((values[:, 1] >= 2.0) & (values[:, 1] <= 3.0))
+    assert len(np.unique(values[:, 0])) > 10  # drawn, not one target gate repeated
