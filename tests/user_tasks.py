@@ -34,7 +34,7 @@ class OneAtATime(TaskSpace):
 HELD = "held"  # the file a held run writes in its run directory
 
 
-def hold_in_generation_3(limit_s: float = 120.0) -> None:
+def hold_in_generation_3(limit_s: float = 60.0) -> None:
     """With USER_TASKS_HOLD=RUN_DIR in the environment: once RUN_DIR's generation 2
     checkpoint is saved, the run's next mutation (in generation 3) writes RUN_DIR/held and
     waits there until a signal stops the process (at most `limit_s`, once: then the run goes
