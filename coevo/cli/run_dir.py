@@ -18,12 +18,16 @@ from coevo.errors import ConfigError
 # Run directories that existed before Hydra ran (`hydra.run.dir=` of the user's own
 # making): a refused run takes out what Hydra put there, never the directory itself.
 MADE_BY_USER: set[Path] = set()
+# The nearest ancestor of a planned run directory that existed before Hydra ran: the empty
+# folders Hydra makes above a refused run (runs/ in a fresh folder) go with it, up to there.
+# (Not keyed by the run directory: Hydra resolves a `${now:...}` name again, a second later.)
+EXISTED_ABOVE: set[Path] = set()
 
 
 def drop_if_unused(run_dir: Path) -> None:
     """Remove what Hydra wrote for a run refused before it wrote anything (an empty log and
     Hydra's record of the composed config), and the directory if Hydra made it: a mistyped
-    value should not leave an empty run behind in runs/."""
+    value should not leave an empty run behind in runs/, nor an empty runs/."""
     try:
         entries = {e.name: e for e in run_dir.iterdir()}
         log = entries.pop("cli.log", None)
@@ -35,8 +39,18 @@ def drop_if_unused(run_dir: Path) -> None:
             shutil.rmtree(hydra_record)
         if run_dir.resolve() not in MADE_BY_USER:
             run_dir.rmdir()
+            _drop_empty_parents(run_dir.resolve())
     except OSError:
         pass  # best effort: a directory we cannot read or remove is left as it is
+
+
+def _drop_empty_parents(run_dir: Path) -> None:
+    """Remove the empty folders Hydra made above `run_dir` (see EXISTED_ABOVE)."""
+    kept = next((p for p in run_dir.parents if p in EXISTED_ABOVE), None)
+    for parent in run_dir.parents:
+        if kept is None or parent == kept or any(parent.iterdir()):
+            return
+        parent.rmdir()
 
 
 def planned_dir(hydra_settings: Any, setting: str) -> Path | None:
@@ -88,3 +102,4 @@ def refuse_reused_dirs(args: list[str], hydra_settings: Any) -> None:
         fail(str(error))
     if run_dir.exists():
         MADE_BY_USER.add(run_dir.resolve())
+    EXISTED_ABOVE.add(next(p for p in run_dir.resolve().parents if p.exists()))

@@ -449,6 +449,15 @@ def test_a_directory_of_the_users_own_is_kept_and_an_empty_checkpoints_folder_is
     )
     assert refused.returncode == 2 and "curriculum.generations" in refused.stderr
     assert mine.is_dir() and not any(mine.iterdir())
+    # The folders Hydra makes for one go too: runs/<time> in a fresh folder, or a path's
+    # missing parents; a folder that existed stays.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    nested = f"hydra.run.dir={fresh / 'a' / 'b' / 'run'}"
+    for where in ([], [nested]):
+        bad = cli_in_process("coevo-run", *SMALL, "curriculum.generations=0", *where, cwd=fresh)
+        assert bad.returncode == 2 and "curriculum.generations" in bad.stderr
+        assert fresh.is_dir() and not any(fresh.iterdir()), list(fresh.rglob("*"))
     (mine / "checkpoints").mkdir()
     done = cli_in_process("coevo-run", *SMALL, "curriculum.generations=1", f"hydra.run.dir={mine}")
     assert done.returncode == 0, done.stderr[-3000:]

@@ -250,7 +250,9 @@ def test_a_task_space_of_the_users_own_by_import_path(tmp_path):
     typo = cli_in_process("coevo-run", "task.name=user_tasks:nope", "pool=local", cwd=tmp_path)
     assert typo.returncode == 2
     assert "task.name: module 'user_tasks' has no 'nope'" in typo.stderr
-    a_class = cli_in_process("coevo-run", "task.name=user_tasks:OneAtATime", "pool=local")
+    a_class = cli_in_process(
+        "coevo-run", "task.name=user_tasks:OneAtATime", "pool=local", cwd=tmp_path
+    )
     assert a_class.returncode == 2
     assert "task.name: 'user_tasks:OneAtATime' is a class; name a TaskSpace" in a_class.stderr
 
