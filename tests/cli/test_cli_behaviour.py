@@ -5,6 +5,7 @@ checkpoint file, and a generation in which every evaluation fails."""
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -83,6 +84,16 @@ def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 240) -> No
         time.sleep(0.02)
 
 
+# A shell's background job (`make test &`, nohup, some CI runners) starts with SIGINT
+# ignored, and Python keeps it ignored: coevo-run is started with Ctrl-C's default back.
+WITH_CTRL_C = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
+]
+
+
 def _stop_in_generation_3(command: list[str], run: Path, signum: int) -> tuple[int, str, str]:
     """Start `coevo-run COMMAND` on tests/user_tasks.py's space, held in generation 3 (its
     mutation waits there once generation 2's checkpoint is saved: the signal lands in the
@@ -93,7 +104,7 @@ def _stop_in_generation_3(command: list[str], run: Path, signum: int) -> tuple[i
 
     env = {**os.environ, "PYTHONPATH": PYTHONPATH, "USER_TASKS_HOLD": str(run)}
     process = subprocess.Popen(
-        [COEVO_RUN, *command],
+        [*WITH_CTRL_C, COEVO_RUN, *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
