@@ -559,13 +559,13 @@ def _backend_named(backend: str | Backend) -> Backend:
 
 
 def _check_counts(num_workers: Any, envs_per_worker: Any) -> None:
-    """ConfigError unless both counts are positive integers."""
-    if not isinstance(num_workers, int) or num_workers <= 0:
-        raise ConfigError("pool.num_workers", f"must be a positive integer, got {num_workers!r}")
-    if not isinstance(envs_per_worker, int) or envs_per_worker <= 0:
-        raise ConfigError(
-            "pool.envs_per_worker", f"must be a positive integer, got {envs_per_worker!r}"
-        )
+    """ConfigError unless both counts are positive integers (True is not a count)."""
+    for path, value in (
+        ("pool.num_workers", num_workers),
+        ("pool.envs_per_worker", envs_per_worker),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ConfigError(path, f"must be a positive integer, got {value!r}")
 
 
 def _check_fits(space: TaskSpace, policy: Policy) -> None:

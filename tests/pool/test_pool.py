@@ -215,6 +215,7 @@ def test_an_env_error_at_its_task_shows_the_envs_own_lines(rng):
         ({"backend": "spark"}, ("pool.backend: ", "'spark'", "allowed: local, ray")),
         ({"num_workers": 0}, ("pool.num_workers: ", "positive integer", "got 0")),
         ({"envs_per_worker": -2}, ("pool.envs_per_worker: ", "positive integer", "got -2")),
+        ({"num_workers": True}, ("pool.num_workers: ", "positive integer", "got True")),
     ],
 )
 def test_bad_pool_arguments_name_the_field(cartpole, cartpole_policy, kwargs, phrases):
