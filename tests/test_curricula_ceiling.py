@@ -1,0 +1,89 @@
+"""experiments/curricula/ceiling.py: its controller family does what it names, the runs'
+count reads only runs scored on the same test set, and the table's ceiling is the union."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import numpy as np
+import pandas as pd
+from cli_support import ROOT
+
+from coevo import tasks
+from coevo.policies.mlp import MLPPolicy
+from coevo.tasks.test_sets import make_test_set
+
+SCRIPT = ROOT / "experiments" / "curricula" / "ceiling.py"
+
+
+def ceiling():
+    if "ceiling" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("ceiling", SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["ceiling"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["ceiling"]
+
+
+def test_bang_bang_candidates_push_with_the_sign_of_their_observation():
+    policy = MLPPolicy.for_spaces(*_spaces("acrobot_reach"), hidden=())
+    names, thetas = ceiling().candidates(policy, random=3, seed=0)
+    assert len(names) == 2 * policy.obs_dim + 3 and thetas.shape[1] == policy.num_network_params
+    pump = names.index("bang_bang(obs[5], +)")  # torque along the second joint's velocity
+    for velocity, action in ((2.0, 2), (-2.0, 0)):  # Acrobot: 0 is -1 torque, 2 is +1
+        obs = np.array([[1.0, 0.0, 1.0, 0.0, 0.0, velocity]], dtype=np.float32)
+        logits = policy.forward(thetas[pump : pump + 1], obs)
+        assert int(np.argmax(logits)) == action
+
+
+def _spaces(name):
+    env = tasks.get(name).make_env()
+    env.close()
+    return env.observation_space, env.action_space
+
+
+def _run(study, arm, seed, test_set, mastered_at: dict[int, list[int]]):
+    """A run directory with test_set.csv and test_scores.csv: task -> mastered per scoring."""
+    run = study / "arms" / arm / f"seed={seed}"
+    run.mkdir(parents=True)
+    pd.DataFrame({"task_id": [t.id for t in test_set.tasks]}).to_csv(run / "test_set.csv")
+    rows = [
+        {"generation": g, "test_task": task, "mastered": task in mastered_at.get(g, [])}
+        for g in (5, 10)
+        for task in range(len(test_set))
+    ]
+    pd.DataFrame(rows).to_csv(run / "test_scores.csv", index=False)
+
+
+def test_runs_count_once_per_run_and_only_on_the_same_test_set(tmp_path):
+    space = tasks.get("cartpole")
+    test_set = make_test_set(space, 5, 0)
+    other = make_test_set(space, 5, 1)
+    study = tmp_path / "cell"
+    _run(study, "task=cartpole,optimizer=es,curriculum=dr", 0, test_set, {5: [0, 1], 10: [1]})
+    _run(study, "task=cartpole,optimizer=es,curriculum=dr", 1, test_set, {10: [1, 4]})
+    _run(study, "task=cartpole,optimizer=es,curriculum=plr", 0, other, {5: [2]})  # other set
+    _run(study, "task=acrobot_reach,optimizer=es,curriculum=dr", 0, test_set, {5: [3]})
+    counts = ceiling().runs_mastered("cartpole", [study], test_set)
+    assert counts.tolist() == [1, 2, 0, 0, 1]
+
+
+def test_the_table_is_the_union_of_controllers_and_runs(tmp_path, capsys):
+    study = tmp_path / "cell"
+    test_set = make_test_set(tasks.get("cartpole"), 100, 0)
+    # One run that mastered the three hardest test tasks, which no tiny search reaches.
+    _run(study, "task=cartpole,optimizer=es,curriculum=dr", 0, test_set, {5: [97, 98, 99]})
+    out = tmp_path / "ceiling"
+    args = ["--spaces", "cartpole", "--random", "2", "--rounds", "1", "--tries", "2"]
+    assert ceiling().main([*args, "--studies", str(study), "--out", str(out)]) == 0
+    table = pd.read_csv(out / "cartpole.csv")
+    assert len(table) == 100 and table["runs_mastered"].sum() == 3
+    mastered = table["controller_mastered"]
+    assert (table.loc[mastered, "best_controller_return"] >= 475).all()
+    assert table.loc[~mastered, "controller"].isna().all()  # written empty
+    union = (mastered | (table["runs_mastered"] > 0)).mean()
+    text = (out / "ceiling.md").read_text()
+    assert f"| cartpole | 100 | {mastered.mean():.0%} | 3% | {union:.0%} | 1 |" in text
+    assert "2 random linear maps" in text and "1 rounds x 2 tries" in text
+    assert "ceiling" in capsys.readouterr().out
