@@ -89,6 +89,14 @@ def test_quick_study_runs_each_arm_to_the_budget_and_compares_them(quick):
     assert "P(> dr)" in text and "IQM [95% CI]" in text
     assert "- plr: expected: PLR⊥ beats DR" in text and ("held" in text)
     assert "Budget 6,000 training env steps per run; 1 seed per arm" in text
+    commits = {r["commit"] for r in _records(out).values()}
+    assert f"runs at commit {', '.join(sorted(commits))} (each run's study_run.yaml)" in text
+    # The same runs at equal gradient updates: as many as the arm with the fewest made.
+    fewest = min(runs["updates"])
+    assert f"At equal updates ({fewest:,.0f}, and the step budget" in text
+    equal = pd.read_csv(out / "compare" / "task=cartpole,optimizer=es" / "equal_updates" /
+                        "compare_runs.csv")  # fmt: skip
+    assert (equal["updates"] <= fewest).all() and len(equal) == 2
     assert text.strip() in printed
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -313,27 +314,66 @@ def run_study(arms: list[Arm], scale: Scale, out: Path, jobs: int) -> str:
     seeds = f"{scale.seeds} seed{'s' if scale.seeds != 1 else ''} per arm"
     text = "\n\n".join(sections) + (
         f"\n\nBudget {scale.budget:,} training env steps per run; {seeds}; "
-        f"test set of {scale.test_size} tasks; commit {_commit()}.\n"
+        f"test set of {scale.test_size} tasks; runs at commit {_run_commits(arms, out)} "
+        f"(each run's study_run.yaml); tables written at {_commit()}.\n"
     )
     (out / "study.md").write_text(text)
     return text
+
+
+def _run_commits(arms: list[Arm], out: Path) -> str:
+    """The commits the arms' runs ended at, oldest record first, each once."""
+    records = [p for a in arms for p in sorted((out / "arms" / a.name).glob(f"*/{RUN_RECORD}"))]
+    commits = [yaml.safe_load(p.read_text()).get("commit", "?") for p in records]
+    return ", ".join(dict.fromkeys(commits)) or "?"
 
 
 def _compare_section(space: str, optimizer: str, arms: list[Arm], scale: Scale, out: Path) -> str:
     baseline = BASELINE if any(a.curriculum == BASELINE for a in arms) else None
     where = out / "compare" / f"task={space},optimizer={optimizer}"
     args = [str(out / "arms" / a.name) for a in arms]
-    args += ["--budget-steps", str(scale.budget), "--out", str(where)]
+    args += ["--budget-steps", str(scale.budget)]
     if baseline:
         args += ["--baseline", baseline]
-    groups = compare(parser().parse_args(args))
+    groups = compare(parser().parse_args([*args, "--out", str(where)]))
     lines = [f"## {space}, {optimizer}", "", "```", console_table(groups, "curriculum.name",
              "test_mastered", baseline, 0.1), "```", ""]  # fmt: skip
     for group in groups:
         expectation = EXPECTATIONS.get(group.label, NO_EXPECTATION)
         verdict = "held" if expectation.holds(group) else "did not hold"
         lines.append(f"- {group.label}: expected: {expectation.claim}: {verdict}")
-    return "\n".join(lines)
+    return "\n".join(lines + ["", _equal_updates_section(groups, args, baseline, where)])
+
+
+def _equal_updates_section(
+    groups: list[GroupStats], args: list[str], baseline: str | None, where: Path
+) -> str:
+    """The same runs compared at equal gradient updates: the budget in env steps, and as
+    many updates as the arm with the fewest made (its last scoring inside the step budget).
+    At equal env steps an arm that spends steps scoring levels makes fewer updates; this
+    table shows whether that, rather than the levels, explains a difference."""
+    updates = [r.updates for g in groups for r in g.runs if math.isfinite(r.updates)]
+    if not updates:
+        return "No run records its updates (optimizer_steps): no equal-updates table."
+    fewest = min(updates)
+    made = ", ".join(
+        f"{g.label} {statistics.median(r.updates for r in g.runs):,.0f}" for g in groups
+    )
+    budget = ["--budget-updates", str(fewest), "--out", str(where / "equal_updates")]
+    equal = compare(parser().parse_args([*args, *budget]))
+    table = console_table(equal, "curriculum.name", "test_mastered", baseline, 0.1)
+    return "\n".join(
+        [
+            f"Updates at the step budget (median per arm): {made}.",
+            "",
+            f"At equal updates ({fewest:,.0f}, and the step budget; secondary, no "
+            "expectation declared on it):",
+            "",
+            "```",
+            table,
+            "```",
+        ]
+    )
 
 
 def check(out: Path, cell: str | None) -> bool:
