@@ -349,22 +349,25 @@ def _equal_updates_section(
     groups: list[GroupStats], args: list[str], baseline: str | None, where: Path
 ) -> str:
     """The same runs compared at equal gradient updates: the budget in env steps, and as
-    many updates as the arm with the fewest made (its last scoring inside the step budget).
-    At equal env steps an arm that spends steps scoring levels makes fewer updates; this
-    table shows whether that, rather than the levels, explains a difference."""
-    updates = [r.updates for g in groups for r in g.runs if math.isfinite(r.updates)]
-    if not updates:
+    many updates as the arm with the fewest made (by its median run at its last scoring
+    inside the step budget). At equal env steps an arm that spends steps scoring levels
+    makes fewer updates; this table shows whether that, rather than the levels, explains a
+    difference."""
+    medians = {
+        g.label: statistics.median(r.updates for r in g.runs)
+        for g in groups
+        if g.runs and all(math.isfinite(r.updates) for r in g.runs)
+    }
+    if not medians:
         return "No run records its updates (optimizer_steps): no equal-updates table."
-    fewest = min(updates)
-    made = ", ".join(
-        f"{g.label} {statistics.median(r.updates for r in g.runs):,.0f}" for g in groups
-    )
+    fewest = min(medians.values())
+    made = ", ".join(f"{label} {median:,.0f}" for label, median in medians.items())
     budget = ["--budget-updates", str(fewest), "--out", str(where / "equal_updates")]
     equal = compare(parser().parse_args([*args, *budget]))
     table = console_table(equal, "curriculum.name", "test_mastered", baseline, 0.1)
     return "\n".join(
         [
-            f"Updates at the step budget (median per arm): {made}.",
+            f"Updates at the last scoring inside the step budget (median per arm): {made}.",
             "",
             f"At equal updates ({fewest:,.0f}, and the step budget; secondary, no "
             "expectation declared on it):",
