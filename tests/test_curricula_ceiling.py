@@ -87,3 +87,7 @@ def test_the_table_is_the_union_of_controllers_and_runs(tmp_path, capsys):
     assert f"| cartpole | 100 | {mastered.mean():.0%} | 3% | {union:.0%} | 1 |" in text
     assert "2 random linear maps" in text and "1 rounds x 2 tries" in text
     assert "ceiling" in capsys.readouterr().out
+    # Again: the deterministic search is read back from its cache, the same table results.
+    (cache,) = out.glob("cartpole_controllers_random2_rounds1_tries2_*.csv")
+    assert ceiling().main([*args, "--studies", str(study), "--out", str(out)]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(out / "cartpole.csv"), table)

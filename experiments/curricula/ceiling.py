@@ -102,6 +102,26 @@ def controller_table(
     return test_set, table
 
 
+def cached_controllers(
+    out: Path, space_name: str, random: int, workers: int, search_plan: tuple[int, int, float]
+) -> tuple[TestSet, pd.DataFrame]:
+    """`controller_table`, read back from `out` when these settings already ran (the search
+    is deterministic; only the runs' column changes as a study grows)."""
+    rounds, tries, sigma = search_plan
+    cache = (
+        out
+        / f"{space_name}_controllers_random{random}_rounds{rounds}_tries{tries}_sigma{sigma:g}.csv"
+    )
+    if cache.exists():
+        test_set = make_test_set(tasks.get(space_name), TEST_SIZE, TEST_SEED)
+        table = pd.read_csv(cache, dtype={"controller": str}, keep_default_na=False)
+        if table["task_id"].tolist() == [task.id for task in test_set.tasks]:
+            return test_set, table
+    test_set, table = controller_table(space_name, random, workers, search_plan)
+    table.to_csv(cache, index=False)
+    return test_set, table
+
+
 def search(
     pool: EvaluationPool,
     test_set: TestSet,
@@ -197,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for space_name in args.spaces.split(","):
         start = time.monotonic()
-        test_set, table = controller_table(
-            space_name, args.random, args.workers, (args.rounds, args.tries, args.sigma)
+        test_set, table = cached_controllers(
+            args.out, space_name, args.random, args.workers, (args.rounds, args.tries, args.sigma)
         )
         table["runs_mastered"] = runs_mastered(space_name, args.studies, test_set).to_numpy()
         runs = len(run_scores(space_name, args.studies))
