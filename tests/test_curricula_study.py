@@ -14,6 +14,8 @@ import pytest
 import yaml
 from cli_support import ROOT, cli_in_process
 
+from coevo.compare.analysis import GroupStats, RunFigure
+
 # The module's quick study runs once, on one xdist worker, for the tests that read it.
 pytestmark = pytest.mark.xdist_group("test_curricula_study")
 
@@ -89,15 +91,44 @@ def test_quick_study_runs_each_arm_to_the_budget_and_compares_them(quick):
     assert "P(> dr)" in text and "IQM [95% CI]" in text
     assert "- plr: expected: PLR⊥ beats DR" in text and ("held" in text)
     assert "Budget 6,000 training env steps per run; 1 seed per arm" in text
-    commits = {r["commit"] for r in _records(out).values()}
-    assert f"runs at commit {', '.join(sorted(commits))} (each run's study_run.yaml)" in text
-    # The same runs at equal gradient updates: as many as the arm with the fewest made.
+    commits = list(dict.fromkeys(r["commit"] for r in _records(out).values()))
+    assert f"runs at commit {', '.join(commits)} (each run's study_run.yaml)" in text
+    # The same runs at equal gradient updates: as many as the arm with the fewest made, each
+    # run read at its last scoring at or below that.
     fewest = runs.groupby("curriculum.name")["updates"].median().min()
     assert f"At equal updates ({fewest:,.0f}, and the step budget" in text
     equal = pd.read_csv(out / "compare" / "task=cartpole,optimizer=es" / "equal_updates" /
                         "compare_runs.csv")  # fmt: skip
     assert (equal["updates"] <= fewest).all() and len(equal) == 2
+    assert (equal["generations"].astype(str).str.split().str.len() == 1).all()  # one scoring
     assert text.strip() in printed
+
+
+def _figure(updates: float) -> RunFigure:
+    return RunFigure(None, "", 0.5, (0.5,), (1,), 1.0, updates, True, 0.0, 0.0)  # type: ignore[arg-type]
+
+
+def test_equal_updates_cut_at_the_median_run_of_the_arm_with_the_fewest():
+    def group(label, *updates):
+        return GroupStats(label, [_figure(u) for u in updates], 0.5, (0, 1), 0.0, (0, 1))
+
+    groups = [
+        group("dr", 240, 230, 250),
+        group("plr", 100, 130, 116),  # its fewest run (100) is not the cut: its median is
+        group("custom", 50, float("nan")),  # a run without updates: left out, not the cut
+    ]
+    fewest, medians = study_module().updates_cut(groups)
+    assert fewest == 116 and medians == {"dr": 240, "plr": 116}
+
+
+def test_run_commits_are_listed_once_each_in_arm_and_seed_order(tmp_path):
+    module = study_module()
+    arms = [module.Arm("cartpole", "es", "dr"), module.Arm("cartpole", "es", "plr")]
+    for arm, seed, commit in ((arms[0], 0, "bbb"), (arms[0], 1, "aaa"), (arms[1], 0, "bbb")):
+        run = tmp_path / "arms" / arm.name / f"seed={seed}"
+        run.mkdir(parents=True)
+        (run / module.RUN_RECORD).write_text(yaml.safe_dump({"commit": commit}))
+    assert module._run_commits(arms, tmp_path) == "bbb, aaa"
 
 
 @pytest.mark.slow

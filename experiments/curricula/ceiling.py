@@ -1,6 +1,6 @@
 """Each study test set's ceiling: how many of its tasks can be mastered at all (issue 29).
 
-A curriculum's "% mastered" only means something beside what is reachable. Two lower bounds
+A curriculum's "% mastered" only means something beside what is reachable. Two estimates
 of the reachable share, per task space, on the study's own test set (100 tasks, seed 0,
 2 episodes per task, the space's solved score as the threshold: exactly what every arm is
 scored on):
@@ -13,13 +13,16 @@ scored on):
   not yet mastered, `--rounds` of random search around that task's best map (`--tries`
   Gaussian perturbations a round, the best kept when it scores higher). A task counts when
   any of them masters it, so the figure is what a per-task search reaches.
-- **Any run.** A task counts when any run of the study's cells on that space (every arm,
-  optimizer and seed under `--studies`) mastered it at any test scoring. Many noisy tries
-  make this figure optimistic; it bounds what the trained policies showed, not what one
-  policy does.
+- **Any run.** A task counts when any finished run of the study's cells on that space
+  (every arm, optimizer and seed under `--studies`, scored on this same test set) mastered
+  it at a test scoring inside its budget. Many noisy tries make this figure optimistic; it
+  bounds what the trained policies showed, not what one policy does.
 
-The ceiling is the union of both. The study's headline (IQM of "% mastered") sits below it,
-and the gap is the headroom a curriculum could claim.
+Both are lower bounds of what some controller masters on these test episodes, and
+optimistic as a target for one policy: the per-task search picks its maps on the very
+episodes it is scored on, from thousands of tries per task. The ceiling is their union.
+The study's headline (IQM of "% mastered") sits below it, and the gap is the headroom a
+curriculum could claim.
 
     .venv/bin/python experiments/curricula/ceiling.py                     # both spaces
     .venv/bin/python experiments/curricula/ceiling.py --spaces cartpole --random 16
@@ -31,12 +34,14 @@ many runs did) and protocol/ceiling/ceiling.md (the table).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from coevo import tasks
 from coevo.policies.mlp import MLPPolicy
@@ -49,6 +54,7 @@ SPACES = ("cartpole", "acrobot_reach")
 # The study's test set (run_study.py: the config's test_set section, 2 episodes per task).
 TEST_SIZE, TEST_SEED, TEST_EPISODES = 100, 0, 2
 RANDOM_SEED = 2029
+RUN_RECORD = "study_run.yaml"  # run_study.py writes it when a run has reached its budget
 
 
 def candidates(policy: MLPPolicy, random: int, seed: int) -> tuple[list[str], np.ndarray]:
@@ -74,7 +80,8 @@ def candidates(policy: MLPPolicy, random: int, seed: int) -> tuple[list[str], np
 def controller_table(
     space_name: str, random: int, workers: int, search_plan: tuple[int, int, float]
 ) -> tuple[TestSet, pd.DataFrame]:
-    """Per test task: the first controller that masters it (empty: none) and its return."""
+    """Per test task: the best controller's return, whether it masters the task, and which
+    one that is (empty: none does)."""
     space = tasks.get(space_name)
     test_set = make_test_set(space, TEST_SIZE, TEST_SEED)
     env = space.make_env()
@@ -105,17 +112,17 @@ def controller_table(
 def cached_controllers(
     out: Path, space_name: str, random: int, workers: int, search_plan: tuple[int, int, float]
 ) -> tuple[TestSet, pd.DataFrame]:
-    """`controller_table`, read back from `out` when these settings already ran (the search
-    is deterministic; only the runs' column changes as a study grows)."""
-    rounds, tries, sigma = search_plan
-    cache = (
-        out
-        / f"{space_name}_controllers_random{random}_rounds{rounds}_tries{tries}_sigma{sigma:g}.csv"
-    )
+    """`controller_table`, read back from `out` when it already ran with this script and
+    these settings (the search is deterministic; only the runs' column changes as a study
+    grows). Delete the cache to search again after a change elsewhere (an env's dynamics)."""
+    test_set = make_test_set(tasks.get(space_name), TEST_SIZE, TEST_SEED)
+    key = f"{random} {search_plan} {test_set.threshold} {TEST_EPISODES} {TEST_SEED}"
+    digest = hashlib.sha256(Path(__file__).read_bytes() + key.encode()).hexdigest()[:12]
+    cache = out / f"{space_name}_controllers_{digest}.csv"
     if cache.exists():
-        test_set = make_test_set(tasks.get(space_name), TEST_SIZE, TEST_SEED)
         table = pd.read_csv(cache, dtype={"controller": str}, keep_default_na=False)
         if table["task_id"].tolist() == [task.id for task in test_set.tasks]:
+            table["controller_mastered"] = table["best_controller_return"] >= test_set.threshold
             return test_set, table
     test_set, table = controller_table(space_name, random, workers, search_plan)
     table.to_csv(cache, index=False)
@@ -157,25 +164,37 @@ def search(
     return mastered_in
 
 
-def runs_mastered(space_name: str, studies: list[Path], test_set: TestSet) -> pd.Series:
-    """Per test task: how many runs mastered it at one scoring or more."""
-    counts = pd.Series(0, index=range(len(test_set)), name="runs_mastered")
+def study_runs(space_name: str, studies: list[Path], test_set: TestSet) -> list[Path]:
+    """The finished runs (a study_run.yaml) of `space_name` under the study folders that
+    were scored on this very test set: the same tasks in the same order, the same mastery
+    threshold and episodes per task."""
+    pattern = f"arms/task={space_name},*/seed=*/{RUN_RECORD}"
     ids = [task.id for task in test_set.tasks]
-    for scores in run_scores(space_name, studies):
-        # Only runs scored on this very test set (same tasks in the same order).
-        recorded = pd.read_csv(scores.parent / "test_set.csv")
-        if recorded["task_id"].tolist() != ids:
-            continue
-        frame = pd.read_csv(scores)
+    kept = []
+    for record in sorted(path for study in studies for path in study.glob(pattern)):
+        recorded = pd.read_csv(record.parent / "test_set.csv")
+        if (
+            recorded["task_id"].tolist() == ids
+            and (recorded["threshold"] == test_set.threshold).all()
+            and (recorded["episodes"] == TEST_EPISODES).all()
+        ):
+            kept.append(record.parent)
+    return kept
+
+
+def runs_mastered(runs: list[Path], tasks_count: int) -> pd.Series:
+    """Per test task: how many of `runs` mastered it at one scoring or more inside the
+    run's budget of training env steps (its study_run.yaml)."""
+    counts = pd.Series(0, index=range(tasks_count), name="runs_mastered")
+    for run in runs:
+        budget = yaml.safe_load((run / RUN_RECORD).read_text())["budget"]
+        summary = pd.read_csv(run / "summary.csv")
+        inside = summary.loc[summary["env_steps"].cumsum() <= budget, "generation"]
+        frame = pd.read_csv(run / "test_scores.csv")
+        frame = frame[frame["generation"].isin(inside)]
         mastered = frame.groupby("test_task")["mastered"].any()
         counts = counts.add(mastered.reindex(counts.index, fill_value=False).astype(int))
     return counts
-
-
-def run_scores(space_name: str, studies: list[Path]) -> list[Path]:
-    """test_scores.csv of every run of `space_name` under the study folders."""
-    pattern = f"arms/task={space_name},*/seed=*/test_scores.csv"
-    return sorted(path for study in studies for path in study.glob(pattern))
 
 
 def markdown(rows: list[dict[str, object]]) -> str:
@@ -220,8 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         test_set, table = cached_controllers(
             args.out, space_name, args.random, args.workers, (args.rounds, args.tries, args.sigma)
         )
-        table["runs_mastered"] = runs_mastered(space_name, args.studies, test_set).to_numpy()
-        runs = len(run_scores(space_name, args.studies))
+        counted = study_runs(space_name, args.studies, test_set)
+        table["runs_mastered"] = runs_mastered(counted, len(test_set)).to_numpy()
+        runs = len(counted)
         table.to_csv(args.out / f"{space_name}.csv", index=False)
         either = table["controller_mastered"] | (table["runs_mastered"] > 0)
         rows.append(
@@ -245,10 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         text + f"\nControllers: 2 bang-bang rules per observation, {args.random} random "
         f"linear maps (seed {RANDOM_SEED}), then {args.rounds} rounds x {args.tries} tries "
         f"(sigma {args.sigma}) of random search per unmastered task; runs from: "
-        + ", ".join(
-            str(s.relative_to(HERE)) if s.is_relative_to(HERE) else str(s) for s in args.studies
-        )
-        + "\n"
+        + ", ".join(_shown(study) for study in args.studies)
+        + " (finished runs scored on the same test set; scorings inside each run's budget)\n"
     )
     print(text, end="")
     return 0

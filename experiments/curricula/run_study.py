@@ -282,7 +282,13 @@ def _budget(scale: Scale) -> Budget:
 
 
 def _commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE)
+    """The checkout's commit, with "-dirty" when files differ from it."""
+    done = subprocess.run(
+        ["git", "describe", "--always", "--dirty", "--abbrev=40"],
+        capture_output=True,
+        text=True,
+        cwd=HERE,
+    )
     return done.stdout.strip()
 
 
@@ -322,7 +328,7 @@ def run_study(arms: list[Arm], scale: Scale, out: Path, jobs: int) -> str:
 
 
 def _run_commits(arms: list[Arm], out: Path) -> str:
-    """The commits the arms' runs ended at, oldest record first, each once."""
+    """The commits the arms' runs ended at, each once, in the order of the arms and seeds."""
     records = [p for a in arms for p in sorted((out / "arms" / a.name).glob(f"*/{RUN_RECORD}"))]
     commits = [yaml.safe_load(p.read_text()).get("commit", "?") for p in records]
     return ", ".join(dict.fromkeys(commits)) or "?"
@@ -345,38 +351,51 @@ def _compare_section(space: str, optimizer: str, arms: list[Arm], scale: Scale, 
     return "\n".join(lines + ["", _equal_updates_section(groups, args, baseline, where)])
 
 
-def _equal_updates_section(
-    groups: list[GroupStats], args: list[str], baseline: str | None, where: Path
-) -> str:
-    """The same runs compared at equal gradient updates: the budget in env steps, and as
-    many updates as the arm with the fewest made (by its median run at its last scoring
-    inside the step budget). At equal env steps an arm that spends steps scoring levels
-    makes fewer updates; this table shows whether that, rather than the levels, explains a
-    difference."""
+def updates_cut(groups: list[GroupStats]) -> tuple[float, dict[str, float]]:
+    """The equal-updates cut: the median updates (at the last scoring inside the step
+    budget) of the arm with the fewest, and every arm's median. NaN and {} when no arm
+    records its updates in every run."""
     medians = {
         g.label: statistics.median(r.updates for r in g.runs)
         for g in groups
         if g.runs and all(math.isfinite(r.updates) for r in g.runs)
     }
+    return (min(medians.values()) if medians else math.nan), medians
+
+
+def _equal_updates_section(
+    groups: list[GroupStats], args: list[str], baseline: str | None, where: Path
+) -> str:
+    """The same runs compared at equal gradient updates: the budget in env steps, and as
+    many updates as the arm with the fewest made. At equal env steps an arm that spends
+    steps scoring levels makes fewer updates; this table shows whether that, rather than the
+    levels, explains a difference. A run's figure here is its last scoring at or below the
+    cut (one scoring, so that an arm scored less often is not read much earlier)."""
+    fewest, medians = updates_cut(groups)
     if not medians:
-        return "No run records its updates (optimizer_steps): no equal-updates table."
-    fewest = min(medians.values())
+        return "No run records its updates (optimizer_steps) in every run: no equal-updates table."
+    skipped = [g.label for g in groups if g.label not in medians]
     made = ", ".join(f"{label} {median:,.0f}" for label, median in medians.items())
-    budget = ["--budget-updates", str(fewest), "--out", str(where / "equal_updates")]
+    budget = ["--budget-updates", str(fewest), "--last", "1", "--out", str(where / "equal_updates")]
     equal = compare(parser().parse_args([*args, *budget]))
-    table = console_table(equal, "curriculum.name", "test_mastered", baseline, 0.1)
-    return "\n".join(
-        [
-            f"Updates at the last scoring inside the step budget (median per arm): {made}.",
-            "",
-            f"At equal updates ({fewest:,.0f}, and the step budget; secondary, no "
-            "expectation declared on it):",
-            "",
-            "```",
-            table,
-            "```",
-        ]
+    read_at = ", ".join(
+        f"{g.label} {statistics.mean(r.updates for r in g.runs if math.isfinite(r.updates)):,.0f}"
+        for g in equal
+        if any(math.isfinite(r.updates) for r in g.runs)
     )
+    lines = [
+        f"Updates at the last scoring inside the step budget (median per arm): {made}."
+        + (f" Not counted (a run without updates): {', '.join(skipped)}." if skipped else ""),
+        "",
+        f"At equal updates ({fewest:,.0f}, and the step budget; secondary, no expectation "
+        "declared on it). A run's figure: its last scoring at or below the cut. The updates "
+        f"of those scorings (mean per arm): {read_at}.",
+        "",
+        "```",
+        console_table(equal, "curriculum.name", "test_mastered", baseline, 0.1),
+        "```",
+    ]
+    return "\n".join(lines)
 
 
 def check(out: Path, cell: str | None) -> bool:
