@@ -26,7 +26,7 @@ def cached(path: Path, compute: Callable[[], dict]) -> dict:
     return result
 
 
-def finished(run: Callable[[Any], dict], work: Iterable[Any], jobs: int) -> Iterator[dict]:
+def finished(run: Callable[[Any], Any], work: Iterable[Any], jobs: int) -> Iterator[Any]:
     """`run(job)` for every job, as they finish: in this process with one job, else in
     `jobs` spawned processes (one job at a time each, so a long run never holds others)."""
     if jobs <= 1:

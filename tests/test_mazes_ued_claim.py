@@ -187,3 +187,28 @@ def test_quick_run_writes_parseable_results_and_resumes_from_its_cache(tmp_path)
     again = pd.read_csv(tmp_path / "a" / "runs.csv")
     expected = pd.DataFrame(runs[runs["arm"] == "dr"]).reset_index(drop=True)
     pd.testing.assert_frame_equal(again, expected)
+
+
+# SFL's first generation scores its sample: at the quick budget the run is one generation.
+@pytest.mark.parametrize(("arm", "budget"), [("plr", 1024), ("sfl", 4096)])
+def test_a_run_stopped_at_every_generation_and_resumed_equals_one_run(
+    arm, budget, tmp_path, monkeypatch
+):
+    """--stop-after-min's path: past the deadline a run saves its state and returns None; run
+    again, it goes on from the snapshot. Stopped after every generation (so across its
+    scorings and its curriculum's buffer), it gives the uninterrupted run's figures."""
+    mode = replace(claim.MODES["quick"], budget=budget)
+    straight = claim.run_one(arm, claim.PROBE_SEED_START, mode)
+    assert straight is not None
+    monkeypatch.setattr(claim, "SNAPSHOT_EVERY_S", 0.0)
+    snapshot, stops, resumed = tmp_path / "partial" / "run.pkl", 0, None
+    while resumed is None:
+        resumed = claim.run_one(arm, claim.PROBE_SEED_START, mode, snapshot, deadline=0.0)
+        stops += resumed is None
+        assert stops < 20
+    assert stops >= 3 and len(resumed["curve"]) == mode.scorings
+    assert resumed["curve"] == straight["curve"]
+    timings = ("wall_s", "cpu_s", "scoring_cpu_s")
+    for key, value in straight["row"].items():
+        if key not in timings:
+            assert resumed["row"][key] == value, key

@@ -4,6 +4,7 @@ the named held-out mazes' solved rate and the α-CVaR of the solved rate on rand
 
     python experiments/mazes_ued/run.py --quick            # a smoke test, seconds
     python experiments/mazes_ued/run.py --full --jobs 2    # 10 confirmation seeds x 4 arms
+    python experiments/mazes_ued/run.py --full --jobs 2 --stop-after-min 60   # go on later
     python experiments/mazes_ued/run.py --probe --jobs 1   # a probe seed per arm, the budget
     python experiments/mazes_ued/run.py --probe --arms dr --budget 500000   # sizing
 
@@ -18,7 +19,8 @@ probability of improvement over DR (coevo.compare.stats).
 
 Writes under --out (full: results/claim; probes: results/probes, or results/probes_<budget>
 for a sizing budget; quick: a temp dir): runs/<arm>_seed<seed>_<key>.json (each finished
-run: rerun the same command to resume a stopped study), configs/<arm>.yaml (each arm's
+run: rerun the same command to resume a stopped study; a run in flight saves its state in
+runs/partial/ every SNAPSHOT_EVERY_S and goes on from it), configs/<arm>.yaml (each arm's
 resolved config), runs.csv, curves.csv, table.md (ued_table.py) and curves.png.
 """
 
@@ -33,11 +35,13 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import pickle  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from dataclasses import dataclass, replace  # noqa: E402
+from dataclasses import asdict, dataclass, field, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
@@ -72,6 +76,7 @@ SCORINGS = 10  # test scorings inside the budget
 # Seeds: probes (and --quick) from 1000 up; the confirming --full run 0..9, never probed.
 PROBE_SEED_START = 1000
 CONFIRM_SEEDS = tuple(range(10))
+SNAPSHOT_EVERY_S = 300.0  # a run stopped without warning loses at most this much work
 CACHE_FORMAT = 3  # what a cached run records; a new one makes runs recorded before run again
 # (3: PPO streams take a new level at every reset, e13ac73; runs cached before are stale)
 
@@ -189,43 +194,95 @@ def arm_config(arm: str, seed: int, mode: Mode) -> RunConfig:
     return parse_config(hydra_configs.compose(CONF_DIR, [*overrides(arm, mode), f"seed={seed}"]))
 
 
-def run_one(arm: str, seed: int, mode: Mode) -> dict:
-    """One run to the budget, scored at `mode.scorings` marks; its row and its curve."""
+@dataclass
+class Progress:
+    """A run's loop so far: what a snapshot keeps besides the curriculum's state."""
+
+    marks: list[float]  # env steps at which scorings are still due
+    curve: list[dict] = field(default_factory=list)
+    steps: float = 0.0
+    trained: float = 0.0  # of steps: those that updated the policy
+    updates: int = 0
+    scoring_cpu: float = 0.0
+    wall_s: float = 0.0  # of the legs before this process's
+    cpu_s: float = 0.0
+
+
+def run_one(
+    arm: str, seed: int, mode: Mode, snapshot: Path | None = None, deadline: float | None = None
+) -> dict | None:
+    """One run to the budget, scored at `mode.scorings` marks; its row and its curve.
+
+    With `snapshot` the run saves its state there every SNAPSHOT_EVERY_S and goes on from it
+    when it exists (a stopped run resumes exactly); past `deadline` (time.time()) it saves
+    and returns None."""
     config = arm_config(arm, seed, mode)
     started, cpu = time.perf_counter(), time.process_time()
     space, policy = run_setup.prepare(config)
+    saved = pickle.loads(snapshot.read_bytes()) if snapshot and snapshot.exists() else None
     marks = [mode.budget * (k + 1) / mode.scorings for k in range(mode.scorings)]
-    curve, steps, trained, updates, scoring_cpu = [], 0.0, 0.0, 0, 0.0
+    done = Progress(**saved["progress"]) if saved else Progress(marks)
+
+    def elapsed() -> Progress:  # the totals of every leg so far, this one included
+        wall, used = time.perf_counter() - started, time.process_time() - cpu
+        return replace(done, wall_s=done.wall_s + wall, cpu_s=done.cpu_s + used)
 
     with EvaluationPool(space, policy, "local", 1) as pool, Scorer(space, policy, mode) as scorer:
         built = run_setup.build(config, space, pool)
-        while steps < mode.budget:
-            summary = built.step().summary
-            steps += summary["env_steps"]
-            now = int(summary.get("optimizer_steps", updates))
-            trained += summary["env_steps"] if now > updates else 0.0
-            updates = now
-            if steps < marks[0]:
-                continue
-            while marks and steps >= marks[0]:
-                marks.pop(0)
-            theta = next(iter(built.policies_for_testing().policies.values()))
-            before = time.process_time()
-            curve.append({"env_steps": steps, "updates": updates, **scorer.score(theta)})
-            scoring_cpu += time.process_time() - before
+        if saved:
+            built.load_state_dict(saved["curriculum"])
+            built.generation = saved["generation"]
+        last_saved = time.monotonic()
+        while done.steps < mode.budget:
+            _generation(built, done, scorer)
+            stop = deadline is not None and time.time() >= deadline
+            if snapshot and (stop or time.monotonic() - last_saved >= SNAPSHOT_EVERY_S):
+                _save(snapshot, built, elapsed())
+                last_saved = time.monotonic()
+            if stop and done.steps < mode.budget:
+                return None
+    total = elapsed()
     row = {
         "arm": arm,
         "seed": seed,
         "budget": mode.budget,
-        "env_steps": steps,
-        "trained_steps": trained,  # of env_steps: those of steps that updated the policy
-        "updates": updates,
-        **late_figures(curve),
-        "wall_s": round(time.perf_counter() - started, 1),
-        "cpu_s": round(time.process_time() - cpu, 1),
-        "scoring_cpu_s": round(scoring_cpu, 1),  # of cpu_s: the test scorings'
+        "env_steps": total.steps,
+        "trained_steps": total.trained,  # of env_steps: those of steps that updated the policy
+        "updates": total.updates,
+        **late_figures(total.curve),
+        "wall_s": round(total.wall_s, 1),
+        "cpu_s": round(total.cpu_s, 1),
+        "scoring_cpu_s": round(total.scoring_cpu, 1),  # of cpu_s: the test scorings'
     }
-    return {"row": row, "curve": curve}
+    return {"row": row, "curve": total.curve}
+
+
+def _generation(built: Any, done: Progress, scorer: Scorer) -> None:
+    """One generation of the curriculum, and a scoring when a mark is passed."""
+    summary = built.step().summary
+    done.steps += summary["env_steps"]
+    now = int(summary.get("optimizer_steps", done.updates))
+    done.trained += summary["env_steps"] if now > done.updates else 0.0
+    done.updates = now
+    if done.steps < done.marks[0]:
+        return
+    while done.marks and done.steps >= done.marks[0]:
+        done.marks.pop(0)
+    theta = next(iter(built.policies_for_testing().policies.values()))
+    before = time.process_time()
+    done.curve.append({"env_steps": done.steps, "updates": done.updates, **scorer.score(theta)})
+    done.scoring_cpu += time.process_time() - before
+
+
+def _save(snapshot: Path, built: Any, progress: Progress) -> None:
+    """The run's state at `snapshot`, never half written under that name."""
+    state = {"curriculum": built.state_dict(), "generation": built.generation}
+    snapshot.parent.mkdir(parents=True, exist_ok=True)
+    partial = snapshot.with_suffix(".part")
+    # Plain values only: the script's classes pickle under a name that differs between the
+    # main process and --jobs' spawned ones.
+    partial.write_bytes(pickle.dumps({**state, "progress": asdict(progress)}))
+    partial.replace(snapshot)
 
 
 def _key(arm: str, seed: int, mode: Mode) -> str:
@@ -234,17 +291,34 @@ def _key(arm: str, seed: int, mode: Mode) -> str:
     return f"{arm}_seed{seed}_{digest}.json"
 
 
-def cached_run(job: tuple[str, int, Mode, Path]) -> dict:
-    """One run, or its saved result: runs are deterministic, so a stopped study resumes."""
-    arm, seed, mode, cache = job
-    return cached(cache / _key(arm, seed, mode), lambda: run_one(arm, seed, mode))
+def cached_run(job: tuple[str, int, Mode, Path, float | None]) -> dict | None:
+    """One run, or its saved result (runs are deterministic, so a stopped study resumes);
+    a run in flight snapshots itself under partial/ and goes on from there. None: it
+    stopped at the deadline."""
+    arm, seed, mode, cache, deadline = job
+    path = cache / _key(arm, seed, mode)
+    if path.exists():
+        return cached(path, dict)
+    snapshot = cache / "partial" / path.with_suffix(".pkl").name
+    result = run_one(arm, seed, mode, snapshot, deadline)
+    if result is None:
+        return None
+    finished_run: dict = result
+    cached(path, lambda: finished_run)
+    snapshot.unlink(missing_ok=True)
+    return result
 
 
-def run_all(arms: list[str], mode: Mode, jobs: int, cache: Path) -> list[dict]:
-    """Every (arm, seed) run, a line per finished one, in (seed, arm) order."""
-    work = [(arm, seed, mode, cache) for seed in mode.seeds for arm in arms]
+def run_all(
+    arms: list[str], mode: Mode, jobs: int, cache: Path, deadline: float | None = None
+) -> list[dict]:
+    """Every (arm, seed) run, a line per finished one, in (seed, arm) order; past the
+    deadline, the runs finished so far (the others saved to go on)."""
+    work = [(arm, seed, mode, cache, deadline) for seed in mode.seeds for arm in arms]
     done = []
     for result in finished(cached_run, work, jobs):
+        if result is None:
+            continue
         done.append(result)
         row = result["row"]
         trace = " ".join(f"{p['named_solved']:.0f}/{p['cvar']:.0f}" for p in result["curve"])
@@ -254,7 +328,7 @@ def run_all(arms: list[str], mode: Mode, jobs: int, cache: Path) -> list[dict]:
             f"updates, {row['wall_s']:.0f} s, {row['cpu_s']:.0f} CPU s); named/CVaR {trace}",
             flush=True,
         )
-    order = {(arm, seed): i for i, (arm, seed, _, _) in enumerate(work)}
+    order = {(arm, seed): i for i, (arm, seed, *_) in enumerate(work)}
     return sorted(done, key=lambda r: order[(r["row"]["arm"], r["row"]["seed"])])
 
 
@@ -302,6 +376,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", default=str(PROBE_SEED_START), help="--probe's seeds")
     parser.add_argument("--budget", type=int, default=None, help="--probe's budget (sizing)")
     parser.add_argument("--jobs", type=int, default=1, help="processes (the machine is shared)")
+    parser.add_argument(
+        "--stop-after-min",
+        type=float,
+        default=None,
+        help="save the runs in flight and stop after this many minutes (rerun to go on)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     return parser
 
@@ -334,7 +414,8 @@ def main(argv: list[str] | None = None) -> Path:
     mode, out = _mode_and_out(args, parser)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    results = run_all(arms, mode, args.jobs, out / "runs")
+    deadline = None if args.stop_after_min is None else time.time() + 60 * args.stop_after_min
+    results = run_all(arms, mode, args.jobs, out / "runs", deadline)
     write(results, arms, mode, time.perf_counter() - started, out)
     print((out / "table.md").read_text())
     print(f"wrote {out}")
