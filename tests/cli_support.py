@@ -1,8 +1,10 @@
 """Running coevo's console scripts as a user does: a subprocess in the repository root, or
-their entry functions in this process where a subprocess would add only its imports."""
+their entry functions in this process where a subprocess would add only its imports; and
+the repository's experiment and benchmark scripts imported as modules."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -12,6 +14,19 @@ ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent  # the support modules: PYTHONPATH for their envs
 BIN = Path(sys.executable).parent
 COEVO_RUN = str(BIN / "coevo-run")
+
+
+def script_module(path: Path, name: str):
+    """The script at `path` imported as module `name`, once per test process (in
+    sys.modules: its dataclasses look their module up by name, and several experiments
+    have a run.py, so each gets a name of its own)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 def cli(program: str, *args: object, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:

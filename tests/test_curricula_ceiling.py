@@ -3,13 +3,10 @@ count reads only runs scored on the same test set, and the table's ceiling is th
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import numpy as np
 import pandas as pd
 import yaml
-from cli_support import ROOT
+from cli_support import ROOT, script_module
 
 from coevo import tasks
 from coevo.policies.mlp import MLPPolicy
@@ -19,12 +16,7 @@ SCRIPT = ROOT / "experiments" / "curricula" / "ceiling.py"
 
 
 def ceiling():
-    if "ceiling" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("ceiling", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["ceiling"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["ceiling"]
+    return script_module(SCRIPT, "ceiling")
 
 
 def test_bang_bang_candidates_push_with_the_sign_of_their_observation():

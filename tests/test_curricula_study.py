@@ -5,14 +5,12 @@ coevo-run's own composition (conf/optimizer/ppo.yaml's values, not PPOConfig's d
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
-import sys
 
 import pandas as pd
 import pytest
 import yaml
-from cli_support import ROOT, cli_in_process
+from cli_support import ROOT, cli_in_process, script_module
 
 from coevo.compare.analysis import GroupStats, RunFigure
 
@@ -24,13 +22,8 @@ PLR_ARM = "task=cartpole,optimizer=es,curriculum=plr,curriculum.buffer_size=64"
 
 
 def study_module():
-    """run_study.py imported (a script, not a package; its dataclasses need sys.modules)."""
-    if "run_study" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("run_study", STUDY)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["run_study"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["run_study"]
+    """run_study.py imported (a script, not a package)."""
+    return script_module(STUDY, "run_study")
 
 
 def study(*args) -> tuple[int, str]:

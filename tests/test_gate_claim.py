@@ -3,20 +3,15 @@ its --quick smoke run, resumed from the cache."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import yaml
+from cli_support import script_module
 
 ROOT = Path(__file__).resolve().parents[1]
-_SPEC = importlib.util.spec_from_file_location("gate_run", ROOT / "experiments/gate/run.py")
-assert _SPEC is not None and _SPEC.loader is not None
-gate = importlib.util.module_from_spec(_SPEC)
-sys.modules["gate_run"] = gate  # its dataclasses look their module up
-_SPEC.loader.exec_module(gate)
+gate = script_module(ROOT / "experiments/gate/run.py", "gate_run")
 
 
 def test_arms_run_ppo_as_currot_and_direct_trains_on_the_target():

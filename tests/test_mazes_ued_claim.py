@@ -4,7 +4,6 @@ and without them, its arms' configs, its verdict rule and its --quick run, resum
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import sys
 from dataclasses import replace
@@ -24,16 +23,11 @@ from coevo.policies.actor_critic import ActorCriticSpec
 from coevo.policies.noise import uniforms
 from coevo.pool import EvaluationPool
 from coevo.tasks.maze.held_out import random_solvable
+from tests.cli_support import script_module
 from tests.phrases import assert_says
 
 ROOT = Path(__file__).resolve().parents[1]
-_SPEC = importlib.util.spec_from_file_location(
-    "mazes_ued_run", ROOT / "experiments/mazes_ued/run.py"
-)
-assert _SPEC is not None and _SPEC.loader is not None
-claim = importlib.util.module_from_spec(_SPEC)
-sys.modules["mazes_ued_run"] = claim  # its dataclasses look their module up
-_SPEC.loader.exec_module(claim)
+claim = script_module(ROOT / "experiments/mazes_ued/run.py", "mazes_ued_run")
 ued_table = sys.modules["ued_table"]  # run.py's sibling, imported by it
 
 MAZE_PPO = ["task=maze", "optimizer=ppo", "policy=conv_actor_critic", "pool=local"]

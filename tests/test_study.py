@@ -4,14 +4,13 @@ curricula study's tests are in test_curricula_study.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
 import yaml
-from cli_support import ROOT
+from cli_support import ROOT, script_module
 from phrases import assert_says
 
 from coevo.config import parse_config
@@ -24,11 +23,7 @@ ARMS = ["direct", "dr", "dr_x6", "poet", "poet_no_transfer"]
 
 def _script():
     """run.py as a module of its own name (other experiments have a run.py too)."""
-    spec = importlib.util.spec_from_file_location("stepping_stones_run", STEPPING)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module(STEPPING, "stepping_stones_run")
 
 
 def _config(folder, arm):

@@ -5,11 +5,10 @@ table)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from cli_support import script_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,13 +19,7 @@ pytest.importorskip(
 
 
 def _benchmark():
-    spec = importlib.util.spec_from_file_location(
-        "plr_vs_syllabus", ROOT / "benchmarks" / "plr_vs_syllabus.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
+    return script_module(ROOT / "benchmarks" / "plr_vs_syllabus.py", "plr_vs_syllabus")
 
 
 BENCH = _benchmark()
