@@ -43,18 +43,21 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from coevo import tasks
-from coevo.policies.mlp import MLPPolicy
-from coevo.pool import EvaluationPool
-from coevo.tasks.test_sets import TestSet, make_test_set, score_test_set
-
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # run_study.py, the study's settings
+
+from run_study import RUN_RECORD, SCALES, TEST_EPISODES  # noqa: E402
+
+from coevo import tasks  # noqa: E402
+from coevo.policies.mlp import MLPPolicy  # noqa: E402
+from coevo.pool import EvaluationPool  # noqa: E402
+from coevo.tasks.test_sets import DEFAULT_SEED, TestSet, make_test_set, score_test_set  # noqa: E402
+
 PROTOCOL = HERE / "protocol"
 SPACES = ("cartpole", "acrobot_reach")
 # The study's test set (run_study.py: the config's test_set section, 2 episodes per task).
-TEST_SIZE, TEST_SEED, TEST_EPISODES = 100, 0, 2
+TEST_SIZE, TEST_SEED = SCALES["full"].test_size, DEFAULT_SEED
 RANDOM_SEED = 2029
-RUN_RECORD = "study_run.yaml"  # run_study.py writes it when a run has reached its budget
 
 
 def candidates(policy: MLPPolicy, random: int, seed: int) -> tuple[list[str], np.ndarray]:
