@@ -76,6 +76,31 @@ def test_an_unknown_group_choice_exits_2_listing_the_choices(tmp_path):
     assert "accel, alp_gmm, dr, enhanced_poet, plr, poet, poet_paper, sfl\n" in done.stderr
 
 
+@pytest.mark.parametrize("sweep", [False, True])
+def test_a_single_run_composes_its_config_twice_and_a_sweep_keeps_hydras_mode(
+    tmp_path, monkeypatch, sweep
+):
+    # A single run: coevo's check of the overrides, then the run; Hydra's own composition to
+    # read `hydra.mode` is skipped. A multirun keeps it (Hydra's sweep decides the mode).
+    from hydra._internal.hydra import Hydra
+
+    modes = []
+    composing = Hydra.compose_config
+
+    def counted(self, *args, **kwargs):
+        modes.append(str(kwargs.get("run_mode")))
+        return composing(self, *args, **kwargs)
+
+    monkeypatch.setattr(Hydra, "compose_config", counted)
+    sweep_args = ["-m", "seed=-1,-2", f"hydra.sweep.dir={tmp_path}"] if sweep else ["seed=-1"]
+    done = cli_in_process("coevo-run", *sweep_args, f"hydra.run.dir={tmp_path}")
+    assert done.returncode != 0 and "seed" in done.stderr
+    if sweep:
+        assert "RunMode.MULTIRUN" in modes  # Hydra's probe of the mode ran
+    else:
+        assert modes == ["RunMode.RUN", "RunMode.RUN"]
+
+
 def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 240) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
