@@ -160,8 +160,10 @@ def test_verdict_needs_both_checks_for_every_curriculum_on_the_declared_seeds():
     assert ued_table.verdict(partial, 10, 2000)[0].startswith("inconclusive (partial")
 
 
-def test_quick_run_writes_parseable_results_and_resumes_from_its_cache(tmp_path):
+def test_quick_run_writes_parseable_results_and_resumes_from_its_cache(tmp_path, capsys):
     claim.main(["--quick", "--out", str(tmp_path / "a")])
+    # Each scoring of a run in flight is a line of progress.
+    assert_says(capsys.readouterr().out, "dr seed 1000: ", " M steps, named ", "0.1-CVaR")
     runs = pd.read_csv(tmp_path / "a" / "runs.csv")
     assert list(runs["arm"]) == list(claim.ARMS)
     assert set(runs["seed"]) == {claim.PROBE_SEED_START}

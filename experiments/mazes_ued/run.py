@@ -232,7 +232,7 @@ def run_one(
             built.generation = saved["generation"]
         last_saved = time.monotonic()
         while done.steps < mode.budget:
-            _generation(built, done, scorer)
+            _generation(built, done, scorer, f"{arm} seed {seed}", mode.budget)
             stop = deadline is not None and time.time() >= deadline
             if snapshot and (stop or time.monotonic() - last_saved >= SNAPSHOT_EVERY_S):
                 _save(snapshot, built, elapsed())
@@ -255,8 +255,8 @@ def run_one(
     return {"row": row, "curve": total.curve}
 
 
-def _generation(built: Any, done: Progress, scorer: Scorer) -> None:
-    """One generation of the curriculum, and a scoring when a mark is passed."""
+def _generation(built: Any, done: Progress, scorer: Scorer, label: str, budget: int) -> None:
+    """One generation of the curriculum, and a scoring (printed) when a mark is passed."""
     summary = built.step().summary
     done.steps += summary["env_steps"]
     now = int(summary.get("optimizer_steps", done.updates))
@@ -270,6 +270,12 @@ def _generation(built: Any, done: Progress, scorer: Scorer) -> None:
     before = time.process_time()
     done.curve.append({"env_steps": done.steps, "updates": done.updates, **scorer.score(theta)})
     done.scoring_cpu += time.process_time() - before
+    point = done.curve[-1]
+    print(  # a run takes tens of minutes: its progress at each scoring
+        f"{label}: {done.steps / 1e6:.1f} M of {budget / 1e6:.1f} M steps, named "
+        f"{point['named_solved']:.0f} %, 0.1-CVaR {point['cvar']:.0f} %",
+        flush=True,
+    )
 
 
 def _save(snapshot: Path, built: Any, progress: Progress) -> None:
