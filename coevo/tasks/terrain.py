@@ -70,78 +70,123 @@ def _interval(task: Mapping[str, float], name: str) -> tuple[float, float]:
     return float(task.get(f"{name}_low", 0.0)), float(task.get(f"{name}_high", 0.0))
 
 
-def generate_terrain(task: Mapping[str, float] | Task, seed: int) -> Terrain:
-    """The course of `task` for reset seed `seed`; the same (task, seed) gives the same course."""
+@dataclass(frozen=True)
+class _Sizes:
+    """A task's terrain settings, and the obstacle kinds whose upper size is above zero."""
+
+    roughness: float
+    pit: tuple[float, float]
+    stump: tuple[float, float]
+    stair: tuple[float, float]
+    stair_steps: int
+    kinds: tuple[str, ...]
+
+
+def _sizes(task: Mapping[str, float] | Task) -> _Sizes:
     values = task.as_dict() if isinstance(task, Task) else dict(task)
     roughness = float(values.get("roughness", 0.0))
     pit = _interval(values, "pit_gap")
     stump = _interval(values, "stump_height")
     stair = _interval(values, "stair_height")
     stair_steps = int(round(values.get("stair_steps", 0)))
-    kinds = [
-        kind
-        for kind, enabled in (
-            ("pit", pit[1] > 0),
-            ("stump", stump[1] > 0),
-            ("stairs", stair[1] > 0 and stair_steps > 0),
-        )
-        if enabled
-    ]
-    rng = np.random.default_rng([int(seed), _TERRAIN_STREAM])
-    x, y, velocity = TERRAIN_STARTPAD * TERRAIN_STEP, TERRAIN_HEIGHT, 0.0
-    points = [(0.0, y), (x, y)]
-    obstacles: list[Obstacle] = []
-    while x < COURSE_END:
+    enabled = (
+        ("pit", pit[1] > 0),
+        ("stump", stump[1] > 0),
+        ("stairs", stair[1] > 0 and stair_steps > 0),
+    )
+    kinds = tuple(kind for kind, on in enabled if on)
+    return _Sizes(roughness, pit, stump, stair, stair_steps, kinds)
+
+
+def _between(interval: tuple[float, float], u: float) -> float:
+    return interval[0] + u * (interval[1] - interval[0])
+
+
+class _Course:
+    """The course drawn so far, left to right: the ground polyline and its obstacles."""
+
+    def __init__(self) -> None:
+        self.x: float = TERRAIN_STARTPAD * TERRAIN_STEP
+        self.y: float = TERRAIN_HEIGHT
+        self.velocity: float = 0.0
+        self.points = [(0.0, self.y), (self.x, self.y)]
+        self.obstacles: list[Obstacle] = []
+
+    def grass(self, rng: np.random.Generator, roughness: float) -> None:
+        """5 to 9 steps of grass, stopping at the course's end."""
         for _ in range(int(rng.integers(TERRAIN_GRASS // 2, TERRAIN_GRASS))):
             # Slope with memory, pulled gently back to the base height, kicked by roughness.
-            velocity = 0.8 * velocity + 0.01 * np.sign(TERRAIN_HEIGHT - y)
-            velocity += roughness * rng.uniform(-1.0, 1.0) / SCALE
-            if not GROUND_LOW <= y + velocity <= GROUND_HIGH:
-                velocity = 0.0
-            y += velocity
-            x = min(x + TERRAIN_STEP, COURSE_END)
-            points.append((x, y))
-            if x >= COURSE_END:
+            self.velocity = 0.8 * self.velocity + 0.01 * np.sign(TERRAIN_HEIGHT - self.y)
+            self.velocity += roughness * rng.uniform(-1.0, 1.0) / SCALE
+            if not GROUND_LOW <= self.y + self.velocity <= GROUND_HIGH:
+                self.velocity = 0.0
+            self.y += self.velocity
+            self.x = min(self.x + TERRAIN_STEP, COURSE_END)
+            self.points.append((self.x, self.y))
+            if self.x >= COURSE_END:
                 break
+
+    def _past_finish(self, width: float) -> bool:
+        return self.x + width > FINISH_X - TERRAIN_STEP
+
+    def pit(self, gap: float) -> None:
+        """A pit `gap` steps wide, unless it is empty or would reach the finish."""
+        width = gap * TERRAIN_STEP
+        if width <= 0 or self._past_finish(width):
+            return
+        bottom = self.y - PIT_DEPTH
+        self.points += [(self.x, bottom), (self.x + width, bottom), (self.x + width, self.y)]
+        self.obstacles.append(Obstacle("pit", self.x, width, gap))
+        self.x += width
+
+    def stump(self, height: float) -> None:
+        """A stump `height` steps high, unless it is flat or would reach the finish."""
+        if height <= 0 or self._past_finish(STUMP_WIDTH):
+            return
+        top = self.y + height * TERRAIN_STEP
+        self.points += [(self.x, top), (self.x + STUMP_WIDTH, top), (self.x + STUMP_WIDTH, self.y)]
+        self.obstacles.append(Obstacle("stump", self.x, STUMP_WIDTH, height))
+        self.x += STUMP_WIDTH
+
+    def stairs(self, rise: float, steps: int, u_direction: float) -> None:
+        """`steps` stairs of `rise` steps, up or down (the other way, or none, where the
+        ground would leave its band); none where they would reach the finish."""
+        width = steps * STAIR_WIDTH
+        if rise <= 0 or self._past_finish(width):
+            return
+        direction = 1.0 if u_direction < 0.5 else -1.0
+        total = steps * rise * TERRAIN_STEP
+        if not GROUND_LOW <= self.y + direction * total <= GROUND_HIGH:
+            direction = -direction  # stay in the band: go the other way
+            if not GROUND_LOW <= self.y + direction * total <= GROUND_HIGH:
+                return
+        self.obstacles.append(Obstacle("stairs", self.x, width, direction * rise))
+        for _ in range(steps):
+            self.y += direction * rise * TERRAIN_STEP
+            self.points += [(self.x, self.y), (self.x + STAIR_WIDTH, self.y)]
+            self.x += STAIR_WIDTH
+        self.velocity = 0.0
+
+
+def generate_terrain(task: Mapping[str, float] | Task, seed: int) -> Terrain:
+    """The course of `task` for reset seed `seed`; the same (task, seed) gives the same course."""
+    sizes = _sizes(task)
+    rng = np.random.default_rng([int(seed), _TERRAIN_STREAM])
+    course = _Course()
+    while course.x < COURSE_END:
+        course.grass(rng, sizes.roughness)
+        # Drawn for every slot, whichever kind it becomes (see the module's docstring).
         u_kind, u_pit, u_stump, u_stair, u_direction = rng.random(5)
-        if not kinds or x >= COURSE_END:
+        if not sizes.kinds or course.x >= COURSE_END:
             continue
-        kind = kinds[int(u_kind * len(kinds))]
+        kind = sizes.kinds[int(u_kind * len(sizes.kinds))]
         if kind == "pit":
-            gap = pit[0] + u_pit * (pit[1] - pit[0])
-            width = gap * TERRAIN_STEP
-            if width <= 0 or x + width > FINISH_X - TERRAIN_STEP:
-                continue
-            bottom = y - PIT_DEPTH
-            points += [(x, bottom), (x + width, bottom), (x + width, y)]
-            obstacles.append(Obstacle("pit", x, width, gap))
-            x += width
+            course.pit(_between(sizes.pit, u_pit))
         elif kind == "stump":
-            height = stump[0] + u_stump * (stump[1] - stump[0])
-            if height <= 0 or x + STUMP_WIDTH > FINISH_X - TERRAIN_STEP:
-                continue
-            top = y + height * TERRAIN_STEP
-            points += [(x, top), (x + STUMP_WIDTH, top), (x + STUMP_WIDTH, y)]
-            obstacles.append(Obstacle("stump", x, STUMP_WIDTH, height))
-            x += STUMP_WIDTH
+            course.stump(_between(sizes.stump, u_stump))
         else:
-            rise = stair[0] + u_stair * (stair[1] - stair[0])
-            width = stair_steps * STAIR_WIDTH
-            if rise <= 0 or x + width > FINISH_X - TERRAIN_STEP:
-                continue
-            direction = 1.0 if u_direction < 0.5 else -1.0
-            total = stair_steps * rise * TERRAIN_STEP
-            if not GROUND_LOW <= y + direction * total <= GROUND_HIGH:
-                direction = -direction  # stay in the band: go the other way
-                if not GROUND_LOW <= y + direction * total <= GROUND_HIGH:
-                    continue
-            obstacles.append(Obstacle("stairs", x, width, direction * rise))
-            for _ in range(stair_steps):
-                y += direction * rise * TERRAIN_STEP
-                points += [(x, y), (x + STAIR_WIDTH, y)]
-                x += STAIR_WIDTH
-            velocity = 0.0
-    return Terrain(np.array(points, dtype=np.float64), tuple(obstacles))
+            course.stairs(_between(sizes.stair, u_stair), sizes.stair_steps, u_direction)
+    return Terrain(np.array(course.points, dtype=np.float64), tuple(course.obstacles))
 
 
 def render_terrain_png(task: Mapping[str, float] | Task, path: str | Path, seed: int = 0) -> Path:
