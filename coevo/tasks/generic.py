@@ -173,16 +173,48 @@ def gym_task_space(
     max_episode_steps: int | None = None,
 ) -> TaskSpace:
     """A task space over gymnasium id `env_id`; checks the id, the mappings and one build."""
+    spec = _gym_spec(env_id)
+    env_kwargs = dict(env_kwargs or {})
+    schema, mappings = _split_params(name, params, MAPPING_FIELDS, required_mapping=True)
+    kwargs, attrs = _checked_keywords(env_id, spec, mappings, env_kwargs)
+    initial = {p.name: p.init for p in schema}
+    init_kwargs = {**env_kwargs, **{keyword: initial[p] for p, keyword in kwargs}}
+    env = _build_checked(lambda: gym.make(env_id, max_episode_steps=-1, **init_kwargs), f"{env_id}")
     try:
-        spec = gym.spec(env_id)
+        _check_attrs(env, env_id, attrs)
+    finally:
+        env.close()
+    factory = GymTaskEnvFactory(
+        env_id, tuple(env_kwargs.items()), tuple(kwargs), tuple(attrs), tuple(initial.items())
+    )
+    steps = max_episode_steps or spec.max_episode_steps
+    if steps is None:
+        raise ConfigError(
+            "task.max_episode_steps", f"required: gymnasium id {env_id} has no time limit"
+        )
+    return TaskSpace(name=name, params=schema, make_env=factory, max_episode_steps=int(steps))
+
+
+def _gym_spec(env_id: str) -> EnvSpec:
+    """The registered spec of `env_id`; an unknown id is refused with the nearest ids."""
+    try:
+        return gym.spec(env_id)
     except gym.error.Error as error:
         close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise ConfigError(
             "task.env_id", f"'{env_id}' is not a registered gymnasium id ({error}){hint}"
         ) from None
-    env_kwargs = dict(env_kwargs or {})
-    schema, mappings = _split_params(name, params, MAPPING_FIELDS, required_mapping=True)
+
+
+def _checked_keywords(
+    env_id: str,
+    spec: EnvSpec,
+    mappings: Mapping[str, tuple[str, str]],
+    env_kwargs: Mapping[str, Any],
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The (parameter, keyword) and (parameter, attribute path) mappings; a keyword the
+    constructor does not take, or one fixed in `env_kwargs`, is refused."""
     accepted = _constructor_keywords(spec)
     kwargs, attrs = [], []
     for pname, (field, target) in mappings.items():
@@ -199,34 +231,24 @@ def gym_task_space(
             kwargs.append((pname, target))
         else:
             attrs.append((pname, target))
-    initial = {p.name: p.init for p in schema}
-    init_kwargs = {**env_kwargs, **{keyword: initial[p] for p, keyword in kwargs}}
-    env = _build_checked(lambda: gym.make(env_id, max_episode_steps=-1, **init_kwargs), f"{env_id}")
-    try:
-        for pname, path in attrs:
-            try:
-                current = _get_path(env.unwrapped, path)
-            except AttributeError:
-                raise ConfigError(
-                    f"task.params.{pname}.attr",
-                    f"{type(env.unwrapped).__name__} ({env_id}) has no attribute '{path}'",
-                ) from None
-            if isinstance(current, bool) or not isinstance(current, int | float):
-                raise ConfigError(
-                    f"task.params.{pname}.attr",
-                    f"'{path}' of {env_id} is {type(current).__name__}, not a number",
-                )
-    finally:
-        env.close()
-    factory = GymTaskEnvFactory(
-        env_id, tuple(env_kwargs.items()), tuple(kwargs), tuple(attrs), tuple(initial.items())
-    )
-    steps = max_episode_steps or spec.max_episode_steps
-    if steps is None:
-        raise ConfigError(
-            "task.max_episode_steps", f"required: gymnasium id {env_id} has no time limit"
-        )
-    return TaskSpace(name=name, params=schema, make_env=factory, max_episode_steps=int(steps))
+    return kwargs, attrs
+
+
+def _check_attrs(env: gym.Env, env_id: str, attrs: list[tuple[str, str]]) -> None:
+    """Every mapped attribute path exists on the unwrapped env and holds a number."""
+    for pname, path in attrs:
+        try:
+            current = _get_path(env.unwrapped, path)
+        except AttributeError:
+            raise ConfigError(
+                f"task.params.{pname}.attr",
+                f"{type(env.unwrapped).__name__} ({env_id}) has no attribute '{path}'",
+            ) from None
+        if isinstance(current, bool) or not isinstance(current, int | float):
+            raise ConfigError(
+                f"task.params.{pname}.attr",
+                f"'{path}' of {env_id} is {type(current).__name__}, not a number",
+            )
 
 
 def _constructor_keywords(spec: EnvSpec) -> set[str] | None:
