@@ -318,50 +318,18 @@ def class_task_space(
     if env_kwargs and env_config is not None:
         raise ConfigError("task.env_config", "give env_config or env_kwargs, not both")
     target = entry_point  # what the factory builds from: an import path or the class
-    cls = resolve_entry_point(target) if isinstance(target, str) else target
-    if not isinstance(target, str):  # messages name the class
-        entry_point = getattr(cls, "__qualname__", repr(cls))
-    missing = [m for m in ("get_task", "set_task") if not callable(getattr(cls, m, None))]
-    if missing:
-        raise ConfigError(
-            "task.entry_point",
-            f"{entry_point} has no {' / '.join(missing)}: a task-settable env needs "
-            "get_task() and set_task(task) (RLlib's TaskSettableEnv protocol)",
-        )
+    entry_point = _check_env_class(target)  # from here on, what messages call it
     schema, _ = _split_params(name, params, (), required_mapping=False)
-    factory = ClassEnvFactory(
-        target,
-        tuple(dict(env_kwargs or {}).items()),
-        None if env_config is None else tuple(dict(env_config).items()),
-    )
+    factory = _class_factory(target, env_kwargs, env_config)
     env = _build_checked(factory, entry_point)
     try:
-        if not isinstance(env, TaskSettableEnv):
-            raise ConfigError(
-                "task.entry_point", f"{entry_point} does not build an env with reset/step"
-            )
-        try:
-            current = env.get_task()
-        except Exception as error:
-            raise ConfigError(
-                "task.entry_point", f"{entry_point}.get_task() failed: {error!r}"
-            ) from None
-        if task_format == "dict" and isinstance(current, Mapping):
-            unknown = [p.name for p in schema if p.name not in current]
-            if unknown:
-                raise ConfigError(
-                    f"task.params.{unknown[0]}",
-                    f"unknown parameter of task space '{name}'; {entry_point}.get_task() has: "
-                    f"{', '.join(map(str, current)) or 'nothing'}",
-                )
-        steps = max_episode_steps or getattr(getattr(env, "spec", None), "max_episode_steps", None)
-        if steps is None:
-            raise ConfigError("task.max_episode_steps", f"required for entry_point {entry_point}")
-        fixed = (
-            _replaced_entries(env, current, {p.name for p in schema}, entry_point)
-            if task_format == "dict" and isinstance(current, Mapping)
-            else ()
-        )
+        current = _current_task(env, entry_point)
+        as_dict = task_format == "dict" and isinstance(current, Mapping)
+        if as_dict:
+            _check_declared(name, schema, current, entry_point)
+        steps = _episode_steps(env, max_episode_steps, entry_point)
+        declared = {p.name for p in schema}
+        fixed = _replaced_entries(env, current, declared, entry_point) if as_dict else ()
         space = TaskSpace(
             name=name,
             params=schema,
@@ -376,6 +344,67 @@ def class_task_space(
         # An object without close() was refused above: let that error through.
         getattr(env, "close", lambda: None)()
     return space
+
+
+def _class_factory(
+    target: str | type, env_kwargs: Mapping[str, Any] | None, env_config: Mapping[str, Any] | None
+) -> ClassEnvFactory:
+    return ClassEnvFactory(
+        target,
+        tuple(dict(env_kwargs or {}).items()),
+        None if env_config is None else tuple(dict(env_config).items()),
+    )
+
+
+def _check_env_class(entry_point: str | type) -> str | type:
+    """What messages call the env class (its import path, or the class's name); a class
+    without get_task / set_task is refused."""
+    cls = resolve_entry_point(entry_point) if isinstance(entry_point, str) else entry_point
+    if not isinstance(entry_point, str):
+        entry_point = getattr(cls, "__qualname__", repr(cls))
+    missing = [m for m in ("get_task", "set_task") if not callable(getattr(cls, m, None))]
+    if missing:
+        raise ConfigError(
+            "task.entry_point",
+            f"{entry_point} has no {' / '.join(missing)}: a task-settable env needs "
+            "get_task() and set_task(task) (RLlib's TaskSettableEnv protocol)",
+        )
+    return entry_point
+
+
+def _current_task(env: Any, entry_point: str | type) -> Any:
+    """The built env's own task (`get_task()`); an object without reset/step is refused."""
+    if not isinstance(env, TaskSettableEnv):
+        raise ConfigError(
+            "task.entry_point", f"{entry_point} does not build an env with reset/step"
+        )
+    try:
+        return env.get_task()
+    except Exception as error:
+        raise ConfigError(
+            "task.entry_point", f"{entry_point}.get_task() failed: {error!r}"
+        ) from None
+
+
+def _episode_steps(env: Any, max_episode_steps: int | None, entry_point: str | type) -> Any:
+    """The episode length given, else the env spec's; one of them is required."""
+    steps = max_episode_steps or getattr(getattr(env, "spec", None), "max_episode_steps", None)
+    if steps is None:
+        raise ConfigError("task.max_episode_steps", f"required for entry_point {entry_point}")
+    return steps
+
+
+def _check_declared(
+    name: str, schema: tuple[Param, ...], current: Mapping[str, Any], entry_point: str | type
+) -> None:
+    """Every declared parameter is a key of the env's own dict task."""
+    unknown = [p.name for p in schema if p.name not in current]
+    if unknown:
+        raise ConfigError(
+            f"task.params.{unknown[0]}",
+            f"unknown parameter of task space '{name}'; {entry_point}.get_task() has: "
+            f"{', '.join(map(str, current)) or 'nothing'}",
+        )
 
 
 def _replaced_entries(
