@@ -207,35 +207,8 @@ class Poet(Curriculum):
         gen, cfg = self.generation, self.config
         solved_before = self.population.annecs()
         decisions: list[Decision] = []
-        counts: dict[str, float] = {}
-
         active = self.population.active
-        step_reasons: list[tuple[int, StepRecord]] = []
-        records: list[Any] = []
-        counts["train_mean_return"] = yield from train_work(
-            self.optimizer,
-            active,
-            [[p.task] for p in active],
-            cfg.optimizer_steps,
-            self.rng,
-            self.pool.register,
-            step_reasons,
-            records,
-        )
-        counts.update(mean_extras(records))  # e.g. PPO's losses, KL and clip fraction
-        for index, record in step_reasons:  # e.g. a refused update: the pair kept its weights
-            pair = active[index]
-            decisions.append(
-                self._decision(
-                    pair.task,
-                    kind="parent",
-                    rule="optimizer",
-                    outcome=record.outcome,
-                    reason=record.reason,
-                    pair_id=pair.pair_id,
-                    parent_id=pair.parent_id,
-                )
-            )
+        counts: dict[str, float] = yield from self._optimize(active, decisions)
         yield from self._evaluate(active)
         eligible = self._eligibility(decisions)
         # Counted from the decision rows, so the summary and eligibility.csv always agree.
@@ -256,18 +229,54 @@ class Poet(Curriculum):
         counts["transfers"] = 0
         if cfg.transfer_every and gen % cfg.transfer_every == 0:
             counts["transfers"] = yield from self._transfer(decisions, cross_scores)
-        annecs = self.population.annecs()
-        counts.update(
-            annecs=annecs,
-            annecs_reference=self.population.annecs_reference(),
-            newly_solved=annecs - solved_before,
-            admitted_total=sum(p.admitted_by_mc for p in self.population.all_pairs()),
-        )
+        counts.update(self._annecs_counts(solved_before))
         cross = [
             {"generation": gen, "policy_pair_id": p, "task_pair_id": t, "score": score}
             for p, t, score in cross_scores
         ]
         return GenerationResult(gen, self._summary(counts), decisions, {CROSS_SCORES_STEM: cross})
+
+    def _optimize(self, active: list[Pair], decisions: list[Decision]) -> Work[dict[str, float]]:
+        """`optimizer_steps` steps for each active pair; returns the summary's training
+        columns. A step the optimizer explains (e.g. a refused update: the pair kept its
+        weights) becomes a decision row."""
+        step_reasons: list[tuple[int, StepRecord]] = []
+        records: list[Any] = []
+        mean_return = yield from train_work(
+            self.optimizer,
+            active,
+            [[p.task] for p in active],
+            self.config.optimizer_steps,
+            self.rng,
+            self.pool.register,
+            step_reasons,
+            records,
+        )
+        counts = {"train_mean_return": mean_return, **mean_extras(records)}  # e.g. PPO's losses
+        for index, record in step_reasons:
+            pair = active[index]
+            decisions.append(
+                self._decision(
+                    pair.task,
+                    kind="parent",
+                    rule="optimizer",
+                    outcome=record.outcome,
+                    reason=record.reason,
+                    pair_id=pair.pair_id,
+                    parent_id=pair.parent_id,
+                )
+            )
+        return counts
+
+    def _annecs_counts(self, solved_before: int) -> dict[str, float]:
+        """The summary's ANNECS columns, and the tasks newly solved this generation."""
+        annecs = self.population.annecs()
+        return dict(
+            annecs=annecs,
+            annecs_reference=self.population.annecs_reference(),
+            newly_solved=annecs - solved_before,
+            admitted_total=sum(p.admitted_by_mc for p in self.population.all_pairs()),
+        )
 
     def _evaluate(self, pairs: list[Pair]) -> Work[None]:
         seed = int(self.rng.integers(0, 2**31 - 1))
