@@ -327,10 +327,23 @@ class Poet(Curriculum):
     def _reproduce(
         self, eligible: list[Pair], decisions: list[Decision]
     ) -> Work[tuple[int, int, int]]:
-        cfg = self.config
+        """Mutation trials from the eligible pairs, the minimal criterion, then admission by
+        novelty; returns how many children were tried, passed the MC, were admitted."""
         candidates = self._mutation_trials(eligible, decisions)
         if not candidates:
             return 0, 0, 0
+        passing = yield from self._minimal_criterion(candidates, decisions)
+        if not passing:
+            return len(candidates), 0, 0
+        admitted = yield from self._admit(passing, decisions)
+        return len(candidates), len(passing), admitted
+
+    def _minimal_criterion(
+        self, candidates: list[tuple[Pair, Task]], decisions: list[Decision]
+    ) -> Work[list[tuple[Pair, Task, float, str]]]:
+        """Each child scored by its parent's policy: those that pass the minimal criterion,
+        with that score and the reason; a decision row for each that fails."""
+        cfg = self.config
         seed = int(self.rng.integers(0, 2**31 - 1))
         returns, errors = yield from evaluate_work(
             self.pool.register,
@@ -357,8 +370,14 @@ class Poet(Curriculum):
                     error=errors.get(index, ""),
                 )
             )
-        if not passing:
-            return len(candidates), 0, 0
+        return passing
+
+    def _admit(
+        self, passing: list[tuple[Pair, Task, float, str]], decisions: list[Decision]
+    ) -> Work[int]:
+        """The `max_admitted` most novel children become pairs; a decision row for every
+        child, admitted or not. Returns how many were admitted."""
+        cfg = self.config
         novelty = yield from self._novelty([child for _, child, _, _ in passing])
         order = rules.admission_order(list(novelty))
         admit = [index for rank, index in enumerate(order, 1) if rank <= cfg.max_admitted]
@@ -370,16 +389,8 @@ class Poet(Curriculum):
             pair_id = None
             if ok:
                 theta, origin = starts[admit.index(index)]
-                pair = self.population.add(
-                    child,
-                    theta,
-                    self.optimizer.init_state(theta, self.rng),
-                    parent.pair_id,
-                    self.generation,
-                )
-                pair.admitted_by_mc = True
-                pair.mc_vs_archive, archive_reason = against_archive[admit.index(index)]
-                pair_id = pair.pair_id
+                mc_vs_archive, archive_reason = against_archive[admit.index(index)]
+                pair_id = self._add_child(parent, child, theta, mc_vs_archive).pair_id
                 reason = f"{reason}; starts with {origin}; {archive_reason}"
             decisions.append(
                 self._child_decision(
@@ -393,7 +404,20 @@ class Poet(Curriculum):
                     novelty=float(novelty[index]),
                 )
             )
-        return len(candidates), len(passing), len(admit)
+        return len(admit)
+
+    def _add_child(self, parent: Pair, child: Task, theta: np.ndarray, mc_vs_archive: bool) -> Pair:
+        """An admitted child as a new active pair, starting with `theta`."""
+        pair = self.population.add(
+            child,
+            theta,
+            self.optimizer.init_state(theta, self.rng),
+            parent.pair_id,
+            self.generation,
+        )
+        pair.admitted_by_mc = True
+        pair.mc_vs_archive = mc_vs_archive
+        return pair
 
     def _mc_against_archive(self, children: list[Task]) -> Work[list[tuple[bool, str]]]:
         """The reference code's ANNECS test, per admitted child: does the best archived
