@@ -18,6 +18,7 @@ from coevo.pool.stats import is_pool_column
 from coevo.report.data import levels_played, task_states  # noqa: F401 - plotted views
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.axis import Axis
     from matplotlib.figure import Figure
 
@@ -174,24 +175,8 @@ def lineage_tree(
     row_inches = 0.7 if thumbnails else 0.35
     fig = _figure((7, max(2.5, row_inches * len(frame) + 1)))
     ax = fig.subplots()
-    for row in records:
-        if pd.notna(row["parent_id"]) and int(row["parent_id"]) in y:
-            parent = frame[frame["pair_id"] == row["parent_id"]].iloc[0]
-            ax.plot(
-                [parent["born"], row["born"]],
-                [y[int(parent["pair_id"])], y[int(row["pair_id"])]],
-                color="0.6",
-                zorder=1,
-            )
-    archived = frame["status"] == "archived"
-    for mask, color, label in (
-        (~archived, "tab:green", "active"),
-        (archived, "tab:red", "archived"),
-    ):
-        part = frame[mask]
-        ax.scatter(
-            part["born"], [y[int(p)] for p in part["pair_id"]], color=color, label=label, zorder=2
-        )
+    _draw_links(ax, frame, records, y)
+    _draw_nodes(ax, frame, y)
     for row in records:
         ax.annotate(
             " " + _with_label(int(row["pair_id"]), labels),
@@ -203,8 +188,49 @@ def lineage_tree(
     ax.set_yticks([])
     ax.set_xlabel("generation created")
     _integer_ticks(ax.xaxis)
-    # Room on the right for the labels of the latest tasks: they are drawn beside their node
-    # (outside the axes otherwise, squeezing the plot or cut off).
+    label_inches = _pictures_beside_labels(ax, frame, records, y, labels, thumbnails)
+    _room_for_labels(ax, frame, label_inches)
+    # Above the axes: inside, "best" still covered the newest task's picture or label.
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=8, ncol=2, frameon=False)
+    return _save(fig, path)
+
+
+def _draw_links(ax: Axes, frame: pd.DataFrame, records: list[dict], y: dict[int, int]) -> None:
+    """A line from each task's parent's node to its node (a parent not in the table: none)."""
+    for row in records:
+        if pd.notna(row["parent_id"]) and int(row["parent_id"]) in y:
+            parent = frame[frame["pair_id"] == row["parent_id"]].iloc[0]
+            ax.plot(
+                [parent["born"], row["born"]],
+                [y[int(parent["pair_id"])], y[int(row["pair_id"])]],
+                color="0.6",
+                zorder=1,
+            )
+
+
+def _draw_nodes(ax: Axes, frame: pd.DataFrame, y: dict[int, int]) -> None:
+    """Each task's node, coloured by whether its pair is active or archived."""
+    archived = frame["status"] == "archived"
+    for mask, color, label in (
+        (~archived, "tab:green", "active"),
+        (archived, "tab:red", "archived"),
+    ):
+        part = frame[mask]
+        ax.scatter(
+            part["born"], [y[int(p)] for p in part["pair_id"]], color=color, label=label, zorder=2
+        )
+
+
+def _pictures_beside_labels(
+    ax: Axes,
+    frame: pd.DataFrame,
+    records: list[dict],
+    y: dict[int, int],
+    labels: Mapping[int, str],
+    thumbnails: Mapping[int, np.ndarray],
+) -> float:
+    """The tasks' pictures to the right of their labels; returns the inches that the
+    widest label (and picture) take to the right of a node."""
     longest = max((len(_with_label(int(p), labels)) + 1 for p in frame["pair_id"]), default=0)
     label_inches = longest * 8 * 0.55 / 72  # 8 pt text, ~0.55 em per character
     if thumbnails:
@@ -215,15 +241,18 @@ def lineage_tree(
                 _place_thumbnail(ax, image, (row["born"], y[int(row["pair_id"])]), label_points)
         widest = max(image.shape[1] * _zoom(image) for image in thumbnails.values())
         label_inches += (widest + 12) / DPI
+    return label_inches
+
+
+def _room_for_labels(ax: Axes, frame: pd.DataFrame, label_inches: float) -> None:
+    """Widen the x axis to the right so that the latest tasks' labels (and pictures), drawn
+    beside their nodes, stay inside it (outside, they squeezed the plot or were cut off)."""
     axes_inches = 7 * 0.8
     share = min(label_inches / axes_inches, 0.7)
     born = frames.column(frame, "born")
     low, high = float(born.min()), float(born.max())
     span = max(high - low, 1.0)
     ax.set_xlim(low - 0.05 * span, high + (span * 1.05) * share / (1 - share) + 0.05 * span)
-    # Above the axes: inside, "best" still covered the newest task's picture or label.
-    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=8, ncol=2, frameon=False)
-    return _save(fig, path)
 
 
 def _thumbnails(pictures: Mapping[int, Path]) -> dict[int, np.ndarray]:
