@@ -485,14 +485,15 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
     ) -> tuple[float, str]:
         """A value score per finished episode, as dcd's `_update_with_rollouts`: each
         finished episode's score replaces the level's (dcd's default α = 1), in the order
-        the streams ran; an episode the rollout cut is scored over its steps so far. From a
-        training step its streams go on: the part is kept per stream and merged step-weighted
-        with the episode's rest (`merge_partial`) when it ends (`partial_episodes=carry`),
-        or counts as an episode now (`commit`, dcd's `after_update`). From an evaluation
-        (nothing goes on) it counts now. NaN when no episode counted."""
+        the streams ran. An episode a training step cut is scored over its steps so far and
+        merged step-weighted with its rest when it ends (`partial_episodes=carry`), or
+        counts now (`commit`, dcd's `after_update`). An episode an evaluation cut (nothing
+        goes on) is left out, as dcd's mazes leave out a rollout's cut "cliffhanger"
+        episodes (`handle_timelimits`); only when no episode finished does it count (dcd
+        would leave the level unscored). NaN when no episode counted."""
         carry = signal.trained and self.config.partial_episodes == "carry"
         held = self._partials.setdefault(student.index, {})
-        score, counted, cut = float("nan"), 0, 0
+        score, counted, cut, left_out = float("nan"), 0, 0, None
         jobs = signal.jobs or (None,) * len(signal.results)  # a signal built by hand
         for job, result in zip(jobs, signal.results, strict=True):
             if not (hasattr(result, "values") and hasattr(result, "rewards")):
@@ -512,13 +513,12 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
                     while len(held) > PARTIALS_KEPT:  # continuations never continued
                         del held[next(iter(held))]
                     cut += 1
-                    continue
-                score = merged.score  # the latest episode replaces (dcd: alpha 1)
-                counted += 1
-        words = f"{counted} episode(s) scored"
-        if cut:
-            words += f", {cut} unfinished carried to the next step"
-        return score, words
+                elif not signal.trained and not part.finished:
+                    left_out = merged.score
+                else:
+                    score = merged.score  # the latest episode replaces (dcd: alpha 1)
+                    counted += 1
+        return _scored(score, counted, cut, left_out)
 
     # -- tables and state ------------------------------------------------------------------
     def curriculum_summary(self) -> dict[str, Any]:
@@ -568,6 +568,19 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
 
 
 # -- the rules both faces use: coevo's runs (above) and coevo.curricula.sampler -----------
+def _scored(score: float, counted: int, cut: int, left_out: float | None) -> tuple[float, str]:
+    """`_episode_scores`' score and its account: an evaluation's cut episode counts only
+    where no episode finished."""
+    if left_out is not None and not counted:
+        return left_out, "no episode finished: the cut one scored"
+    words = f"{counted} episode(s) scored"
+    if cut:
+        words += f", {cut} unfinished carried to the next step"
+    if left_out is not None:
+        words += ", the cut one left out"
+    return score, words
+
+
 def _held_part(
     held: dict[str | int | None, tuple[Task, Partial]], stream: int | None, ahead: Any
 ) -> tuple[Task, Partial] | None:

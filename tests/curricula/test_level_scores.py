@@ -261,8 +261,8 @@ def test_easy_base_levels_count_their_edits(es_pool, cartpole):
 def test_value_scores_are_per_finished_episode_with_cut_ones_carried(ac_pool, cartpole):
     """gamma 0: each step's advantage is its reward (values 0), so a part's positive value
     loss is its mean reward. Rollout 1 ends one episode (1, 1, 1) and cuts the next after
-    (2, 2, 2); rollout 2 ends that one after one more step (5). dcd merges the cut part with
-    its rest step-weighted: (2 * 3 + 5) / 4 = 2.75."""
+    (2, 2, 2); rollout 2 ends that one after one more step (5). Training merges the cut part
+    with its rest step-weighted, as dcd's partial updates: (2 * 3 + 5) / 4 = 2.75."""
     from coevo.pool.jobs import Stored
     from coevo.pool.trajectories import TrajectoryJob
 
@@ -287,8 +287,18 @@ def test_value_scores_are_per_finished_episode_with_cut_ones_carried(ac_pool, ca
         return plr.level_score(plr.students[0], signal, None)
 
     plr = _plr(ac_pool, cartpole, _ppo(ac_pool, gamma=0.0, gae_lambda=0.0))
-    # An evaluation: nothing goes on, the cut episode counts now and is the latest.
-    assert score(plr, first, job1, False) == (2.0, "positive value loss 2, 2 episode(s) scored")
+    # An evaluation: nothing goes on; dcd's mazes leave the cut ("cliffhanger") episode out.
+    assert score(plr, first, job1, False) == (
+        1.0,
+        "positive value loss 1, 1 episode(s) scored, the cut one left out",
+    )
+    # ... unless no episode finished: then the cut one is the level's only score.
+    none_ends = np.zeros(6, bool)
+    unfinished = _Stream(np.full(6, 2.0), np.zeros(6), np.zeros(6), none_ends, none_ends)
+    assert score(plr, unfinished, job1, False) == (
+        2.0,
+        "positive value loss 2, no episode finished: the cut one scored",
+    )
     value, how = score(plr, first, job1, True)  # training: the cut part is carried
     assert value == 1.0 and how.endswith(
         "1 episode(s) scored, 1 unfinished carried to the next step"
