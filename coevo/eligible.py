@@ -71,22 +71,7 @@ class GivenPair:
 def load_pairs(path: Path, space: TaskSpace, policy: Policy) -> list[GivenPair]:
     """The file's pairs; `policy` is the run's, used by `.npy` and checkpoint entries."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError("eligible.pairs_file", f"{path} not found")
-    if path.suffix.lower() == ".csv":
-        entries = _csv_entries(path, space)
-    elif path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as error:
-            raise ConfigError(
-                "eligible.pairs_file", f"{path}: invalid YAML at {yaml_error_text(error)}"
-            ) from None
-        entries = data.get("pairs") if isinstance(data, dict) else None
-        if not isinstance(entries, list) or not entries:
-            raise ConfigError("eligible.pairs_file", f"{path}: expected a non-empty 'pairs' list")
-    else:
-        raise ConfigError("eligible.pairs_file", f"{path}: allowed formats: .yaml, .yml, .csv")
+    entries = _file_entries(path, space)
     env = space.make_env()
     spaces = (env.observation_space, env.action_space)
     env.close()
@@ -100,25 +85,7 @@ def load_pairs(path: Path, space: TaskSpace, policy: Policy) -> list[GivenPair]:
         )
         if not isinstance(entry, dict) or "policy" not in entry:
             raise ConfigError(where, "each pair needs 'policy' (and usually 'task')")
-        given = entry.get("task")
-        given = {} if given is None else given
-        if isinstance(given, int | float) and not isinstance(given, bool) and len(space.names) == 1:
-            given = {space.names[0]: given}  # a one-parameter space's task as its value
-        if not isinstance(given, dict):
-            raise ConfigError(
-                f"{where}.task",
-                f"expected a mapping of parameter values (parameters of task space "
-                f"'{space.name}': {', '.join(space.names)}), got {given!r}",
-            )
-        try:
-            task = space.task(**given)
-        except ConfigError as error:  # name the file's own key: pairs[1].task.gravty
-            param = _param_of(error.field)
-            if in_csv:
-                field = f"{where}, column {param}" if param else where
-            else:
-                field = f"{where}.task.{param}" if param else f"{where}.task"
-            raise ConfigError(field, str(error).split(": ", 1)[1]) from None
+        task = _entry_task(entry.get("task"), space, where, in_csv)
         policy_field = f"{where}, column policy" if in_csv else f"{where}.policy"
         own, theta, source = _load_policy(
             entry["policy"], path.parent, policy_field, spaces, loaded
@@ -133,6 +100,49 @@ def load_pairs(path: Path, space: TaskSpace, policy: Policy) -> list[GivenPair]:
         name = f"pair{index}" if name is None else str(name)
         pairs.append(GivenPair(name, task, theta, source, own))
     return pairs
+
+
+def _file_entries(path: Path, space: TaskSpace) -> list:
+    """The pairs file's entries as read (CSV rows as mappings), before any is checked."""
+    if not path.is_file():
+        raise ConfigError("eligible.pairs_file", f"{path} not found")
+    if path.suffix.lower() == ".csv":
+        return _csv_entries(path, space)
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        raise ConfigError("eligible.pairs_file", f"{path}: allowed formats: .yaml, .yml, .csv")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(
+            "eligible.pairs_file", f"{path}: invalid YAML at {yaml_error_text(error)}"
+        ) from None
+    entries = data.get("pairs") if isinstance(data, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError("eligible.pairs_file", f"{path}: expected a non-empty 'pairs' list")
+    return entries
+
+
+def _entry_task(given: Any, space: TaskSpace, where: str, in_csv: bool) -> Task:
+    """An entry's task (a mapping, nothing, or a one-parameter space's value); errors name
+    the file's own key: pairs[1].task.gravty, or line 3, column gravty."""
+    given = {} if given is None else given
+    if isinstance(given, int | float) and not isinstance(given, bool) and len(space.names) == 1:
+        given = {space.names[0]: given}  # a one-parameter space's task as its value
+    if not isinstance(given, dict):
+        raise ConfigError(
+            f"{where}.task",
+            f"expected a mapping of parameter values (parameters of task space "
+            f"'{space.name}': {', '.join(space.names)}), got {given!r}",
+        )
+    try:
+        return space.task(**given)
+    except ConfigError as error:
+        param = _param_of(error.field)
+        if in_csv:
+            field = f"{where}, column {param}" if param else where
+        else:
+            field = f"{where}.task.{param}" if param else f"{where}.task"
+        raise ConfigError(field, str(error).split(": ", 1)[1]) from None
 
 
 def _param_of(field: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -203,6 +203,22 @@ def record_gif(
     env.render_mode = "rgb_array"  # classic-control and Box2D envs read this at render()
     env.set_task(space.env_task(task))
     obs, _ = env.reset(seed=seed)
+    frames = [_first_frame(env, space)]
+    frames += _episode_frames(env, policy_spec, theta, obs, seed, space.max_episode_steps)
+    env.close()
+    fps = env.metadata.get("render_fps")
+    if fps is not None and fps <= STEPWISE_FPS:
+        kept, duration = frames, round(1000 / fps)
+    else:
+        kept, duration = frames[::2], 40  # 25 fps of 50
+    images = [Image.fromarray(np.asarray(frame)) for frame in kept]
+    path = Path(path)
+    images[0].save(path, save_all=True, append_images=images[1:], duration=duration, loop=0)
+    return path
+
+
+def _first_frame(env: Any, space: TaskSpace) -> Any:
+    """The reset env's first frame; a ConfigError (the env closed) when it renders none."""
     try:
         first = env.render()
     except Exception as error:  # noqa: BLE001 - NotImplementedError, a missing display, ...
@@ -217,12 +233,18 @@ def record_gif(
             f"the env of task space '{space.name}' renders no RGB frame with "
             f"render_mode='rgb_array' (render() gave {type(first).__name__})",
         )
-    frames = [first]
+    return first
+
+
+def _episode_frames(
+    env: Any, policy_spec, theta: np.ndarray, obs: Any, seed: int, max_steps: int
+) -> Iterator[Any]:
+    """The episode from `obs` on, one frame after each step, as the policy plays it."""
     flatten = observation_flattener(env.observation_space)
     # The worker's own step: recurrent state and action noise as in evaluation.
     state = policy_spec.initial_state(1)
     key = np.array([seed_key(seed)])
-    for step in range(space.max_episode_steps):
+    for step in range(max_steps):
         noise = (
             uniforms(key, np.array([step]), policy_spec.noise_dim)
             if policy_spec.noise_dim
@@ -234,19 +256,9 @@ def record_gif(
         output = policy_spec.step(theta[None], obs_row, state, noise)
         state, action = output.state, output.actions[0]
         obs, _, terminated, truncated, _ = env.step(int(action) if policy_spec.discrete else action)
-        frames.append(env.render())
+        yield env.render()
         if terminated or truncated:
             break
-    env.close()
-    fps = env.metadata.get("render_fps")
-    if fps is not None and fps <= STEPWISE_FPS:
-        kept, duration = frames, round(1000 / fps)
-    else:
-        kept, duration = frames[::2], 40  # 25 fps of 50
-    images = [Image.fromarray(np.asarray(frame)) for frame in kept]
-    path = Path(path)
-    images[0].save(path, save_all=True, append_images=images[1:], duration=duration, loop=0)
-    return path
 
 
 def replay(

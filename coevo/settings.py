@@ -134,46 +134,66 @@ def checked_value(path: str, value: Any, hint: Any, rule: Rule = _NO_RULE) -> An
             raise ConfigError(path, f"must be true or false, got {value!r}")
         return value
     if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            if not (isinstance(value, float) and value.is_integer()):
-                raise ConfigError(path, f"must be an integer{rule.range_text()}, got {value!r}")
-            value = int(value)
-        _check_range(path, value, rule)
-        return value
+        return _checked_int(path, value, rule)
     if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(path, f"must be a number{rule.range_text()}, got {value!r}")
-        if not math.isfinite(value):  # NaN would pass every comparison below
-            raise ConfigError(path, f"must be a finite number{rule.range_text()}, got {value!r}")
-        _check_range(path, float(value), rule)
-        return float(value)
+        return _checked_float(path, value, rule)
     if hint is str:
-        if not isinstance(value, str):
-            quote = (  # Hydra reads nan and inf as floats: a word that is not one
-                f" (the command line reads {value} as a number: quote it, {path}=\"'{value}'\")"
-                if isinstance(value, float) and not math.isfinite(value)
-                else ""
-            )
-            if quote and rule.choices is not None:  # quoted, it would be refused next
-                quote = f"; allowed: {', '.join(rule.choices)}"
-            raise ConfigError(path, f"must be a string, got {value!r}{quote}")
-        if rule.choices is not None and value not in rule.choices:
-            raise ConfigError(path, f"unknown value '{value}'; allowed: {', '.join(rule.choices)}")
-        return value
+        return _checked_str(path, value, rule)
     if origin is tuple:
-        if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
-            raise ConfigError(path, f"must be a list of positive integers, got {value!r}")
-        items = []
-        for index, item in enumerate(value):
-            if isinstance(item, bool) or not isinstance(item, int) or item < 1:
-                raise ConfigError(f"{path}[{index}]", f"must be a positive integer, got {item!r}")
-            items.append(item)
-        return tuple(items)
+        return _checked_counts(path, value)
     if hint is dict or origin is dict:
         if not isinstance(value, Mapping):
             raise ConfigError(path, f"must be a mapping, got {value!r}")
         return {str(k): (dict(v) if isinstance(v, Mapping) else v) for k, v in value.items()}
     return value
+
+
+def _checked_int(path: str, value: Any, rule: Rule) -> int:
+    """An int field's value: an integer, or a float with an integer value, in range."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if not (isinstance(value, float) and value.is_integer()):
+            raise ConfigError(path, f"must be an integer{rule.range_text()}, got {value!r}")
+        value = int(value)
+    _check_range(path, value, rule)
+    return value
+
+
+def _checked_float(path: str, value: Any, rule: Rule) -> float:
+    """A float field's value: a finite number (an int too, never a bool), in range."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(path, f"must be a number{rule.range_text()}, got {value!r}")
+    if not math.isfinite(value):  # NaN would pass every comparison below
+        raise ConfigError(path, f"must be a finite number{rule.range_text()}, got {value!r}")
+    _check_range(path, float(value), rule)
+    return float(value)
+
+
+def _checked_str(path: str, value: Any, rule: Rule) -> str:
+    """A str field's value, one of the rule's choices when it has them."""
+    if not isinstance(value, str):
+        quote = (  # Hydra reads nan and inf as floats: a word that is not one
+            f" (the command line reads {value} as a number: quote it, {path}=\"'{value}'\")"
+            if isinstance(value, float) and not math.isfinite(value)
+            else ""
+        )
+        if quote and rule.choices is not None:  # quoted, it would be refused next
+            quote = f"; allowed: {', '.join(rule.choices)}"
+        raise ConfigError(path, f"must be a string, got {value!r}{quote}")
+    if rule.choices is not None and value not in rule.choices:
+        raise ConfigError(path, f"unknown value '{value}'; allowed: {', '.join(rule.choices)}")
+    return value
+
+
+def _checked_counts(path: str, value: Any) -> tuple[int, ...]:
+    """A tuple field's value: a list of positive integers, as a tuple."""
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+        raise ConfigError(path, f"must be a list of positive integers, got {value!r}")
+    items = []
+    for index, item in enumerate(value):
+        if isinstance(item, bool) or not isinstance(item, int) or item < 1:
+            raise ConfigError(f"{path}[{index}]", f"must be a positive integer, got {item!r}")
+        items.append(item)
+    return tuple(items)
 
 
 def _check_range(path: str, value: float, rule: Rule) -> None:

@@ -68,14 +68,7 @@ def check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
     config_name, extra_dirs = flags
     overrides = [a for a in args if "=" in a and not a.startswith("-")]
     search, groups = _search_path(overrides, extra_dirs)
-    choices, values, settings = [], [], []
-    for arg in overrides:
-        key = arg.split("=", 1)[0]
-        if key.lstrip("+").startswith(("hydra.", "hydra/")) or key == "hydra":
-            if key != "hydra.searchpath":  # already in `search`
-                settings.append(arg)
-        elif not key.startswith(("+", "~")):
-            (choices if key.split("@")[0] in groups else values).append(arg)
+    choices, values, settings = _sorted_overrides(overrides, groups)
     multirun = is_multirun(args)
     if multirun and any("(" in arg.split("=", 1)[1] for arg in choices):
         # A sweep function over groups (choice, glob): Hydra expands and checks it. The
@@ -99,13 +92,34 @@ def check_overrides(args: list[str]) -> tuple[list[str], DictConfig | None]:
     if multirun or hydra_settings is None or not _names_config_values(hydra_settings):
         # A multirun's swept values cannot compose as one config: its first choices.
         return passed, hydra_settings
-    # A single run whose directory names a setting of the config (`runs/${seed}`): Hydra's
-    # settings composed again, with every override, as Hydra will.
+    # A single run whose directory names a setting of the config (`runs/${seed}`).
+    return passed, _settings_again(config_name, search, passed)
+
+
+def _sorted_overrides(
+    overrides: list[str], groups: set[str]
+) -> tuple[list[str], list[str], list[str]]:
+    """(group choices, values, Hydra's own settings) among the `key=value` overrides;
+    `+key` and `~key` ones are in none (Hydra checks them), nor hydra.searchpath."""
+    choices, values, settings = [], [], []
+    for arg in overrides:
+        key = arg.split("=", 1)[0]
+        if key.lstrip("+").startswith(("hydra.", "hydra/")) or key == "hydra":
+            if key != "hydra.searchpath":  # already in the search path
+                settings.append(arg)
+        elif not key.startswith(("+", "~")):
+            (choices if key.split("@")[0] in groups else values).append(arg)
+    return choices, values, settings
+
+
+def _settings_again(config_name: str, search: list[str], passed: list[str]) -> DictConfig | None:
+    """Hydra's settings composed again with every override passed on, as Hydra will; None
+    when that fails (only the early run directory check is then skipped)."""
     given = [a for a in passed if "=" in a and not a.startswith(("-", "hydra.searchpath="))]
     try:
-        return passed, compose(config_name, [*search, *given], hydra_config=True)["hydra"]
+        return compose(config_name, [*search, *given], hydra_config=True)["hydra"]
     except Exception:  # noqa: BLE001 - only the early directory check is skipped
-        return passed, None
+        return None
 
 
 def _names_config_values(hydra_settings: DictConfig) -> bool:

@@ -222,13 +222,7 @@ class ActorCriticSpec(Policy):
             use_expln=use_expln,
             evaluation=evaluation,
         )
-        if isinstance(action_space, gym.spaces.Discrete):
-            return cls(obs_dim, int(action_space.n), True, **options)
-        if isinstance(action_space, gym.spaces.Box):
-            low = tuple(float(x) for x in action_space.low.ravel())
-            high = tuple(float(x) for x in action_space.high.ravel())
-            return cls(obs_dim, len(low), False, act_low=low, act_high=high, **options)
-        raise ConfigError("policy", f"action space {action_space} is not Discrete or Box")
+        return cls(obs_dim, **_action_fields(action_space), **options)
 
     # -- layout ---------------------------------------------------------------------------
     @functools.cached_property
@@ -740,3 +734,14 @@ def make_actor_critic(
         log_std_init=float(options.get("log_std_init", 0.0)),
         **kwargs,
     )
+
+
+def _action_fields(action_space: gym.Space) -> dict[str, Any]:
+    """The spec's action fields for a Discrete or Box action space; a ConfigError else."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        return {"act_dim": int(action_space.n), "discrete": True}
+    if isinstance(action_space, gym.spaces.Box):
+        low = tuple(float(x) for x in action_space.low.ravel())
+        high = tuple(float(x) for x in action_space.high.ravel())
+        return {"act_dim": len(low), "discrete": False, "act_low": low, "act_high": high}
+    raise ConfigError("policy", f"action space {action_space} is not Discrete or Box")

@@ -61,6 +61,19 @@ class TorchPolicy(Policy):
         # True when the module's weights were loaded from a file (`policy.file`): new pairs
         # and policies start from them, not from random weights.
         self.start_from_module = bool(start_from_module)
+        self._read_module(module, source)
+        self._batched: Any = None
+        self._vmappable: bool | None = None
+        self._chain = self._numpy_chain(module)
+        # Reused zero-padded inputs of the general path's last block (see `network`).
+        self._pads: dict[tuple[int, ...], np.ndarray] = {}
+        self._check_output()
+        # The loaded weights, taken now: later load_into_module calls change nothing here.
+        self._start = self.flatten() if self.start_from_module else None
+
+    def _read_module(self, module: torch.nn.Module, source: str) -> None:
+        """The module's state size, value head, scripting and parameter shapes; a
+        ConfigError for a module this policy cannot run or has nothing to optimize."""
         self.state_size = int(getattr(module, "state_size", 0) or 0)
         self.has_value = bool(getattr(module, "has_value", False))
         # TorchScript cannot be called functionally: it runs per distinct parameter vector.
@@ -78,22 +91,16 @@ class TorchPolicy(Policy):
                 "policy.module", f"{source} has no parameters: nothing to optimize or load"
             )
         self._sizes = tuple(int(np.prod(shape)) for _, shape in self.shapes)
-        self._batched: Any = None
-        self._vmappable: bool | None = None
+
+    def _numpy_chain(self, module: torch.nn.Module) -> list | None:
+        """The module as a numpy program (`_numpy_program`), or None: it runs by vmap."""
         # A module made of Linear layers, tanh / relu and sums of them (an MLP, an SB3 actor,
         # a residual MLP with its own forward) runs as a numpy program instead: the same
         # function, with stacked matmuls that keep rows bit-stable like the numpy MLP,
         # without vmap's per-call cost (~0.2 ms per block here, benchmarks/policy_throughput.py).
-        self._chain = None
-        if not (self.state_size or self.has_value or self.scripted):
-            self._chain = _numpy_program(
-                module, dict(zip(self._names(), self._offsets(), strict=True))
-            )
-        # Reused zero-padded inputs of the general path's last block (see `network`).
-        self._pads: dict[tuple[int, ...], np.ndarray] = {}
-        self._check_output()
-        # The loaded weights, taken now: later load_into_module calls change nothing here.
-        self._start = self.flatten() if self.start_from_module else None
+        if self.state_size or self.has_value or self.scripted:
+            return None
+        return _numpy_program(module, dict(zip(self._names(), self._offsets(), strict=True)))
 
     # -- flat <-> module ------------------------------------------------------------------------
     @property
@@ -394,40 +401,53 @@ def _numpy_program(module: torch.nn.Module, offsets: dict[str, tuple[int, tuple[
             # The result must be the last instruction's (not the observation or an earlier
             # value: rare, left to vmap).
             return program if program and register[result] == len(program) - 1 else None
-        args = node.args
-        sources = [a for a in args if isinstance(a, torch.fx.Node)]
-        if any(a not in register for a in sources) or node.kwargs.get("inplace"):
-            return None
-        other_kwargs = {k: v for k, v in node.kwargs.items() if k != "inplace"}
-        if other_kwargs:
-            return None
-        instruction = None
-        if node.op == "call_module":
-            sub = submodules.get(node.target)
-            if len(args) != 1 or len(sources) != 1:
-                return None
-            if isinstance(sub, torch.nn.Linear):
-                bias = offsets[f"{node.target}.bias"] if sub.bias is not None else None
-                instruction = ("linear", offsets[f"{node.target}.weight"], bias)
-            elif type(sub) in _ACTIVATIONS:
-                instruction = (_ACTIVATIONS[type(sub)], None, None)
-            elif type(sub) in _PASS_THROUGH:
-                register[node] = register[sources[0]]
-                continue
-        elif node.op in ("call_function", "call_method"):
-            key = node.target
-            if key in (operator.add, torch.add) and len(args) == 2 and len(sources) == 2:
-                program.append(("add", (register[args[0]], register[args[1]]), None, None))
-                register[node] = len(program) - 1
-                continue
-            if len(args) == 1 and len(sources) == 1 and _hashable(key) in _ACTIVATIONS:
-                instruction = (_ACTIVATIONS[key], None, None)
+        instruction = _instruction(node, submodules, offsets, register)
         if instruction is None:
             return None
-        op, weight, bias = instruction
-        program.append((op, (register[sources[0]],), weight, bias))
+        if isinstance(instruction, int):  # a no-op: the node's value is its input's
+            register[node] = instruction
+            continue
+        program.append(instruction)
         register[node] = len(program) - 1
     return None
+
+
+def _instruction(
+    node: Any, submodules: dict, offsets: dict, register: dict[Any, int]
+) -> tuple | int | None:
+    """A traced call's instruction (op, inputs, weight, bias); the register of its input
+    for a no-op (Identity, Flatten, Dropout); None for a call the numpy path cannot run."""
+    import torch.fx
+
+    args = node.args
+    sources = [a for a in args if isinstance(a, torch.fx.Node)]
+    if any(a not in register for a in sources) or node.kwargs.get("inplace"):
+        return None
+    other_kwargs = {k: v for k, v in node.kwargs.items() if k != "inplace"}
+    if other_kwargs:
+        return None
+    instruction = None
+    if node.op == "call_module":
+        sub = submodules.get(node.target)
+        if len(args) != 1 or len(sources) != 1:
+            return None
+        if isinstance(sub, torch.nn.Linear):
+            bias = offsets[f"{node.target}.bias"] if sub.bias is not None else None
+            instruction = ("linear", offsets[f"{node.target}.weight"], bias)
+        elif type(sub) in _ACTIVATIONS:
+            instruction = (_ACTIVATIONS[type(sub)], None, None)
+        elif type(sub) in _PASS_THROUGH:
+            return register[sources[0]]
+    elif node.op in ("call_function", "call_method"):
+        key = node.target
+        if key in (operator.add, torch.add) and len(args) == 2 and len(sources) == 2:
+            return ("add", (register[args[0]], register[args[1]]), None, None)
+        if len(args) == 1 and len(sources) == 1 and _hashable(key) in _ACTIVATIONS:
+            instruction = (_ACTIVATIONS[key], None, None)
+    if instruction is None:
+        return None
+    op, weight, bias = instruction
+    return (op, (register[sources[0]],), weight, bias)
 
 
 def _hashable(key: Any) -> Any:

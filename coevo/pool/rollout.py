@@ -240,54 +240,20 @@ class Rollouts:
         `on_done(chunk)` is called as each chunk's last episode ends.
         """
         num_slots = self.slots.num_slots
-        policy, step_slots, max_steps = self.policy, self.slots.step_slots, self.max_steps
-        noise_dim = policy.noise_dim
-        recurrent = policy.state_size > 0
-        noise = None
-        params, obs, state, slots, total, length, keys = self._row_views(self.running)
+        views = self._row_views(self.running)
         changed = False
         while not until.done:
             if self.running < num_slots and self.queue:
-                before = self.running
-                while self.running < num_slots and self._start(self.running):
-                    self.running += 1
-                if self.running == num_slots:
-                    self._sort_rows()  # in place: the views below stay valid
-                changed |= self.running != before
+                changed |= self._fill_rows(num_slots)
             running = self.running
             if running == 0:  # `until` is done: its last jobs failed at their reset
                 break
             if changed:  # views rebuilt only when the number of running rows changes
-                params, obs, state, slots, total, length, keys = self._row_views(running)
+                views = self._row_views(running)
                 changed = False
-            if noise_dim:  # a function of (episode seed, step) per row: batch-independent
-                noise = uniforms(keys, length, noise_dim)
-            output = policy.step(params, obs, state, noise)
-            if recurrent:
-                state[:] = output.state
-            next_obs, rewards, done, step_errors = step_slots(slots, output.actions)
-            if (
-                getattr(rewards, "shape", None) != total.shape
-                or getattr(done, "shape", None) != total.shape
-            ):  # a user's batched slots: lists, or columns
-                rewards, done = as_rows(self.slots, rewards, done, running)
-            obs[:] = next_obs
-            total += rewards
-            length += 1
-            done |= length >= max_steps
-            for position in step_errors:
-                done[position] = True
+            done, step_errors = self._step_rows(views, running)
             if done.any():
-                # Highest rows first: a row moved down from the end is then never one whose
-                # episode ended this step.
-                for row in np.flatnonzero(done)[::-1].tolist():
-                    chunk = self._finish(row, step_errors.get(row))
-                    if not self._start(row):
-                        self.running -= 1
-                        if row != self.running:
-                            self._move(self.running, row)
-                    if chunk.done:
-                        on_done(chunk)
+                self._end_rows(done, step_errors, on_done)
                 # A new episode in an ended one's row keeps the views (and the policy's
                 # per-layer views of `params`, cached while it is the same array).
                 changed = self.running != running
@@ -295,6 +261,57 @@ class Rollouts:
                 on_done(self.failed_at_reset.pop())
         while self.failed_at_reset:
             on_done(self.failed_at_reset.pop())
+
+    def _fill_rows(self, num_slots: int) -> bool:
+        """Start queued jobs in the free rows; whether the number of running rows changed."""
+        before = self.running
+        while self.running < num_slots and self._start(self.running):
+            self.running += 1
+        if self.running == num_slots:
+            self._sort_rows()  # in place: the row views stay valid
+        return self.running != before
+
+    def _step_rows(
+        self, views: tuple[np.ndarray, ...], running: int
+    ) -> tuple[np.ndarray, dict[int, str]]:
+        """One step of the first `running` rows (`views`: `_row_views`), returns and lengths
+        added up; (which rows ended, errors of the rows whose step failed)."""
+        params, obs, state, slots, total, length, keys = views
+        policy = self.policy
+        noise = None
+        if policy.noise_dim:  # a function of (episode seed, step) per row: batch-independent
+            noise = uniforms(keys, length, policy.noise_dim)
+        output = policy.step(params, obs, state, noise)
+        if policy.state_size > 0:
+            state[:] = output.state
+        next_obs, rewards, done, step_errors = self.slots.step_slots(slots, output.actions)
+        if (
+            getattr(rewards, "shape", None) != total.shape
+            or getattr(done, "shape", None) != total.shape
+        ):  # a user's batched slots: lists, or columns
+            rewards, done = as_rows(self.slots, rewards, done, running)
+        obs[:] = next_obs
+        total += rewards
+        length += 1
+        done |= length >= self.max_steps
+        for position in step_errors:
+            done[position] = True
+        return done, step_errors
+
+    def _end_rows(
+        self, done: np.ndarray, step_errors: dict[int, str], on_done: Callable[[Chunk], None]
+    ) -> None:
+        """Finish the ended rows' episodes and refill their rows (or close them up)."""
+        # Highest rows first: a row moved down from the end is then never one whose
+        # episode ended this step.
+        for row in np.flatnonzero(done)[::-1].tolist():
+            chunk = self._finish(row, step_errors.get(row))
+            if not self._start(row):
+                self.running -= 1
+                if row != self.running:
+                    self._move(self.running, row)
+            if chunk.done:
+                on_done(chunk)
 
     def abandon(self, error: BaseException) -> None:
         """Drop every running and queued episode (the loop raised `error`); the chunks they

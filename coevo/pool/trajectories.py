@@ -209,10 +209,32 @@ def collect(
     save and load one (`save_slot` / `load_slot`); without it continuations are replayed.
     """
     n = len(jobs)
+    horizon = _horizon(jobs)
+    out = _empty_chunk(policy, n, horizon)
+    if cache is not None and not (hasattr(slots, "save_slot") and hasattr(slots, "load_slot")):
+        cache = None  # slots that cannot hand out a live env: every continuation replays
+    width = slots.num_slots
+    for first in range(0, n, width):
+        _run_wave(slots, policy, max_episode_steps, jobs, first, min(n, first + width),
+                  params_for, skeleton, out, cache)  # fmt: skip
+    out.stats["trajectory_bytes"] = float(out.nbytes)
+    out.stats["env_steps"] = float(horizon * (n - len(out.errors)))
+    # Episodes that ended in the rollout, a failed stream's (it ended in its error) included:
+    # as for episode jobs, where a failed episode counts as one of the call's episodes.
+    out.stats["episodes"] = float(out.episodes_done.sum() + len(out.errors))
+    return out
+
+
+def _horizon(jobs: Sequence[TrajectoryJob]) -> int:
+    """The steps every job of a chunk runs (0 for no job); a ValueError when they differ."""
     steps = {job.num_steps for job in jobs}
     if len(steps) > 1:
         raise ValueError(f"a chunk's trajectory jobs must share num_steps, got {sorted(steps)}")
-    horizon = steps.pop() if steps else 0
+    return steps.pop() if steps else 0
+
+
+def _empty_chunk(policy: Any, n: int, horizon: int) -> TrajectoryChunk:
+    """A chunk of `n` streams of `horizon` steps, all zeros, its stream counters at 0."""
     dim = int(policy.obs_dim)
     out = TrajectoryChunk(
         obs=np.zeros((n, horizon, dim), dtype=np.float32),
@@ -235,17 +257,6 @@ def collect(
     )
     for name in STREAM_STAT_KEYS:
         out.stats[name] = 0.0
-    if cache is not None and not (hasattr(slots, "save_slot") and hasattr(slots, "load_slot")):
-        cache = None  # slots that cannot hand out a live env: every continuation replays
-    width = slots.num_slots
-    for first in range(0, n, width):
-        _run_wave(slots, policy, max_episode_steps, jobs, first, min(n, first + width),
-                  params_for, skeleton, out, cache)  # fmt: skip
-    out.stats["trajectory_bytes"] = float(out.nbytes)
-    out.stats["env_steps"] = float(horizon * (n - len(out.errors)))
-    # Episodes that ended in the rollout, a failed stream's (it ended in its error) included:
-    # as for episode jobs, where a failed episode counts as one of the call's episodes.
-    out.stats["episodes"] = float(out.episodes_done.sum() + len(out.errors))
     return out
 
 

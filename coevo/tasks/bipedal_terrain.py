@@ -177,6 +177,25 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
         exactly as gymnasium combines its scalars.
         """
         assert self.hull is not None
+        strengths = self._drive_motors(action)
+        self.world.Step(1.0 / FPS, 6 * 30, 2 * 30)
+        pos = self.hull.position
+        self._cast_lidar(pos)
+        state = self._state()
+        self.scroll = pos.x - VIEWPORT_W / SCALE / 5
+        reward = self._reward(pos, state, strengths)
+        terminated = False
+        if self.game_over or pos[0] < 0:
+            reward = -100
+            terminated = True
+        if pos[0] > _FINISH_X:
+            terminated = True
+        if self.render_mode == "human":
+            self.render()
+        return np.array(state, dtype=np.float32), reward, terminated, False, {}
+
+    def _drive_motors(self, action: np.ndarray) -> np.ndarray:
+        """Set the four joints' motor speeds and torques; the commands' strengths."""
         command = np.asarray(action)
         signs = np.sign(command)
         strengths = np.clip(np.abs(command), 0, 1)
@@ -184,14 +203,13 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
         for joint, speed, sign, strength in motors:
             joint.motorSpeed = float(speed * sign)
             joint.maxMotorTorque = float(MOTORS_TORQUE * strength)
+        return strengths
 
-        world = self.world
-        world.Step(1.0 / FPS, 6 * 30, 2 * 30)
-        hull = self.hull
-        pos = hull.position
-        vel = hull.linearVelocity
+    def _cast_lidar(self, pos: Any) -> None:
+        """Cast the ten lidar rays from the hull at `pos` (each keeps its hit fraction)."""
         x, y = pos[0], pos[1]
         drawn = self.render_mode is not None
+        world = self.world
         for lidar, (dx, dy) in zip(self.lidar, _LIDAR_OFFSETS, strict=True):
             lidar.fraction = 1.0
             end = (x + dx, y + dy)
@@ -199,11 +217,14 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
                 lidar.p1, lidar.p2 = pos, end
             world.RayCast(lidar, pos, end)
 
-        joints, legs = self.joints, self.legs
+    def _state(self) -> list[float]:
+        """The observation as gymnasium builds it: hull, joints, leg contacts, lidar."""
+        hull, joints, legs = self.hull, self.joints, self.legs
+        assert hull is not None
+        vel = hull.linearVelocity
         # BipedalWalker's contact listener sets `ground_contact` on its leg bodies.
-        angle = hull.angle
-        state = [
-            angle,
+        return [
+            hull.angle,
             2.0 * hull.angularVelocity / FPS,
             0.3 * vel.x * (VIEWPORT_W / SCALE) / FPS,
             0.3 * vel.y * (VIEWPORT_H / SCALE) / FPS,
@@ -219,8 +240,9 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
             1.0 if legs[3].ground_contact else 0.0,  # pyright: ignore[reportAttributeAccessIssue]
             *[lidar.fraction for lidar in self.lidar],
         ]
-        self.scroll = pos.x - VIEWPORT_W / SCALE / 5
 
+    def _reward(self, pos: Any, state: list[float], strengths: np.ndarray) -> Any:
+        """The step's shaping gain less the torque cost (before the end-of-episode rules)."""
         shaping = 130 * pos[0] / SCALE  # forward progress
         shaping -= 5.0 * abs(state[0])  # keep the hull level
         reward = 0
@@ -229,16 +251,7 @@ class TaskBipedalWalker(PendingTaskMixin, BipedalWalker):
         self.prev_shaping = shaping
         for strength in strengths:  # torque cost, one motor after the other as gymnasium
             reward -= 0.00035 * MOTORS_TORQUE * strength
-
-        terminated = False
-        if self.game_over or pos[0] < 0:
-            reward = -100
-            terminated = True
-        if pos[0] > _FINISH_X:
-            terminated = True
-        if self.render_mode == "human":
-            self.render()
-        return np.array(state, dtype=np.float32), reward, terminated, False, {}
+        return reward
 
 
 class TaskBipedalWalkerStairs(TaskBipedalWalker):

@@ -31,7 +31,7 @@ from coevo.curricula.base import (
 from coevo.curricula.poet import rules
 from coevo.curricula.poet.novelty import Characterization, ScoreCache, novelty_work
 from coevo.curricula.poet.population import Pair, Population
-from coevo.curricula.poet.transfer import best_policies_work, pick_best
+from coevo.curricula.poet.transfer import TransferCandidate, best_policies_work, pick_best
 from coevo.curricula.training import evaluate_work, mean_extras, train_work
 from coevo.errors import ConfigError
 from coevo.run_files import CROSS_SCORES_STEM
@@ -567,36 +567,50 @@ class Poet(Curriculum):
                 for c in candidates
                 if c.via == "direct"
             )
-            others = [c for c in candidates if c.source != target]
-            best = pick_best(others)
-            source = active[best.source]
-            label = f"policy of pair {source.pair_id} ({best.via})"
-            recent = pair.recent_best(cfg.transfer_history)
-            own = next(c.score for c in candidates if c.source == target and c.via == "direct")
-            ok, reason = rules.transfer(best.score, label, recent, cfg.transfer_history, own)
-            if ok:
-                pair.theta = best.theta.copy()
-                pair.state = self.optimizer.init_state(pair.theta, self.rng)
-                pair.steps = 0
-                pair.scores.append(best.score)
-                self._note_score(pair, best.score)
+            if self._transfer_to(pair, target, candidates, active, decisions):
                 transfers += 1
-            decisions.append(
-                self._decision(
-                    pair.task,
-                    kind="transfer",
-                    rule="transfer",
-                    outcome="transferred" if ok else "kept",
-                    reason=reason,
-                    pair_id=pair.pair_id,
-                    parent_id=source.pair_id,
-                    score=best.score,
-                    # The bar the transfer was judged against: a new child's own policy's
-                    # score in this evaluation when it has no recent score of its own.
-                    threshold=recent if np.isfinite(recent) else own,
-                )
-            )
         return transfers
+
+    def _transfer_to(
+        self,
+        pair: Pair,
+        target: int,
+        candidates: list[TransferCandidate],
+        active: list[Pair],
+        decisions: list[Decision],
+    ) -> bool:
+        """The best other policy replaces `pair`'s (active[target]) when it beats the best of
+        the task's recent scores; the decision is noted either way. Whether it did."""
+        cfg = self.config
+        others = [c for c in candidates if c.source != target]
+        best = pick_best(others)
+        source = active[best.source]
+        label = f"policy of pair {source.pair_id} ({best.via})"
+        recent = pair.recent_best(cfg.transfer_history)
+        own = next(c.score for c in candidates if c.source == target and c.via == "direct")
+        ok, reason = rules.transfer(best.score, label, recent, cfg.transfer_history, own)
+        if ok:
+            pair.theta = best.theta.copy()
+            pair.state = self.optimizer.init_state(pair.theta, self.rng)
+            pair.steps = 0
+            pair.scores.append(best.score)
+            self._note_score(pair, best.score)
+        decisions.append(
+            self._decision(
+                pair.task,
+                kind="transfer",
+                rule="transfer",
+                outcome="transferred" if ok else "kept",
+                reason=reason,
+                pair_id=pair.pair_id,
+                parent_id=source.pair_id,
+                score=best.score,
+                # The bar the transfer was judged against: a new child's own policy's
+                # score in this evaluation when it has no recent score of its own.
+                threshold=recent if np.isfinite(recent) else own,
+            )
+        )
+        return ok
 
     # -- helpers ---------------------------------------------------------------------------
     def _decision(self, task: Task, **fields: Any) -> Decision:
