@@ -144,7 +144,7 @@ def table(results: list[dict], mode: Any, wall_s: float, header: Header) -> str:
     ]
     outcome, checks = verdict(figures, len(mode.seeds), mode.reps)
     if not header.confirming:
-        outcome = "none: probe seeds (the verdict is --full's, on the confirmation seeds 0..9)"
+        outcome = "none: probe seeds (the verdict is --full's, on the confirmation seeds 10..19)"
     lines += ["", f"Expectation (declared before the run): {header.expectation}", "", *checks]
     lines += ["", f"Verdict: **{outcome}**", ""]
     return "\n".join(lines)
