@@ -208,3 +208,10 @@ def test_a_run_stopped_at_every_generation_and_resumed_equals_one_run(
     for key, value in straight["row"].items():
         if key not in timings:
             assert resumed["row"][key] == value, key
+
+
+def test_a_run_still_queued_at_the_deadline_is_not_started(tmp_path):
+    mode = claim.MODES["quick"]
+    job = ("dr", claim.PROBE_SEED_START, mode, tmp_path, 0.0)  # a deadline long past
+    assert claim.cached_run(job) is None
+    assert not any(tmp_path.iterdir())  # no snapshot, no run file

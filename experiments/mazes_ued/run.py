@@ -305,6 +305,8 @@ def cached_run(job: tuple[str, int, Mode, Path, float | None]) -> dict | None:
     path = cache / _key(arm, seed, mode)
     if path.exists():
         return cached(path, dict)
+    if deadline is not None and time.time() >= deadline:
+        return None  # a run still queued at the deadline is not started
     snapshot = cache / "partial" / path.with_suffix(".pkl").name
     result = run_one(arm, seed, mode, snapshot, deadline)
     if result is None:
