@@ -45,10 +45,18 @@ def _run(space, policy, backend, workers, config=SMALL, seed=3):
     return summary, decisions, thetas
 
 
+@pytest.fixture(scope="module")
+def seed_3_run(cartpole, cartpole_policy):
+    """The SMALL run of seed 3 on one local worker, made once for the two tests that read
+    it (each keeps to one xdist worker with it: the group below)."""
+    return _run(cartpole, cartpole_policy, "local", 1, seed=3)
+
+
+@pytest.mark.xdist_group("test_coevolution_seed_3")
 def test_same_seed_same_results_on_every_backend_and_worker_count(
-    ray_session, cartpole, cartpole_policy
+    ray_session, cartpole, cartpole_policy, seed_3_run
 ):
-    summary, decisions, thetas = _run(cartpole, cartpole_policy, "local", 1)
+    summary, decisions, thetas = seed_3_run
     assert summary["generation"].tolist() == [1, 2, 3, 4]
     # The run exercised every rule, so agreement below means something.
     assert {"eligible", "ineligible", "admitted", "not_admitted"} <= set(decisions["outcome"])
@@ -60,8 +68,9 @@ def test_same_seed_same_results_on_every_backend_and_worker_count(
         assert all(np.array_equal(a, b) for a, b in zip(t, thetas, strict=True))
 
 
-def test_another_seed_gives_another_run(cartpole, cartpole_policy):
-    _, a, _ = _run(cartpole, cartpole_policy, "local", 1, seed=3)
+@pytest.mark.xdist_group("test_coevolution_seed_3")
+def test_another_seed_gives_another_run(cartpole, cartpole_policy, seed_3_run):
+    _, a, _ = seed_3_run
     _, b, _ = _run(cartpole, cartpole_policy, "local", 1, seed=4)
     assert not a.equals(b)
 

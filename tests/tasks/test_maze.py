@@ -371,18 +371,18 @@ def _maze_run_args(curriculum, generations, *extra):
 
 
 def test_accel_on_mazes_resumes_after_sigkill_with_identical_tables(tmp_path):
-    from cli_support import cli, run_and_kill_after_checkpoint, run_tables
+    from cli_support import cli_in_process, run_and_kill_after_checkpoint, run_tables
 
     args = _maze_run_args(
         "accel", 8, "curriculum.buffer_size=8", "test_set.every=4", "test_set.size=8"
     )
-    clean = tmp_path / "clean"
-    done = cli("coevo-run", *args, f"hydra.run.dir={clean}")
+    clean = tmp_path / "clean"  # in process; the killed run is a coevo-run process
+    done = cli_in_process("coevo-run", *args, f"hydra.run.dir={clean}")
     assert done.returncode == 0, done.stderr[-3000:]
     killed = tmp_path / "killed"
     process = run_and_kill_after_checkpoint(args, killed, generation=3)
     assert process.returncode == -signal.SIGKILL
-    resumed = cli("coevo-run", f"resume={killed}")
+    resumed = cli_in_process("coevo-run", f"resume={killed}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     expected, got = run_tables(clean), run_tables(killed)
     for table in expected:
@@ -402,10 +402,10 @@ def test_accel_on_mazes_resumes_after_sigkill_with_identical_tables(tmp_path):
 
 
 def test_alp_gmm_is_refused_on_mazes_by_name(tmp_path):
-    from cli_support import cli
+    from cli_support import cli_in_process
 
     run = tmp_path / "run"
-    done = cli("coevo-run", *_maze_run_args("alp_gmm", 2), f"hydra.run.dir={run}")
+    done = cli_in_process("coevo-run", *_maze_run_args("alp_gmm", 2), f"hydra.run.dir={run}")
     assert done.returncode == 2
     assert "curriculum.name" in done.stderr and "Maze levels" in done.stderr
     assert not run.exists()
@@ -414,12 +414,14 @@ def test_alp_gmm_is_refused_on_mazes_by_name(tmp_path):
 def test_coevo_eval_on_a_poet_maze_run_films_the_maze_and_takes_a_level_as_json(tmp_path):
     """coevo-eval on a maze run: a GIF of the maze (one frame per move, from the start), a
     level given as test_set.csv's JSON; the report pictures POET's root level."""
-    from cli_support import cli
+    from cli_support import cli_in_process
     from PIL import Image
 
     run = tmp_path / "run"
     args = ["task=maze", "pool=local", "curriculum=poet", "curriculum.generations=2"]
-    done = cli("coevo-run", *args, "optimizer.population=8", "seed=5", f"hydra.run.dir={run}")
+    done = cli_in_process(
+        "coevo-run", *args, "optimizer.population=8", "seed=5", f"hydra.run.dir={run}"
+    )
     assert done.returncode == 0, done.stderr
     root = pd.read_csv(run / "population.csv").query("pair_id == 0")["task_id"].item()
     assert (run / "plots" / f"task_{root}.png").is_file()
@@ -427,7 +429,9 @@ def test_coevo_eval_on_a_poet_maze_run_films_the_maze_and_takes_a_level_as_json(
 
     level = Maze.from_json(pd.read_csv(run / "test_set.csv")["task"].iloc[-1])
     gif = tmp_path / "maze.gif"
-    shown = cli("coevo-eval", run, f"task={level.to_json()}", "episodes=1", f"video={gif}")
+    shown = cli_in_process(
+        "coevo-eval", run, f"task={level.to_json()}", "episodes=1", f"video={gif}"
+    )
     assert shown.returncode == 0, shown.stderr
     assert f"Maze({level.id}" in shown.stdout
     with Image.open(gif) as film:
@@ -436,5 +440,5 @@ def test_coevo_eval_on_a_poet_maze_run_films_the_maze_and_takes_a_level_as_json(
     start = render_maze(level, (*level.start, level.start_dir))
     np.testing.assert_array_equal(first, np.asarray(start))
 
-    refused = cli("coevo-eval", run, "task=walls=3", "episodes=1")
+    refused = cli_in_process("coevo-eval", run, "task=walls=3", "episodes=1")
     assert refused.returncode == 2 and "Maze levels" in refused.stderr
