@@ -1,4 +1,9 @@
-"""coevo-run as a user runs it: a subprocess, a run directory, files with real content."""
+"""coevo-run as a user runs it: a run directory, files with real content; a reader that
+leaves and a refusal, in a process of their own.
+
+The default (Ray) backend's run is in this process, on the session's Ray: coevo-run starting
+Ray of its own in a fresh process is tests/pool/test_pool_startup.py's (to a run's end)
+and tests/cli/test_cli_behaviour.py's SIGTERM test's."""
 
 import subprocess
 
@@ -22,9 +27,10 @@ SMALL = [
 
 
 @pytest.fixture(scope="module")
-def ray_run(tmp_path_factory):
+def ray_run(tmp_path_factory, ray_session):
+    """SMALL on the default backend: Ray's workers (the session's Ray)."""
     run_dir = tmp_path_factory.mktemp("runs") / "ray"
-    done = cli("coevo-run", *SMALL, f"hydra.run.dir={run_dir}")
+    done = cli_in_process("coevo-run", *SMALL, f"hydra.run.dir={run_dir}")
     assert done.returncode == 0, done.stderr[-3000:]
     return run_dir, done
 
