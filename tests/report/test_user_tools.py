@@ -286,6 +286,8 @@ def test_hydra_multirun_sweeps_a_rule_parameter(tmp_path):
         "-m",
         "pool=local",
         "curriculum.generations=2",
+        "curriculum.optimizer_steps=1",  # small jobs: what the sweep wrote is what is read
+        "optimizer.population=4",
         "curriculum.mc_lower=25,50",
         f"hydra.sweep.dir={tmp_path}",
     )
