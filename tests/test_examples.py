@@ -27,6 +27,8 @@ def _run(script: str, *args: str) -> list[str]:
         sys.argv = [str(path), "--small", *args]
         with contextlib.redirect_stdout(out):
             runpy.run_path(str(path), run_name="__main__")
+    except SystemExit as exit:  # sys.exit(): a process's exit code
+        assert exit.code in (None, 0), f"{script} exited with {exit.code}"
     finally:
         sys.argv = argv
     return out.getvalue().splitlines()

@@ -64,6 +64,7 @@ def test_default_backend_run_writes_the_run_directory(ray_run):
     log = (run_dir / "cli.log").read_text().splitlines()
     assert [line for line in log if line.startswith("gen ")] == lines
     assert log[-1] == f"run directory: {run_dir}" and log[0].startswith("pool: ")
+    assert "Ray worker(s)" in log[0]  # the default backend's workers
 
 
 def test_summary_has_a_row_per_generation(ray_run):
