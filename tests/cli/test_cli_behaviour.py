@@ -28,8 +28,8 @@ SMALL = [
     "optimizer.population=8",
     "seed=2",
 ]
-# The tests that read or go on from SMALL's finished run of 5 generations (`finished_run`)
-# share one worker under xdist, so that it is made once.
+# The tests that read or go on from SMALL's finished run of 5 generations (`finished_run`),
+# or FAILING's stopped one (`stopped_run`), share one worker under xdist: each is made once.
 FINISHED = pytest.mark.xdist_group("test_cli_behaviour_finished")
 
 
@@ -45,7 +45,7 @@ def finished_run(tmp_path_factory) -> Path:
 
 
 def _copy_of(run: Path, where: Path) -> Path:
-    """A copy of the finished run at `where` (a run directory moved elsewhere, whole)."""
+    """A copy of a shared run at `where` (a run directory moved elsewhere, whole)."""
     shutil.copytree(run, where)
     return where
 
@@ -385,15 +385,31 @@ FAILING = [
 ]
 
 
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """FAILING with the default failed_generations (3): stopped in generation 3, after the
+    checkpoints of generations 1 and 2 (both all failed). A test that writes to it takes a
+    copy."""
+    run = tmp_path_factory.mktemp("stopped") / "run"
+    done = cli_in_process("coevo-run", *FAILING, "curriculum.generations=5", f"hydra.run.dir={run}")
+    return run, done
+
+
+@FINISHED
 @pytest.mark.parametrize("in_a_row", [1, 3])
-def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(tmp_path, in_a_row):
-    done = cli_in_process(
-        "coevo-run",
-        *FAILING,
-        "curriculum.generations=5",
-        *([] if in_a_row == 3 else [f"curriculum.failed_generations={in_a_row}"]),  # default 3
-        f"hydra.run.dir={tmp_path}",
-    )
+def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(
+    tmp_path, in_a_row, request
+):
+    if in_a_row == 3:  # the default: the run the resumed test below goes on from
+        tmp_path, done = request.getfixturevalue("stopped_run")
+    else:
+        done = cli_in_process(
+            "coevo-run",
+            *FAILING,
+            "curriculum.generations=5",
+            f"curriculum.failed_generations={in_a_row}",
+            f"hydra.run.dir={tmp_path}",
+        )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert f"coevo-run: error: generation {in_a_row}: all " in done.stderr
@@ -411,11 +427,11 @@ def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(tm
     assert (tmp_path / "report.html").exists()
 
 
-def test_a_resumed_run_counts_the_failed_generations_before_its_stop(tmp_path):
-    first = cli_in_process(
-        "coevo-run", *FAILING, "curriculum.generations=6", f"hydra.run.dir={tmp_path}"
-    )
+@FINISHED
+def test_a_resumed_run_counts_the_failed_generations_before_its_stop(tmp_path, stopped_run):
+    stopped, first = stopped_run
     assert "coevo-run: error: generation 3: all " in first.stderr, first.stderr[-3000:]
+    tmp_path = _copy_of(stopped, tmp_path / "run")
     # Checkpoints of generations 1 and 2 (both all failed): the resumed run's generation 3
     # is the third in a row, as it was in the undisturbed run.
     again = cli_in_process("coevo-run", f"resume={tmp_path}")
