@@ -15,6 +15,9 @@ RLLIB_STAMP := $(RLLIB_VENV)/.coevo-installed
 # The tests that need RLlib; the main venv skips them.
 RLLIB_TESTS := tests/integrations/test_rllib.py tests/policies/test_rllib_module.py tests/test_examples.py::test_rllib_plr
 ARGS ?=
+# Bytecode caches on, even where the shell turns them off: every Ray worker and coevo-run
+# subprocess would otherwise compile coevo again (~0.3 s of CPU each).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install run test lint docs bench clean
 

@@ -38,6 +38,9 @@ class EnvSlots(Protocol):
     # Optional (trajectory streams continuing across calls, coevo/pool/trajectories.py):
     # `save_slot(slot) -> snapshot` hands out the slot's episode state, live (the slot must
     # be reset before its next use); `load_slot(slot, snapshot)` puts one back in a slot.
+    # Optional (PPO's value bootstrap): a `truncated` attribute, set by each `step_slots`, that
+    # says which of its `done` episodes the env cut short (gymnasium's `truncated`) rather
+    # than ended; without it every `done` is an end, with no bootstrap.
 
 
 _FLOAT64 = np.dtype(np.float64)
@@ -157,6 +160,8 @@ class GymSlots:
         self._step = [env.step for env in self.envs]
         self._tasks: list[Task | None] = [None] * num_slots
         self.clock: CallClock | None = None
+        # The last step_slots' episodes that the env itself cut short (see EnvSlots).
+        self.truncated = np.zeros(0, dtype=bool)
 
     def watch(self) -> CallClock:
         """Time every env call from now on (~0.2 us each); the clock says which one runs."""
@@ -218,6 +223,7 @@ class GymSlots:
         observations: list[Any] = []
         rewards: list[float] = []
         done: list[bool] = []
+        cut: list[bool] = []
         errors: dict[int, str] | None = None
         for position, slot in enumerate(slots.tolist()):
             try:
@@ -230,6 +236,8 @@ class GymSlots:
             observations.append(ob)
             rewards.append(reward)
             done.append(terminated or truncated)
+            cut.append(truncated and not terminated)  # both: an end, as gymnasium reads it
+        self.truncated = np.array(cut, dtype=bool)
         flatten = self._flatten
         if flatten is not None:  # not a Box: each observation flattened (Dict, Discrete, ...)
             observations = [None if ob is None else flatten(ob) for ob in observations]

@@ -403,7 +403,12 @@ class _Wave:
         ):  # a user's batched slots: lists, or columns
             rewards, terminated = as_rows(slots, rewards, terminated, live.size)
         self.length[live] += 1
+        cut_by_env = _cut_by_env(slots, terminated)
+        if cut_by_env is not None:
+            terminated = terminated & ~cut_by_env
         truncated = (self.length[live] >= self.max_steps) & ~terminated
+        if cut_by_env is not None:
+            truncated |= cut_by_env
         out.rewards[at, t] = rewards
         out.terminated[at, t] = terminated
         out.truncated[at, t] = truncated
@@ -470,6 +475,21 @@ class _Wave:
             self.cache.put(
                 (task, ahead.key), self.slots.save_slot(position), self.obs[position].copy()
             )
+
+
+def _cut_by_env(slots: Any, done: np.ndarray) -> np.ndarray | None:
+    """Which `done` episodes of the last `step_slots` the env cut short (gymnasium's
+    `truncated`: their values are bootstrapped), or None where the slots do not say."""
+    cut = getattr(slots, "truncated", None)
+    if cut is None:
+        return None
+    cut = np.asarray(cut, dtype=bool)
+    if cut.shape != done.shape:
+        raise ValueError(
+            f"{type(slots).__name__}.truncated has shape {cut.shape} after a step of "
+            f"{done.size} slots; expected ({done.size},)"
+        )
+    return cut & done
 
 
 def _replay(slots, jobs, rows, positions, obs, fail, stats) -> None:

@@ -98,8 +98,9 @@ class MaskedSlots:
         return obs[:, self.keep], rewards, done, errors
 
     def __getattr__(self, name: str) -> Any:
-        # save_slot / load_slot where the base slots have them (continuing streams)
-        if name in ("save_slot", "load_slot"):
+        # save_slot / load_slot (continuing streams) and truncated (the bootstrap) where the
+        # base slots have them
+        if name in ("save_slot", "load_slot", "truncated"):
             return getattr(self.slots, name)
         raise AttributeError(name)
 

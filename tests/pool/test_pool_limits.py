@@ -81,7 +81,9 @@ def test_a_stuck_env_call_fails_its_episode_and_the_call_goes_on(by_value, rng):
     # stuck episode costs a timeout and a new worker: no more of them than that shows).
     with EvaluationPool(SPACE, POLICY, "local", 1) as pool:  # the same pairs, never stuck
         expected = pool.evaluate([(theta, SPACE.task(hang=0)) for theta, _ in pairs], 2, seed=5)
-    with EvaluationPool(SPACE, POLICY, "ray", 2, 2, episode_timeout_s=1.5) as pool:
+    # A limit far above the microseconds of a healthy env call, short enough that each
+    # stuck episode costs little more than its worker's restart.
+    with EvaluationPool(SPACE, POLICY, "ray", 2, 2, episode_timeout_s=0.75) as pool:
         returns, errors = pool.evaluate_detailed(pairs, episodes=2, seed=5)
         restarts = pool.stats["worker_restarts"]
         again = pool.evaluate(pairs[:2], episodes=2, seed=5)  # the pool still works
@@ -89,7 +91,7 @@ def test_a_stuck_env_call_fails_its_episode_and_the_call_goes_on(by_value, rng):
     assert sorted(errors) == stuck
     for i in stuck:
         assert np.isnan(returns[i]).all()
-        assert errors[i].startswith("timed out after 1.5 s on task Task(sticky: hang=1")
+        assert errors[i].startswith("timed out after 0.75 s on task Task(sticky: hang=1")
     fine = [i for i, h in enumerate(hangs) if not h]
     np.testing.assert_array_equal(returns[fine], expected[fine])
     np.testing.assert_array_equal(again, expected[:2])
@@ -97,7 +99,8 @@ def test_a_stuck_env_call_fails_its_episode_and_the_call_goes_on(by_value, rng):
 
 
 def test_a_worker_over_its_memory_limit_is_recycled_with_results_unchanged(by_value, rng):
-    pairs = _pairs(rng, [0] * 12, leak_mb=40.0)
+    # 16 leaky episodes of 40 MB: about 320 MB a worker, past the limit at least once each.
+    pairs = _pairs(rng, [0] * 8, leak_mb=40.0)
     with EvaluationPool(SPACE, POLICY, "local", 1) as pool:
         expected = pool.evaluate([(theta, SPACE.task(hang=0)) for theta, _ in pairs], 2, seed=1)
     with EvaluationPool(SPACE, POLICY, "ray", 2, 2) as pool:

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+from cli_support import ROOT
 
 from coevo.pool import EvaluationPool
+
+# One worker under xdist: the fresh process (`fresh_process`) runs once for the module.
+pytestmark = pytest.mark.xdist_group("test_pool_startup")
 
 
 def test_worker_side_imports_leave_out_curricula_pandas_and_torch():
@@ -82,40 +90,71 @@ with EvaluationPool(space, policy, "ray", 2, envs_per_worker=3) as pool:
     assert pool._backend.ray.policy is not policy
 with EvaluationPool(space, policy, "local", 1, envs_per_worker=4) as pool:
     returns.append(pool.evaluate(pairs, 3, seed=7))
-print(served, len(set(nodes)), [np.array_equal(r, returns[-1]) for r in returns[:2]], restarts)
+print("handover:", served, len(set(nodes)), [np.array_equal(r, returns[-1]) for r in returns[:2]],
+      restarts)
+"""
+
+# Then, in the same process, `coevo-run` (its entry function, as a user's console script
+# calls it) with pool.wait_for_workers=true: the handover's pool closed, and with it the Ray
+# it started, so Ray is not running and this run's pool starts one of its own as well.
+WAIT_FOR_WORKERS = """
+import contextlib, io, json, sys
+from coevo import cli
+sys.argv = ["coevo-run", "pool=ray", "pool.wait_for_workers=true", "curriculum.generations=1",
+            "test_set.every=0", "hydra.run.dir=" + sys.argv[1]]
+out, err, code = io.StringIO(), io.StringIO(), 0
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    try:
+        cli.run_main()
+    except SystemExit as exit:
+        code = exit.code
+print("wait_for_workers:", json.dumps([code, out.getvalue(), err.getvalue()]))
 """
 
 
-def test_a_pool_answers_while_ray_starts_and_a_call_across_the_handover_is_no_restart():
+@pytest.fixture(scope="module")
+def fresh_process(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """One new Python process, Ray not running in it: the handover script, then the
+    wait_for_workers run (two Ray starts, one interpreter's start and imports); the process
+    and the run's directory."""
+    run_dir = tmp_path_factory.mktemp("wait_for_workers")
+    done = subprocess.run(
+        [sys.executable, "-c", HANDOVER + WAIT_FOR_WORKERS, str(run_dir)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    return done, run_dir
+
+
+def _line(done: subprocess.CompletedProcess, prefix: str) -> str:
+    """The process's stdout line that starts with `prefix`, without it."""
+    assert done.returncode == 0, done.stderr[-3000:]
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith(prefix)]
+    return line.removeprefix(prefix)
+
+
+def test_a_pool_answers_while_ray_starts_and_a_call_across_the_handover_is_no_restart(
+    fresh_process,
+):
     # A fresh process: Ray not running, so the pool starts it (in the background). Its
     # first call starts here and ends after Ray got ready: that is no worker restart.
-    out = subprocess.run(
-        [sys.executable, "-c", HANDOVER], capture_output=True, text=True, timeout=300
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    last = out.stdout.strip().splitlines()[-1]
-    assert last == "['local (ray starting)', 'ray'] 1 [True, True] 0"
-    assert "SIGTERM handler" not in out.stderr
+    done, _ = fresh_process
+    assert _line(done, "handover: ") == "['local (ray starting)', 'ray'] 1 [True, True] 0"
+    assert "SIGTERM handler" not in done.stderr
 
 
-def test_wait_for_workers_runs_even_a_short_run_on_rays_workers(tmp_path):
+def test_wait_for_workers_runs_even_a_short_run_on_rays_workers(fresh_process):
     """A one-generation run ends before Ray's workers answer, in this process (same results);
     pool.wait_for_workers=true starts it on them: both workers busy, the pool line says so."""
     import pandas as pd
-    from cli_support import cli
 
-    done = cli(
-        "coevo-run",
-        "pool=ray",
-        "pool.wait_for_workers=true",
-        "curriculum.generations=1",
-        "test_set.every=0",
-        f"hydra.run.dir={tmp_path}",
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "pool: 2 Ray worker(s) on 1 node(s), 64 envs each" in done.stdout
-    summary = pd.read_csv(tmp_path / "summary.csv")
+    done, run_dir = fresh_process
+    code, out, err = json.loads(_line(done, "wait_for_workers: "))
+    assert code in (0, None), err[-3000:]
+    assert "pool: 2 Ray worker(s) on 1 node(s), 64 envs each" in out
+    summary = pd.read_csv(run_dir / "summary.csv")
     assert (summary["busy_s_worker_0"] > 0).all() and (summary["busy_s_worker_1"] > 0).all()
 
 

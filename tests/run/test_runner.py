@@ -3,6 +3,7 @@
 and the generation count the checkpoint holds."""
 
 import dataclasses
+import shutil
 import sys
 from pathlib import Path
 
@@ -33,6 +34,22 @@ def quiet(_line: str) -> None:
     pass
 
 
+@pytest.fixture(scope="module")
+def raw_run(tmp_path_factory) -> Path:
+    """RAW run once for the module: the tests that start from a finished RAW run get a copy
+    (`_copy_of_raw_run`), each free to change it."""
+    run = tmp_path_factory.mktemp("raw") / "run"
+    runner.run(parse_config(RAW), run, quiet)
+    return run
+
+
+def _copy_of_raw_run(raw_run: Path, tmp_path: Path) -> Path:
+    """A copy of the module's finished RAW run at tmp_path/run, as runner.run left it."""
+    run = tmp_path / "run"
+    shutil.copytree(raw_run, run)
+    return run
+
+
 def _snapshot(run_dir: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(run_dir)): p.read_bytes()
@@ -41,9 +58,10 @@ def _snapshot(run_dir: Path) -> dict[str, bytes]:
     }
 
 
-def test_a_resume_from_python_that_changes_the_run_is_refused_and_changes_nothing(tmp_path):
-    run = tmp_path / "run"
-    runner.run(parse_config(RAW), run, quiet)
+def test_a_resume_from_python_that_changes_the_run_is_refused_and_changes_nothing(
+    raw_run, tmp_path
+):
+    run = _copy_of_raw_run(raw_run, tmp_path)
     before = _snapshot(run)
 
     changed = {**RAW, "seed": 99, "optimizer": {"name": "es", "population": 2}}
@@ -69,9 +87,10 @@ def test_a_resume_from_python_that_changes_the_run_is_refused_and_changes_nothin
     assert _snapshot(run) == before  # config.yaml, tables and checkpoints untouched
 
 
-def test_resume_from_python_with_the_runs_own_config_extends_it_like_a_longer_run(tmp_path):
-    run, longer = tmp_path / "run", tmp_path / "longer"
-    runner.run(parse_config(RAW), run, quiet)
+def test_resume_from_python_with_the_runs_own_config_extends_it_like_a_longer_run(
+    raw_run, tmp_path
+):
+    run, longer = _copy_of_raw_run(raw_run, tmp_path), tmp_path / "longer"
     three = {**RAW, "curriculum": {**RAW["curriculum"], "generations": 3}}
     runner.run(parse_config(three), longer, quiet)
 
@@ -87,9 +106,8 @@ def test_resume_from_python_with_the_runs_own_config_extends_it_like_a_longer_ru
     assert any("nothing to run: the run's 3 generations are done" in line for line in lines)
 
 
-def test_a_state_that_does_not_load_is_refused_before_the_run_directory_changes(tmp_path):
-    run = tmp_path / "run"
-    runner.run(parse_config(RAW), run, quiet)
+def test_a_state_that_does_not_load_is_refused_before_the_run_directory_changes(raw_run, tmp_path):
+    run = _copy_of_raw_run(raw_run, tmp_path)
     (run / run_files.CONFIG_FILE).unlink()  # nothing to compare with: the state itself refuses
     before = _snapshot(run)
     other = parse_config({**RAW, "curriculum": {"name": "plr", "generations": 4}})
@@ -193,13 +211,12 @@ def test_an_interrupt_after_the_first_checkpoint_is_a_resumable_run_interrupted(
     assert pd.read_csv(tmp_path / "run" / "summary.csv")["generation"].tolist() == [1, 2]
 
 
-def test_a_pairs_file_naming_a_run_says_when_its_newest_checkpoint_is_skipped(tmp_path):
+def test_a_pairs_file_naming_a_run_says_when_its_newest_checkpoint_is_skipped(raw_run, tmp_path):
     """A run directory in a pairs file: a damaged newest checkpoint is reported on `echo`
     (as coevo-eval reports it), and the one before it is read."""
     import yaml
 
-    run = tmp_path / "run"
-    runner.run(parse_config(RAW), run, quiet)
+    run = _copy_of_raw_run(raw_run, tmp_path)
     newest = run / "checkpoints" / "gen_000002.pkl"
     newest.write_bytes(b"damaged")
     pairs = tmp_path / "pairs.yaml"
@@ -304,13 +321,17 @@ def test_a_plr_subclass_with_its_own_level_score_is_reported_as_such(tmp_path, n
     assert (summary["level_score"] == reported).all()
     eligibility = pd.read_csv(tmp_path / "run" / "eligibility.csv")
     assert eligibility["reason"].str.contains("learnability ").any()
-    # The built-in PLR on the same config still says what it falls back to.
-    lines.clear()
-    runner.run(
-        parse_config({**raw, "curriculum": {**raw["curriculum"], "name": "plr"}}),
-        tmp_path / "plr",
-        lines.append,
-    )
+
+
+def test_the_builtin_plr_on_the_subclasses_config_says_what_it_falls_back_to(tmp_path):
+    # The config of the subclasses above with the built-in PLR (the same for both of them,
+    # so run once): it still warns of its fallback.
+    raw = {
+        **RAW,
+        "curriculum": {"name": "plr", "generations": 3, "buffer_size": 4, "replay_prob": 0.5},
+    }
+    lines: list[str] = []
+    runner.run(parse_config(raw), tmp_path / "plr", lines.append)
     assert [line for line in lines if "PLR scores levels by learnability instead" in line]
 
 

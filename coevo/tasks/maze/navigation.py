@@ -4,7 +4,8 @@ The agent turns left, turns right or moves forward (MiniGrid's first three actio
 papers' agents have MiniGrid's seven, the other four doing nothing in a maze). Moving into a
 wall or out of the maze leaves it in place; moving onto the goal ends the episode with
 reward 1 - 0.9 * (steps / max_steps), MiniGrid's `_reward`; after `max_steps` steps the
-episode is truncated (250, dcd's and jaxued's mazes).
+episode is truncated (250, dcd's and jaxued's mazes; the maze space's env and `MazeSlots`
+end it as terminated instead, as dcd trains on it: no value bootstrap).
 
 The observation is the agent's partial egocentric view (`view_size` x `view_size`, 5 as in
 dcd and jaxued; walls seen through, as both do by default) as a flat float32 array: for each
@@ -80,9 +81,13 @@ class MazeEnv(gym.Env):
         view_size: int = DEFAULT_VIEW_SIZE,
         max_steps: int = DEFAULT_MAX_STEPS,
         render_mode: str | None = None,
+        timeout_is_terminal: bool = False,
     ):
         self.view_size = view_size
         self.max_steps = max_steps
+        # True: the time-out is an end (`terminated`), not a cut, as dcd's MiniGrid mazes
+        # train with no value bootstrap there, and as `MazeSlots` plays it (the maze space).
+        self.timeout_is_terminal = timeout_is_terminal
         self.render_mode = render_mode
         self.action_space = gym.spaces.Discrete(len(ACTIONS))
         # The view as a grid [view, view, (wall, goal)], then the direction one-hot.
@@ -137,8 +142,10 @@ class MazeEnv(gym.Env):
             if front == self._level.goal:
                 reached = True
                 reward = goal_reward(self.steps, self.max_steps)
-        truncated = self.steps >= self.max_steps
-        return self._observe(), reward, reached, truncated, {"success": reached}
+        timed_out = self.steps >= self.max_steps
+        if self.timeout_is_terminal:
+            return self._observe(), reward, reached or timed_out, False, {"success": reached}
+        return self._observe(), reward, reached, timed_out, {"success": reached}
 
     def _is_wall(self, x: int, y: int) -> bool:
         level = self._level

@@ -65,7 +65,8 @@ class MazeSpace(LevelSpace):
         super().__post_init__()
         steps, view = self.max_episode_steps, self.view_size
         # Built from the fields: `replace(space, max_episode_steps=...)` rebuilds them.
-        object.__setattr__(self, "make_env", partial(MazeEnv, None, view, steps))
+        env = partial(MazeEnv, None, view, steps, timeout_is_terminal=True)
+        object.__setattr__(self, "make_env", env)
         slots = partial(MazeSlots, view_size=view, max_steps=steps) if self.batched else None
         object.__setattr__(self, "make_slots", slots)
 
