@@ -1,9 +1,10 @@
 """coevo-run as a user runs it: a run directory, files with real content; a reader that
 leaves and a refusal, in a process of their own.
 
-The default (Ray) backend's run is in this process, on the session's Ray: coevo-run starting
-Ray of its own in a fresh process is tests/pool/test_pool_startup.py's (to a run's end)
-and tests/cli/test_cli_behaviour.py's SIGTERM test's."""
+The default (Ray) backend's run is in this process, on the session's Ray. The console script
+starting a Ray of its own, run to its end, is tests/pool/test_cluster.py's one-node run (and
+the entry function's, in a fresh process, tests/pool/test_pool_startup.py's); stopped in a
+run, tests/cli/test_cli_behaviour.py's SIGTERM test's."""
 
 import subprocess
 
