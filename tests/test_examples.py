@@ -1,7 +1,15 @@
-"""Each script of examples/ runs at its small size and prints what it promises."""
+"""Each script of examples/ runs at its small size and prints what it promises.
 
+A script runs as `python examples/SCRIPT --small` would run it (`__main__`, its command
+line), in this process: a fresh interpreter would add only its imports, several seconds
+of torch's. The scripts whose work is processes of their own (sb3_plr.py's subprocess envs,
+rllib_plr.py's Ray) run as a subprocess, as a user runs them."""
+
+import contextlib
 import importlib.util
+import io
 import os
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +20,22 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(script: str, *args: str) -> list[str]:
+    """The lines `script --small ARGS` prints, run as its `__main__` in this process."""
+    path = ROOT / "examples" / script
+    argv, out = sys.argv[:], io.StringIO()
+    try:
+        sys.argv = [str(path), "--small", *args]
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(str(path), run_name="__main__")
+    except SystemExit as exit:  # sys.exit(): a process's exit code
+        assert exit.code in (None, 0), f"{script} exited with {exit.code}"
+    finally:
+        sys.argv = argv
+    return out.getvalue().splitlines()
+
+
+def _run_in_a_process(script: str, *args: str) -> list[str]:
+    """The lines `python examples/SCRIPT --small ARGS` prints, in a process of its own."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
@@ -94,7 +118,7 @@ def test_sb3_plr(tmp_path):
 
     from coevo.curricula import sampler
 
-    out = _run("sb3_plr.py", "--state", str(tmp_path / "plr.pkl"))
+    out = _run_in_a_process("sb3_plr.py", "--state", str(tmp_path / "plr.pkl"))
     episodes = int(out[-1].split()[0])
     assert episodes > 0 and "('new_level', 'added')" in out[-1]
     # The saved state continues a sampler here, as a resumed job would.
@@ -117,7 +141,7 @@ def test_rllib_plr(tmp_path):
 
     from coevo.curricula import sampler
 
-    out = _run("rllib_plr.py", "--state", str(tmp_path))
+    out = _run_in_a_process("rllib_plr.py", "--state", str(tmp_path))
     assert [line.split(":")[0] for line in out[-3:-1]] == ["iteration 1", "iteration 2"]
     episodes = int(out[-1].split()[0])
     assert episodes > 0 and "('new_level', 'added')" in out[-1]

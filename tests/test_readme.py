@@ -117,6 +117,7 @@ def test_the_readme_command_lines_run(tmp_path):
     run_dir = sweep / "0"
     coevo_run = ["coevo-run"]
     small = ["pool=local", "curriculum.generations=2", "test_set.every=1", "test_set.size=10"]
+    small += ["curriculum.optimizer_steps=1", "optimizer.population=4"]  # a run to read
     run([*coevo_run, *small, f"hydra.run.dir={run_dir}"])
     reads_a_run = 0
     for words in commands:

@@ -1,4 +1,10 @@
-"""coevo-run as a user runs it: a subprocess, a run directory, files with real content."""
+"""coevo-run as a user runs it: a run directory, files with real content; a reader that
+leaves and a refusal, in a process of their own.
+
+The default (Ray) backend's run is in this process, on the session's Ray. The console script
+starting a Ray of its own, run to its end, is tests/pool/test_cluster.py's one-node run (and
+the entry function's, in a fresh process, tests/pool/test_pool_startup.py's); stopped in a
+run, tests/cli/test_cli_behaviour.py's SIGTERM test's."""
 
 import subprocess
 
@@ -22,9 +28,10 @@ SMALL = [
 
 
 @pytest.fixture(scope="module")
-def ray_run(tmp_path_factory):
+def ray_run(tmp_path_factory, ray_session):
+    """SMALL on the default backend: Ray's workers (the session's Ray)."""
     run_dir = tmp_path_factory.mktemp("runs") / "ray"
-    done = cli("coevo-run", *SMALL, f"hydra.run.dir={run_dir}")
+    done = cli_in_process("coevo-run", *SMALL, f"hydra.run.dir={run_dir}")
     assert done.returncode == 0, done.stderr[-3000:]
     return run_dir, done
 
@@ -58,6 +65,7 @@ def test_default_backend_run_writes_the_run_directory(ray_run):
     log = (run_dir / "cli.log").read_text().splitlines()
     assert [line for line in log if line.startswith("gen ")] == lines
     assert log[-1] == f"run directory: {run_dir}" and log[0].startswith("pool: ")
+    assert "Ray worker(s)" in log[0]  # the default backend's workers
 
 
 def test_summary_has_a_row_per_generation(ray_run):
@@ -165,10 +173,11 @@ def test_resume_continues_from_the_last_checkpoint(local_run, tmp_path):
 
 def test_a_reader_that_stops_reading_does_not_stop_the_run(tmp_path):
     # `coevo-run ... | head -1`: the pipe breaks after the first line. The run goes on to its
-    # end, its report written and every progress line in cli.log.
-    two = [arg.replace("generations=4", "generations=2") for arg in SMALL]
+    # end, its report written and every progress line in cli.log (one generation: its line
+    # and the run directory's are printed after the reader has gone).
+    one = [arg.replace("generations=4", "generations=1") for arg in SMALL]
     run = subprocess.Popen(
-        [COEVO_RUN, *two, "pool=local", f"hydra.run.dir={tmp_path}"],
+        [COEVO_RUN, *one, "pool=local", f"hydra.run.dir={tmp_path}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,
@@ -179,7 +188,7 @@ def test_a_reader_that_stops_reading_does_not_stop_the_run(tmp_path):
     assert run.wait(timeout=300) == 0, stderr[-3000:]
     assert "BrokenPipeError" not in stderr
     log = (tmp_path / "cli.log").read_text()
-    assert "gen   2/2" in log and "run directory:" in log
+    assert "gen   1/1" in log and "run directory:" in log
     assert (tmp_path / "report.html").is_file()
 
 

@@ -3,6 +3,7 @@
 checkpoint file, and a generation in which every evaluation fails."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +28,26 @@ SMALL = [
     "optimizer.population=8",
     "seed=2",
 ]
+# The tests that read or go on from SMALL's finished run of 5 generations (`finished_run`),
+# or FAILING's stopped one (`stopped_run`), share one worker under xdist: each is made once.
+FINISHED = pytest.mark.xdist_group("test_cli_behaviour_finished")
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    """SMALL run to its end, 5 generations, every checkpoint kept. A test that writes to it
+    takes a copy (`_copy_of`)."""
+    run = tmp_path_factory.mktemp("finished") / "run"
+    args = [*SMALL, "curriculum.generations=5", "checkpoints_kept=5", f"hydra.run.dir={run}"]
+    done = cli_in_process("coevo-run", *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return run
+
+
+def _copy_of(run: Path, where: Path) -> Path:
+    """A copy of a shared run at `where` (a run directory moved elsewhere, whole)."""
+    shutil.copytree(run, where)
+    return where
 
 
 @pytest.mark.parametrize(
@@ -225,8 +246,11 @@ def test_sigterm_stops_a_run_as_ctrl_c_does_where_ray_starts_in_the_main_thread(
     )
 
 
-def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path, ray_session):
-    short, long = tmp_path / "short", tmp_path / "long"
+@FINISHED
+def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(
+    tmp_path, ray_session, finished_run
+):
+    short, long = tmp_path / "short", finished_run  # long: the same run to 5 generations
     assert (
         cli_in_process(
             "coevo-run",
@@ -234,12 +258,6 @@ def test_resume_extends_a_finished_run_and_refuses_unsafe_overrides(tmp_path, ra
             "curriculum.generations=3",
             "pool.envs_per_worker=16",  # recorded in the run's command: kept by pool=local
             f"hydra.run.dir={short}",
-        ).returncode
-        == 0
-    )
-    assert (
-        cli_in_process(
-            "coevo-run", *SMALL, "curriculum.generations=5", f"hydra.run.dir={long}"
         ).returncode
         == 0
     )
@@ -344,15 +362,14 @@ def _refused_are_only_the_real_changes(run: Path) -> None:
     assert "has seed=2, task='cartpole'; this command seed=3, task='pendulum'" in str(two.value)
 
 
-def test_resume_from_a_checkpoint_file_goes_on_from_that_generation(tmp_path):
-    run = tmp_path / "run"
-    args = [*SMALL, "curriculum.generations=4", "checkpoints_kept=5"]
-    assert cli_in_process("coevo-run", *args, f"hydra.run.dir={run}").returncode == 0
+@FINISHED
+def test_resume_from_a_checkpoint_file_goes_on_from_that_generation(tmp_path, finished_run):
+    run = _copy_of(finished_run, tmp_path / "run")
     expected = run_tables(run)
     second = run / "checkpoints" / "gen_000002.pkl"
     again = cli_in_process("coevo-run", f"resume={second}")
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "after generation 2" in again.stdout and "gen   3/4" in again.stdout
+    assert "after generation 2" in again.stdout and "gen   3/5" in again.stdout
     for name, frame in expected.items():
         pd.testing.assert_frame_equal(run_tables(run)[name], frame, obj=name)
 
@@ -368,15 +385,31 @@ FAILING = [
 ]
 
 
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """FAILING with the default failed_generations (3): stopped in generation 3, after the
+    checkpoints of generations 1 and 2 (both all failed). A test that writes to it takes a
+    copy."""
+    run = tmp_path_factory.mktemp("stopped") / "run"
+    done = cli_in_process("coevo-run", *FAILING, "curriculum.generations=5", f"hydra.run.dir={run}")
+    return run, done
+
+
+@FINISHED
 @pytest.mark.parametrize("in_a_row", [1, 3])
-def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(tmp_path, in_a_row):
-    done = cli_in_process(
-        "coevo-run",
-        *FAILING,
-        "curriculum.generations=5",
-        *([] if in_a_row == 3 else [f"curriculum.failed_generations={in_a_row}"]),  # default 3
-        f"hydra.run.dir={tmp_path}",
-    )
+def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(
+    tmp_path, in_a_row, request
+):
+    if in_a_row == 3:  # the default: the run the resumed test below goes on from
+        tmp_path, done = request.getfixturevalue("stopped_run")
+    else:
+        done = cli_in_process(
+            "coevo-run",
+            *FAILING,
+            "curriculum.generations=5",
+            f"curriculum.failed_generations={in_a_row}",
+            f"hydra.run.dir={tmp_path}",
+        )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert f"coevo-run: error: generation {in_a_row}: all " in done.stderr
@@ -394,11 +427,11 @@ def test_generations_where_every_evaluation_fails_stop_the_run_with_the_error(tm
     assert (tmp_path / "report.html").exists()
 
 
-def test_a_resumed_run_counts_the_failed_generations_before_its_stop(tmp_path):
-    first = cli_in_process(
-        "coevo-run", *FAILING, "curriculum.generations=6", f"hydra.run.dir={tmp_path}"
-    )
+@FINISHED
+def test_a_resumed_run_counts_the_failed_generations_before_its_stop(tmp_path, stopped_run):
+    stopped, first = stopped_run
     assert "coevo-run: error: generation 3: all " in first.stderr, first.stderr[-3000:]
+    tmp_path = _copy_of(stopped, tmp_path / "run")
     # Checkpoints of generations 1 and 2 (both all failed): the resumed run's generation 3
     # is the third in a row, as it was in the undisturbed run.
     again = cli_in_process("coevo-run", f"resume={tmp_path}")
@@ -431,12 +464,11 @@ def test_pool_evaluate_raises_on_a_failed_episode_instead_of_a_silent_nan(rng):
     assert np.isnan(info.value.returns[1]).all() and list(info.value.errors) == [1]
 
 
-def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path, monkeypatch):
+@FINISHED
+def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path, monkeypatch, finished_run):
     """Two runs in one directory would mix their rows in the tables and their checkpoints;
     the second is refused by name, and the first run's files are left as they were."""
-    run = tmp_path / "run2"  # SMALL's seed=2: the ${seed} case below names it too
-    first = cli_in_process("coevo-run", *SMALL, "curriculum.generations=2", f"hydra.run.dir={run}")
-    assert first.returncode == 0, first.stderr
+    run = _copy_of(finished_run, tmp_path / "run2")  # SMALL's seed=2: ${seed} below names it
     before = _files(run)
     again = cli_in_process(
         "coevo-run", *SMALL, "curriculum.generations=3", "seed=5", f"hydra.run.dir={run}"
@@ -445,7 +477,7 @@ def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path, monkeypa
     assert again.stderr.startswith(f"coevo-run: error: hydra.run.dir: {run} already holds a run")
     assert f"coevo-run resume={run}" in again.stderr
     assert _files(run) == before  # .hydra/ included: Hydra's record of the first run kept
-    assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2]
+    assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2, 3, 4, 5]
     # Quoted, or through an interpolation, as Hydra resolves it: refused before Hydra writes.
     monkeypatch.setenv("RUN_N", "n")
     for given in (
@@ -464,9 +496,9 @@ def test_a_new_run_in_a_directory_that_holds_a_run_is_refused(tmp_path, monkeypa
     assert shown.returncode == 0 and "curriculum:" in shown.stdout
     assert _files(run) == before
     # What the message says to do works: the run goes on in its own directory.
-    resumed = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=3")
+    resumed = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=6")
     assert resumed.returncode == 0, resumed.stderr
-    assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2, 3]
+    assert pd.read_csv(run / "summary.csv")["generation"].tolist() == [1, 2, 3, 4, 5, 6]
 
 
 def _files(directory: Path) -> dict[str, bytes]:
@@ -698,12 +730,11 @@ def test_a_plus_on_a_config_group_of_the_users_own_stays_a_plus(tmp_path):
     assert hydra_configs.compose(CONF_DIR, passed)["seed"] == 5
 
 
-def test_resume_of_a_run_another_process_is_running_is_refused(tmp_path):
+@FINISHED
+def test_resume_of_a_run_another_process_is_running_is_refused(tmp_path, finished_run):
     import fcntl
 
-    run = tmp_path / "run"
-    args = [*SMALL, "curriculum.generations=3"]
-    assert cli_in_process("coevo-run", *args, f"hydra.run.dir={run}").returncode == 0
+    run = _copy_of(finished_run, tmp_path / "run")
     assert (run / ".coevo.lock").read_text().startswith("pid ")  # the finished run's
     with open(run / ".coevo.lock", "a+") as held:  # another process running there now
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -711,12 +742,12 @@ def test_resume_of_a_run_another_process_is_running_is_refused(tmp_path):
         held.truncate()
         held.write("pid 4242")
         held.flush()
-        refused = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=4")
+        refused = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=6")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert refused.stderr.startswith(f"coevo-run: error: resume: {run} is in use")
     assert_says(refused.stderr, "(pid 4242)", "wait for it to end")
     # the lock released
-    resumed = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=4")
+    resumed = cli_in_process("coevo-run", f"resume={run}", "curriculum.generations=6")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
 
 

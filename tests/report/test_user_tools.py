@@ -161,7 +161,10 @@ def test_coevo_report_names_a_table_it_cannot_read(run_dir, tmp_path):
 
 def test_coevo_eval_prints_episode_returns_and_writes_a_gif(run_dir, tmp_path):
     gif = tmp_path / "episode.gif"
-    done = cli_in_process("coevo-eval", run_dir, "pair=0", "episodes=3", f"video={gif}")
+    # A short pole under high gravity: the run's policy keeps it up for tens of steps, not
+    # CartPole's 500 (a GIF's frames cost ~30 ms each to encode).
+    short = "task=gravity=30,pole_length=0.1"
+    done = cli_in_process("coevo-eval", run_dir, "pair=0", short, "episodes=3", f"video={gif}")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("pair 0 policy on Task(cartpole")
@@ -283,6 +286,8 @@ def test_hydra_multirun_sweeps_a_rule_parameter(tmp_path):
         "-m",
         "pool=local",
         "curriculum.generations=2",
+        "curriculum.optimizer_steps=1",  # small jobs: what the sweep wrote is what is read
+        "optimizer.population=4",
         "curriculum.mc_lower=25,50",
         f"hydra.sweep.dir={tmp_path}",
     )
