@@ -4,6 +4,7 @@ and without them, its arms' configs, its verdict rule and its --quick run, resum
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from dataclasses import replace
@@ -215,3 +216,35 @@ def test_a_run_still_queued_at_the_deadline_is_not_started(tmp_path):
     job = ("dr", claim.PROBE_SEED_START, mode, tmp_path, 0.0)  # a deadline long past
     assert claim.cached_run(job) is None
     assert not any(tmp_path.iterdir())  # no snapshot, no run file
+
+
+# -- the buffer diagnosis (diagnose.py) -----------------------------------------------------
+diagnose = script_module(ROOT / "experiments/mazes_ued/diagnose.py", "mazes_ued_diagnose")
+
+
+def test_quick_diagnosis_records_the_buffer_at_each_mark_and_refuses_confirmation_seeds(
+    tmp_path, capsys
+):
+    path = diagnose.main(
+        ["--arm", "plr", "--quick", "--score", "learnability", "--out", str(tmp_path)]
+    )
+    record = json.loads(path.read_text())
+    assert (record["arm"], record["score"], record["seed"]) == ("plr", "learnability", 1000)
+    assert "curriculum.score=learnability" in record["overrides"]
+    assert len(record["marks"]) == diagnose.QUICK_MARKS
+    buckets = {"1-3", "4-8", "9+", "unsolvable"}
+    for point in [record["generator"], *record["marks"]]:
+        assert set(point["mass"]) == buckets
+        assert math.isclose(sum(point["mass"].values()), 1.0)
+        assert 0 <= point["unsolvable_share"] <= 1 and 1 <= point["mean_path"] < 13 * 13
+    assert 9 < record["generator"]["mean_path"] < 10  # the generator's, 2,000 mazes
+    for point in record["marks"]:
+        assert 0 < point["levels"] <= 8  # quick's buffer_size
+        for name in ("random_solved", "cvar", "named_solved", "buffer_solved"):
+            assert 0 <= point[name] <= 100, name
+    assert record["marks"][-1]["env_steps"] >= record["budget"]
+    table = (tmp_path / "table.md").read_text()
+    assert_says(table, "not the confirmation", "## plr, score learnability, seed 1000", "mass 9+")
+    with pytest.raises(SystemExit):
+        diagnose.main(["--arm", "plr", "--quick", "--seed", "15"])
+    assert_says(capsys.readouterr().err, "--seed 15", "probe seeds are >= 1000")
