@@ -42,6 +42,8 @@ _EXPORTS = {
     "Population": "coevo.curricula.poet",
     "PrioritizedLevelReplay": "coevo.curricula.plr",
     "Run": "coevo.run",
+    "SFLConfig": "coevo.curricula.sfl",
+    "SampleForLearnability": "coevo.curricula.sfl",
     "make_policy": "coevo.policies",
     "tasks": "coevo.tasks",
 }
@@ -77,6 +79,8 @@ __all__ = [
     "Population",
     "PrioritizedLevelReplay",
     "Run",
+    "SFLConfig",
+    "SampleForLearnability",
     "make_policy",
     "tasks",
 ]
@@ -112,6 +116,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         PoetConfig,
         Population,
     )
+    from coevo.curricula.sfl import SampleForLearnability, SFLConfig
     from coevo.errors import ConfigError
     from coevo.optimizers import Optimizer, OptimizerConfig
     from coevo.optimizers.ars import ARSConfig, AugmentedRandomSearch

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from coevo.curricula.plr import PLRConfig, PrioritizedLevelReplay
     from coevo.curricula.plr import PrioritizedLevelReplay as PLR
     from coevo.curricula.poet import EnhancedPoet, EnhancedPoetConfig, Poet, PoetConfig
+    from coevo.curricula.sfl import SampleForLearnability, SFLConfig
+    from coevo.curricula.sfl import SampleForLearnability as SFL
     from coevo.optimizers.base import Optimizer
     from coevo.pool import EvaluationPool
     from coevo.tasks.task import TaskSpace
@@ -116,6 +118,9 @@ _ALGORITHMS = {
     "ACCELConfig": ("coevo.curricula.accel", "ACCELConfig"),
     "ALPGMM": ("coevo.curricula.alp_gmm", "ALPGMM"),
     "ALPGMMConfig": ("coevo.curricula.alp_gmm", "ALPGMMConfig"),
+    "SFL": ("coevo.curricula.sfl", "SampleForLearnability"),
+    "SampleForLearnability": ("coevo.curricula.sfl", "SampleForLearnability"),
+    "SFLConfig": ("coevo.curricula.sfl", "SFLConfig"),
 }
 
 
@@ -151,6 +156,9 @@ __all__ = [
     "Poet",
     "PoetConfig",
     "PrioritizedLevelReplay",
+    "SFL",
+    "SFLConfig",
+    "SampleForLearnability",
     "Signal",
     "Student",
     "build",

@@ -151,7 +151,7 @@ class PrioritizedLevelReplay(LevelSamplingCurriculum):
 
     Takes the same arguments as `DomainRandomization`, with a `PLRConfig`. Value-based
     scores need an optimizer with value predictions (PPO); with ES or ARS it falls back to
-    `return_regret` and says so.
+    `score_fallback` (learnability by default) and says so.
     """
 
     config_class = PLRConfig

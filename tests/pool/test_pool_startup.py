@@ -35,6 +35,11 @@ def test_public_names_still_import_from_the_package():
     assert set(coevo.__all__) <= set(dir(coevo))
     for name in coevo.__all__:
         assert getattr(coevo, name) is not None
+    # Every registered curriculum's class is importable by name from coevo.curricula.
+    import coevo.curricula as curricula
+
+    exported = {getattr(curricula, name) for name in curricula.__all__}
+    assert {curricula.get(name) for name in curricula.names()} <= exported
 
 
 def test_ray_workers_run_one_blas_thread(ray_session, cartpole, cartpole_policy):

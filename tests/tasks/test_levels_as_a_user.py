@@ -129,3 +129,30 @@ def test_poet_thresholds_on_a_mazes_scale_are_not_warned_of_and_cartpoles_are():
         "highest return of task space 'maze' (0.996)",
         "on its scale",
     )
+
+
+def test_poet_starts_its_pairs_on_the_mazes_it_is_given_and_names_the_kind_it_wants():
+    from coevo import ESConfig, EvolutionStrategy, Poet, PoetConfig
+    from coevo.policies.registry import make_policy
+    from coevo.pool import EvaluationPool
+
+    space = _small_maze_space()
+    env = space.make_env()
+    policy = make_policy("mlp", env.observation_space, env.action_space, {"hidden": [4]})
+    mazes = [space.initial_task(), space.sample(np.random.default_rng(1))]
+    config = PoetConfig(generations=1, optimizer_steps=0, max_children=0, transfer_every=0)
+    with EvaluationPool(space, policy, "local", 1, 4) as pool:
+
+        def poet(initial):
+            es = EvolutionStrategy(ESConfig(population=4), policy.num_params)
+            return Poet(config, space=space, pool=pool, optimizer=es, initial_tasks=initial)
+
+        co = poet(mazes)
+        assert [pair.task for pair in co.population.active] == mazes
+        co.step()
+        with pytest.raises(TypeError) as refused:
+            poet([mazes[0], tasks.get("cartpole").initial_task()])
+        assert_says(str(refused.value), "initial_tasks[1]", "Maze level", "small_maze", "got")
+        with pytest.raises(TypeError) as one:
+            poet(mazes[0])
+        assert_says(str(one.value), "list of Mazes", "initial_tasks=[task]")

@@ -36,6 +36,7 @@ from coevo.curricula.training import evaluate_work, mean_extras, train_work
 from coevo.errors import ConfigError
 from coevo.run_files import CROSS_SCORES_STEM
 from coevo.settings import setting
+from coevo.tasks.level_kind import level_type
 from coevo.tasks.task import Task
 
 if TYPE_CHECKING:
@@ -161,17 +162,22 @@ class Poet(Curriculum):
         cfg = self.config
         if given is None:
             return [self.space.initial_task()] * cfg.initial_pairs
-        if isinstance(given, Task | str | Mapping) or not isinstance(given, Iterable):
+        # A numeric space's levels are Tasks; a maze space's, Mazes: any kind's levels start
+        # pairs, as DR, PLR and ACCEL take them.
+        kind = level_type(self.space)
+        if isinstance(given, kind | Task | str | Mapping) or not isinstance(given, Iterable):
+            one = isinstance(given, kind | Task)
             raise TypeError(
-                f"initial_tasks must be a list of Tasks, got {type(given).__name__}"
-                + (" (one task: initial_tasks=[task])" if isinstance(given, Task) else "")
+                f"initial_tasks must be a list of {kind.__name__}s, got {type(given).__name__}"
+                + (" (one task: initial_tasks=[task])" if one else "")
             )
         tasks = list(given)
         for index, task in enumerate(tasks):
-            if not isinstance(task, Task):
+            if not isinstance(task, kind):
+                example = " (e.g. space.task(...))" if kind is Task else ""
                 raise TypeError(
-                    f"initial_tasks[{index}] must be a Task (e.g. space.task(...)), got "
-                    f"{type(task).__name__}"
+                    f"initial_tasks[{index}] must be a {kind.__name__} level of task space "
+                    f"'{self.space.name}'{example}, got {type(task).__name__}"
                 )
             self.space.check(task)
         if not tasks:
